@@ -1,0 +1,138 @@
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../clock.js";
+import { OAuthError } from "../oauth/errors.js";
+import { hashSecret, randomToken, verifySecret } from "../oauth/secrets.js";
+import type { ApplicationRecord, ApplicationRepository } from "../store/applications.js";
+import {
+  absoluteHttpUrlProblem,
+  conflictsAsErrors,
+  InvalidInputError,
+  optionalHours,
+  optionalString,
+  optionalStringList,
+  rejectUnknownFields,
+  requireName,
+} from "./validation.js";
+
+export const GRANT_TYPES = ["authorization_code", "implicit", "password", "client_credentials", "refresh_token"] as const;
+
+export const APPLICATION_FIELDS = [
+  "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
+] as const;
+
+/** Writable application fields; absent ones keep their value (update) or default (create). */
+export interface ApplicationInput {
+  name: string;
+  clientId?: string;
+  clientSecret?: string;
+  redirectUris?: string[];
+  grantTypes?: string[];
+  expireInHours?: number;
+  refreshExpireInHours?: number;
+  providers?: string[];
+}
+
+/** Check untrusted input (a config entry, CLI flags, an RPC) field by field. */
+export function parseApplicationInput(raw: Record<string, unknown>): ApplicationInput {
+  rejectUnknownFields(raw, APPLICATION_FIELDS);
+  const clientId = optionalString(raw.clientId, "clientId", 200);
+  if (clientId !== undefined && !/^[\x21-\x7e]{1,200}$/.test(clientId)) {
+    throw new InvalidInputError("clientId", "must be 1-200 printable ASCII characters without spaces");
+  }
+  const clientSecret = optionalString(raw.clientSecret, "clientSecret", 500);
+  if (clientSecret === "") throw new InvalidInputError("clientSecret", "must not be empty");
+  return {
+    name: requireName(raw.name),
+    clientId,
+    clientSecret,
+    redirectUris: optionalStringList(raw.redirectUris, "redirectUris", absoluteHttpUrlProblem),
+    grantTypes: optionalStringList(raw.grantTypes, "grantTypes", (g) =>
+      (GRANT_TYPES as readonly string[]).includes(g) ? undefined : `is not one of ${GRANT_TYPES.join(", ")}`,
+    ),
+    expireInHours: optionalHours(raw.expireInHours, "expireInHours"),
+    refreshExpireInHours: optionalHours(raw.refreshExpireInHours, "refreshExpireInHours"),
+    providers: optionalStringList(raw.providers, "providers", (p) => (/^[A-Za-z0-9_.-]{1,100}$/.test(p) ? undefined : "is not a provider name")),
+  };
+}
+
+/** What create and update return: the secret only when it was set or generated now. */
+export interface SavedApplication {
+  app: ApplicationRecord;
+  clientSecret?: string;
+}
+
+/** Application management shared by the config file, the CLI and the admin RPCs. */
+export class ApplicationAdmin {
+  constructor(
+    private readonly repo: ApplicationRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(input: ApplicationInput): Promise<SavedApplication> {
+    const clientSecret = input.clientSecret ?? randomToken();
+    const now = this.clock.now();
+    const app: ApplicationRecord = {
+      id: randomUUID(),
+      name: input.name,
+      // 128 bits at least, as client ids and secrets must not be guessable.
+      clientId: input.clientId ?? randomToken(16),
+      clientSecretHash: await hashSecret(clientSecret),
+      redirectUris: input.redirectUris ?? [],
+      grantTypes: withCodeGrant(input.grantTypes ?? []),
+      expireInHours: input.expireInHours ?? 1,
+      refreshExpireInHours: input.refreshExpireInHours ?? 0,
+      providers: input.providers ?? [],
+      createdAt: now,
+      updatedAt: now,
+    };
+    await conflictsAsErrors(() => this.repo.insert(app));
+    return { app, clientSecret };
+  }
+
+  async update(input: ApplicationInput): Promise<SavedApplication> {
+    const current = await this.get(input.name);
+    const app: ApplicationRecord = {
+      ...current,
+      clientId: input.clientId ?? current.clientId,
+      clientSecretHash: input.clientSecret ? await this.rehash(current, input.clientSecret) : current.clientSecretHash,
+      redirectUris: input.redirectUris ?? current.redirectUris,
+      grantTypes: input.grantTypes ? withCodeGrant(input.grantTypes) : current.grantTypes,
+      expireInHours: input.expireInHours ?? current.expireInHours,
+      refreshExpireInHours: input.refreshExpireInHours ?? current.refreshExpireInHours,
+      providers: input.providers ?? current.providers,
+      updatedAt: this.clock.now(),
+    };
+    await conflictsAsErrors(() => this.repo.update(app));
+    return { app, clientSecret: input.clientSecret };
+  }
+
+  /** Create the application, or update it when one has this name (config file semantics). */
+  async upsert(input: ApplicationInput): Promise<SavedApplication> {
+    return (await this.repo.findByName(input.name)) ? this.update(input) : this.create(input);
+  }
+
+  async get(name: string): Promise<ApplicationRecord> {
+    const app = await this.repo.findByName(name);
+    if (!app) throw new OAuthError("not_found", `no application named ${name}`);
+    return app;
+  }
+
+  list(): Promise<ApplicationRecord[]> {
+    return this.repo.list();
+  }
+
+  async delete(name: string): Promise<void> {
+    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no application named ${name}`);
+  }
+
+  // Re-applying a config file at every start must not re-hash an unchanged
+  // secret (and so invalidate verification caches) each time.
+  private async rehash(current: ApplicationRecord, secret: string): Promise<string> {
+    return (await verifySecret(secret, current.clientSecretHash)) ? current.clientSecretHash : hashSecret(secret);
+  }
+
+}
+
+function withCodeGrant(grantTypes: string[]): string[] {
+  return grantTypes.includes("authorization_code") ? grantTypes : ["authorization_code", ...grantTypes];
+}

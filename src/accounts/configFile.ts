@@ -1,0 +1,70 @@
+import { readFile } from "node:fs/promises";
+import type { Domain } from "../domain.js";
+import { parseProviderInput, type ProviderInput } from "../federation/providers.js";
+import { OAuthError } from "../oauth/errors.js";
+import { parseApplicationInput, type ApplicationInput } from "./applications.js";
+import { parseUserInput, type UserInput } from "./users.js";
+
+/** The `--config` file: applications, users and providers, each upserted by name. */
+export interface ConfigFile {
+  applications: ApplicationInput[];
+  users: UserInput[];
+  providers: ProviderInput[];
+}
+
+const SECTIONS = ["applications", "users", "providers"] as const;
+
+/** A config file problem, naming the entry and the field. */
+export class ConfigFileError extends Error {}
+
+function entries<T>(raw: Record<string, unknown>, section: string, parse: (entry: Record<string, unknown>) => T): T[] {
+  const list = raw[section] ?? [];
+  if (!Array.isArray(list)) throw new ConfigFileError(`${section}: must be a list`);
+  return list.map((entry, i) => {
+    const label = `${section}[${i}]${typeof entry?.name === "string" ? ` (${entry.name})` : ""}`;
+    if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+      throw new ConfigFileError(`${label}: must be an object`);
+    }
+    try {
+      return parse(entry as Record<string, unknown>);
+    } catch (err) {
+      if (err instanceof OAuthError) throw new ConfigFileError(`${label}: ${err.description}`);
+      throw err;
+    }
+  });
+}
+
+export function parseConfigFile(text: string): ConfigFile {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigFileError(`not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new ConfigFileError("must be a JSON object");
+  const unknown = Object.keys(raw).find((k) => !(SECTIONS as readonly string[]).includes(k));
+  if (unknown) throw new ConfigFileError(`${unknown}: is not a known section (${SECTIONS.join(", ")})`);
+  const sections = raw as Record<string, unknown>;
+  return {
+    applications: entries(sections, "applications", parseApplicationInput),
+    users: entries(sections, "users", parseUserInput),
+    providers: entries(sections, "providers", parseProviderInput),
+  };
+}
+
+export async function loadConfigFile(path: string): Promise<ConfigFile> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    throw new ConfigFileError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return parseConfigFile(text);
+}
+
+/** Create or update every entry. Providers first, since applications name them. */
+export async function applyConfigFile(config: ConfigFile, domain: Domain): Promise<void> {
+  for (const provider of config.providers) await domain.providerAdmin.upsert(provider);
+  for (const user of config.users) await domain.userAdmin.upsert(user);
+  for (const app of config.applications) await domain.applicationAdmin.upsert(app);
+}

@@ -1,0 +1,118 @@
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../clock.js";
+import { OAuthError } from "../oauth/errors.js";
+import { hashSecret, verifySecret } from "../oauth/secrets.js";
+import type { UserRecord, UserRepository } from "../store/users.js";
+import { conflictsAsErrors, InvalidInputError, optionalBoolean, optionalString, rejectUnknownFields, requireName } from "./validation.js";
+
+export const USER_FIELDS = [
+  "name", "password", "displayName", "email", "emailVerified", "avatar", "phone", "address", "isAdmin", "disabled",
+] as const;
+
+/** Writable user fields; absent ones are left alone. */
+export interface UserInput {
+  name: string;
+  password?: string;
+  displayName?: string;
+  email?: string;
+  emailVerified?: boolean;
+  avatar?: string;
+  phone?: string;
+  address?: string;
+  isAdmin?: boolean;
+  disabled?: boolean;
+}
+
+export function parseUserInput(raw: Record<string, unknown>): UserInput {
+  rejectUnknownFields(raw, USER_FIELDS);
+  const password = optionalString(raw.password, "password", 1000);
+  if (password === "") throw new InvalidInputError("password", "must not be empty");
+  const email = optionalString(raw.email, "email", 320);
+  if (email && !/^[^\s@]+@[^\s@]+$/.test(email)) throw new InvalidInputError("email", "is not an email address");
+  return {
+    name: requireName(raw.name),
+    password,
+    displayName: optionalString(raw.displayName, "displayName", 200),
+    email,
+    emailVerified: optionalBoolean(raw.emailVerified, "emailVerified"),
+    avatar: optionalString(raw.avatar, "avatar", 2000),
+    phone: optionalString(raw.phone, "phone", 50),
+    address: optionalString(raw.address, "address", 1000),
+    isAdmin: optionalBoolean(raw.isAdmin, "isAdmin"),
+    disabled: optionalBoolean(raw.disabled, "disabled"),
+  };
+}
+
+/** User management shared by the config file, the CLI and the admin RPCs. */
+export class UserAdmin {
+  constructor(
+    private readonly repo: UserRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(input: UserInput): Promise<UserRecord> {
+    const now = this.clock.now();
+    const user: UserRecord = {
+      id: randomUUID(),
+      name: input.name,
+      passwordHash: input.password ? await hashSecret(input.password) : null,
+      displayName: input.displayName ?? "",
+      email: input.email ?? "",
+      emailVerified: input.emailVerified ?? false,
+      avatar: input.avatar ?? "",
+      phone: input.phone ?? "",
+      address: input.address ?? "",
+      isAdmin: input.isAdmin ?? false,
+      disabled: input.disabled ?? false,
+      properties: {},
+      createdAt: now,
+      updatedAt: now,
+    };
+    await conflictsAsErrors(() => this.repo.insert(user));
+    return user;
+  }
+
+  async update(input: UserInput): Promise<UserRecord> {
+    const current = await this.get(input.name);
+    const user: UserRecord = {
+      ...current,
+      passwordHash: input.password ? await this.rehash(current, input.password) : current.passwordHash,
+      displayName: input.displayName ?? current.displayName,
+      email: input.email ?? current.email,
+      emailVerified: input.emailVerified ?? current.emailVerified,
+      avatar: input.avatar ?? current.avatar,
+      phone: input.phone ?? current.phone,
+      address: input.address ?? current.address,
+      isAdmin: input.isAdmin ?? current.isAdmin,
+      disabled: input.disabled ?? current.disabled,
+      updatedAt: this.clock.now(),
+    };
+    await conflictsAsErrors(() => this.repo.update(user));
+    return user;
+  }
+
+  async upsert(input: UserInput): Promise<UserRecord> {
+    return (await this.repo.findByName(input.name)) ? this.update(input) : this.create(input);
+  }
+
+  async get(name: string): Promise<UserRecord> {
+    const user = await this.repo.findByName(name);
+    if (!user) throw new OAuthError("not_found", `no user named ${name}`);
+    return user;
+  }
+
+  list(): Promise<UserRecord[]> {
+    return this.repo.list();
+  }
+
+  async delete(name: string): Promise<void> {
+    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no user named ${name}`);
+  }
+
+  // An unchanged password from a re-applied config file keeps its hash.
+  private async rehash(current: UserRecord, password: string): Promise<string> {
+    if (current.passwordHash && (await verifySecret(password, current.passwordHash))) return current.passwordHash;
+    return hashSecret(password);
+  }
+
+}

@@ -1,0 +1,75 @@
+import { OAuthError } from "../oauth/errors.js";
+import { ConflictError } from "../store/errors.js";
+
+/** Bad admin input (config file, CLI or admin RPC), naming the field. */
+export class InvalidInputError extends OAuthError {
+  constructor(readonly field: string, problem: string) {
+    super("invalid_request", `${field}: ${problem}`);
+  }
+}
+
+export function requireName(value: unknown, field = "name"): string {
+  if (typeof value !== "string" || !/^[A-Za-z0-9_.@-]{1,100}$/.test(value)) {
+    throw new InvalidInputError(field, "must be 1-100 letters, digits or _ . @ -");
+  }
+  return value;
+}
+
+export function optionalString(value: unknown, field: string, max = 1000): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || value.length > max) throw new InvalidInputError(field, `must be a string of at most ${max} characters`);
+  return value;
+}
+
+export function optionalBoolean(value: unknown, field: string): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "boolean") throw new InvalidInputError(field, "must be true or false");
+  return value;
+}
+
+export function optionalHours(value: unknown, field: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > 24 * 365 * 10) {
+    throw new InvalidInputError(field, "must be a whole number of hours between 0 and 87600");
+  }
+  return value;
+}
+
+export function optionalStringList(value: unknown, field: string, check?: (item: string) => string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) throw new InvalidInputError(field, "must be a list of strings");
+  for (const item of value as string[]) {
+    const problem = check?.(item);
+    if (problem) throw new InvalidInputError(field, `${JSON.stringify(item.slice(0, 100))} ${problem}`);
+  }
+  return [...new Set(value as string[])];
+}
+
+/** An absolute http(s) URL without a fragment (RFC 6749 §3.1.2). */
+export function absoluteHttpUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "is not an absolute URL";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "must use http or https";
+  if (url.hash || value.includes("#")) return "must not have a fragment";
+  return undefined;
+}
+
+/** Reject fields a caller sent that we do not know, so typos do not pass silently. */
+export function rejectUnknownFields(input: Record<string, unknown>, known: readonly string[]): void {
+  const unknown = Object.keys(input).find((k) => !known.includes(k));
+  if (unknown !== undefined) throw new InvalidInputError(unknown, "is not a known field");
+}
+
+/** Run a write, turning a uniqueness conflict into `already_exists`. */
+export async function conflictsAsErrors(write: () => Promise<void>): Promise<void> {
+  try {
+    await write();
+  } catch (err) {
+    if (err instanceof ConflictError) throw new OAuthError("already_exists", err.message);
+    throw err;
+  }
+}

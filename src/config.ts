@@ -1,0 +1,89 @@
+import { parseArgs } from "node:util";
+
+/** The typed configuration of `identity serve`. */
+export interface ServeConfig {
+  port: number;
+  host: string;
+  database: string;
+  /** Undefined means `http://localhost:<port>`, known once listening. */
+  issuer?: string;
+  configFile?: string;
+  adminToken?: string;
+  maxBodyBytes: number;
+}
+
+interface OptionSpec {
+  key: keyof ServeConfig;
+  flag: string;
+  env: string;
+  default: string;
+  description: string;
+  parse: (raw: string) => unknown;
+}
+
+const port = (raw: string) => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`invalid port: ${raw}`);
+  return n;
+};
+const positiveInt = (raw: string) => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`invalid number: ${raw}`);
+  return n;
+};
+const text = (raw: string) => raw;
+const url = (raw: string) => {
+  const parsed = new URL(raw);
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`issuer must be http(s): ${raw}`);
+  return raw.replace(/\/+$/, "");
+};
+
+/**
+ * Every option, once: flag, environment variable, default and meaning. The
+ * parser, the `--help` text and the README table all come from this list.
+ */
+export const SERVE_OPTIONS: readonly OptionSpec[] = [
+  { key: "port", flag: "port", env: "PORT", default: "8000", description: "TCP port; 0 picks a free one and prints it", parse: port },
+  { key: "host", flag: "host", env: "HOST", default: "127.0.0.1", description: "address to listen on", parse: text },
+  {
+    key: "database", flag: "database", env: "DATABASE_URL", default: "./data/identity.sqlite",
+    description: "SQLite file path, `:memory:`, or a `postgres://` URL", parse: text,
+  },
+  {
+    key: "issuer", flag: "issuer", env: "IDENTITY_ISSUER", default: "http://localhost:<port>",
+    description: "issuer URL: the `iss` of every token and the base of discovery", parse: url,
+  },
+  {
+    key: "configFile", flag: "config", env: "IDENTITY_CONFIG", default: "",
+    description: "JSON file of applications, users and providers, applied at every start", parse: text,
+  },
+  {
+    key: "adminToken", flag: "admin-token", env: "IDENTITY_ADMIN_TOKEN", default: "",
+    description: "bearer token for the admin RPCs; unset keeps them closed", parse: text,
+  },
+  {
+    key: "maxBodyBytes", flag: "max-body-bytes", env: "IDENTITY_MAX_BODY_BYTES", default: "65536",
+    description: "largest accepted REST request body, in bytes", parse: positiveInt,
+  },
+];
+
+/** Flags beat environment variables, which beat defaults. */
+export function parseServeConfig(args: string[], env: NodeJS.ProcessEnv): ServeConfig {
+  const { values } = parseArgs({
+    args,
+    options: Object.fromEntries(SERVE_OPTIONS.map((o) => [o.flag, { type: "string" as const }])),
+    strict: true,
+    allowPositionals: false,
+  });
+  const config: Record<string, unknown> = {};
+  for (const option of SERVE_OPTIONS) {
+    const raw = (values[option.flag] as string | undefined) ?? env[option.env] ?? option.default;
+    if (raw === "" || raw.includes("<")) continue;
+    try {
+      config[option.key] = option.parse(raw);
+    } catch (err) {
+      throw new Error(`--${option.flag} / ${option.env}: ${(err as Error).message}`);
+    }
+  }
+  return config as unknown as ServeConfig;
+}

@@ -1,0 +1,48 @@
+import { ApplicationAdmin } from "./accounts/applications.js";
+import { UserAdmin } from "./accounts/users.js";
+import type { Clock } from "./clock.js";
+import { ProviderAdmin } from "./federation/providers.js";
+import { ClientAuthenticator } from "./oauth/clientAuth.js";
+import type { GrantDeps } from "./oauth/grants/types.js";
+import { KeyRing } from "./oauth/keys.js";
+import { TokenMinter } from "./oauth/tokens.js";
+import { UserAuthenticator } from "./oauth/userAuth.js";
+import type { Store } from "./store/index.js";
+
+/** Everything the front doors call, built once per process. */
+export interface Domain extends GrantDeps {
+  issuer: string;
+  keys: KeyRing;
+  applicationAdmin: ApplicationAdmin;
+  userAdmin: UserAdmin;
+  providerAdmin: ProviderAdmin;
+  /** Bearer token for the admin RPCs; undefined keeps them closed. */
+  adminToken?: string;
+}
+
+export interface DomainOptions {
+  store: Store;
+  clock: Clock;
+  issuer: string;
+  adminToken?: string;
+  keyReloadMs?: number;
+}
+
+export async function createDomain(options: DomainOptions): Promise<Domain> {
+  const { store, clock, issuer } = options;
+  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs);
+  await keys.init();
+  return {
+    issuer,
+    store,
+    clock,
+    keys,
+    minter: new TokenMinter(store, keys, clock, issuer),
+    clients: new ClientAuthenticator(store.applications),
+    users: new UserAuthenticator(store.users),
+    applicationAdmin: new ApplicationAdmin(store.applications, clock),
+    userAdmin: new UserAdmin(store.users, clock),
+    providerAdmin: new ProviderAdmin(store.providers, clock),
+    adminToken: options.adminToken,
+  };
+}

@@ -1,0 +1,32 @@
+import { decodeJwt, type JWTPayload } from "jose";
+import type { Clock } from "../clock.js";
+import type { Store } from "../store/index.js";
+import type { AccessTokenRecord } from "../store/tokens.js";
+import { sha256 } from "./secrets.js";
+
+export interface ActiveAccessToken {
+  record: AccessTokenRecord;
+  claims: JWTPayload & { scope?: string; preferred_username?: string; client_id?: string };
+}
+
+// A JWT we minted is three base64url parts; anything else is not worth a lookup.
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+const MAX_TOKEN_LENGTH = 8192;
+
+/**
+ * Finds an access token that is ours, unrevoked and inside its validity
+ * window. Every token we issue has a row keyed by the SHA-256 of its exact
+ * value, so a hit proves authenticity without a signature check: a forged,
+ * re-signed or `alg: none` token hashes to nothing we stored.
+ */
+export async function findActiveAccessToken(
+  store: Store,
+  clock: Clock,
+  token: string,
+): Promise<ActiveAccessToken | undefined> {
+  if (token.length > MAX_TOKEN_LENGTH || !JWT_SHAPE.test(token)) return undefined;
+  const record = await store.accessTokens.findByHash(sha256(token));
+  const now = clock.now();
+  if (!record || record.revokedAt !== null || record.expiresAt <= now || record.issuedAt > now) return undefined;
+  return { record, claims: decodeJwt(token) };
+}

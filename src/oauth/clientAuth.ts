@@ -1,0 +1,91 @@
+import type { ApplicationRecord, ApplicationRepository } from "../store/applications.js";
+import { OAuthError } from "./errors.js";
+import { DUMMY_SECRET_HASH, sha256, verifySecret } from "./secrets.js";
+
+/** Client credentials as sent in the request body or message fields. */
+export interface PresentedClient {
+  clientId?: string;
+  clientSecret?: string;
+}
+
+/**
+ * Decode `Authorization: Basic` client credentials (RFC 6749 §2.3.1: each
+ * half is form-urlencoded before base64). Returns undefined when the header
+ * uses another scheme or is absent.
+ */
+export function parseBasicAuth(authorization: string | null | undefined): Required<PresentedClient> | undefined {
+  if (!authorization) return undefined;
+  const match = /^Basic\s+(.*)$/i.exec(authorization.trim());
+  if (!match) return undefined;
+  const encoded = match[1] ?? "";
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded) || encoded.length % 4 !== 0) {
+    throw new OAuthError("invalid_client", "malformed Basic credentials");
+  }
+  const decoded = Buffer.from(encoded, "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  if (colon < 0) throw new OAuthError("invalid_client", "malformed Basic credentials");
+  try {
+    const formDecode = (s: string) => decodeURIComponent(s.replace(/\+/g, " "));
+    return { clientId: formDecode(decoded.slice(0, colon)), clientSecret: formDecode(decoded.slice(colon + 1)) };
+  } catch {
+    throw new OAuthError("invalid_client", "malformed Basic credentials");
+  }
+}
+
+/**
+ * Merge body credentials with Basic ones. Sending both is tolerated only when
+ * they agree; RFC 6749 §2.3 forbids using more than one method.
+ */
+export function resolveClient(body: PresentedClient, authorization: string | null | undefined): PresentedClient {
+  const basic = parseBasicAuth(authorization);
+  if (!basic) return { clientId: body.clientId || undefined, clientSecret: body.clientSecret || undefined };
+  const conflicts =
+    (body.clientId && body.clientId !== basic.clientId) || (body.clientSecret && body.clientSecret !== basic.clientSecret);
+  if (conflicts) throw new OAuthError("invalid_request", "client credentials sent both in the body and in Basic auth differ");
+  return basic;
+}
+
+const VERIFIED_CACHE_LIMIT = 10_000;
+
+/**
+ * Authenticates OAuth clients. Client secrets are stored as scrypt hashes;
+ * after one successful check, the pair (stored hash, SHA-256 of the secret)
+ * is remembered so the hot path costs a hash, not an scrypt. Changing the
+ * secret changes the stored hash, which invalidates the entry.
+ */
+export class ClientAuthenticator {
+  private readonly verified = new Set<string>();
+
+  constructor(private readonly applications: ApplicationRepository) {}
+
+  /** The application of a confidential client whose secret checks out. */
+  async authenticate(client: PresentedClient): Promise<ApplicationRecord> {
+    const app = await this.identify(client);
+    if (!client.clientSecret) throw new OAuthError("invalid_client", "client authentication failed");
+    if (!(await this.secretMatches(app, client.clientSecret))) {
+      throw new OAuthError("invalid_client", "client authentication failed");
+    }
+    return app;
+  }
+
+  /** The application named by client_id, for public clients (PKCE) that send no secret. */
+  async identify(client: PresentedClient): Promise<ApplicationRecord> {
+    if (!client.clientId) throw new OAuthError("invalid_client", "client authentication failed: no client_id");
+    const app = await this.applications.findByClientId(client.clientId);
+    if (!app) {
+      // Spend the same time as a real check, so unknown ids are not revealed.
+      await verifySecret(client.clientSecret ?? "", DUMMY_SECRET_HASH);
+      throw new OAuthError("invalid_client", "client authentication failed");
+    }
+    return app;
+  }
+
+  async secretMatches(app: ApplicationRecord, secret: string): Promise<boolean> {
+    const cacheKey = `${app.clientSecretHash}\u0000${sha256(secret)}`;
+    if (this.verified.has(cacheKey)) return true;
+    if (!(await verifySecret(secret, app.clientSecretHash))) return false;
+    if (this.verified.size >= VERIFIED_CACHE_LIMIT) this.verified.clear();
+    this.verified.add(cacheKey);
+    return true;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * The one error type of the domain. It carries an OAuth error code
+ * (RFC 6749 §5.2, RFC 6750 §3.1, RFC 7009) and a description that is safe to
+ * show to the caller. Each front door maps it once: Connect codes for RPC
+ * callers, RFC 6749 JSON for REST.
+ */
+export type OAuthErrorCode =
+  | "invalid_request"
+  | "invalid_client"
+  | "invalid_grant"
+  | "unauthorized_client"
+  | "unsupported_grant_type"
+  | "invalid_scope"
+  | "invalid_token"
+  | "insufficient_scope"
+  | "unsupported_token_type"
+  | "access_denied"
+  | "unsupported_response_type"
+  | "login_required"
+  | "not_found"
+  | "already_exists"
+  | "server_error"
+  | "temporarily_unavailable";
+
+export class OAuthError extends Error {
+  constructor(
+    readonly code: OAuthErrorCode,
+    readonly description: string,
+    /** Overrides the code's usual HTTP status (for example 413 for a body too large). */
+    readonly status?: number,
+  ) {
+    super(`${code}: ${description}`);
+    this.name = "OAuthError";
+  }
+}
+
+/** HTTP status for each code, as RFC 6749 §5.2 and RFC 6750 §3.1 ask. */
+export function httpStatusOf(code: OAuthErrorCode): number {
+  switch (code) {
+    case "invalid_client":
+    case "invalid_token":
+    case "login_required":
+      return 401;
+    case "insufficient_scope":
+    case "access_denied":
+      return 403;
+    case "not_found":
+      return 404;
+    case "already_exists":
+      return 409;
+    case "server_error":
+      return 500;
+    case "temporarily_unavailable":
+      return 503;
+    default:
+      return 400;
+  }
+}

@@ -1,0 +1,11 @@
+import { parseScope } from "../scopes.js";
+import type { GrantHandler } from "./types.js";
+
+/** Client Credentials (RFC 6749 §4.4): the token stands for the application. */
+export const clientCredentialsGrant: GrantHandler = {
+  grantType: "client_credentials",
+  async handle(app, params, deps) {
+    // §4.4.3: no refresh token; there is no user, so no ID token either.
+    return deps.minter.mint({ app, scopes: parseScope(params.scope), idToken: false, refreshToken: false });
+  },
+};

@@ -1,0 +1,23 @@
+import { epochSeconds } from "../../clock.js";
+import { parseScope } from "../scopes.js";
+import type { GrantHandler } from "./types.js";
+import { requireParam } from "./params.js";
+
+/** Resource Owner Password Credentials (RFC 6749 §4.3). */
+export const passwordGrant: GrantHandler = {
+  grantType: "password",
+  async handle(app, params, deps) {
+    const username = requireParam(params.username, "username");
+    const password = requireParam(params.password, "password");
+    const scopes = parseScope(params.scope);
+    const user = await deps.users.authenticate(username, password);
+    return deps.minter.mint({
+      app,
+      user,
+      scopes,
+      authTime: epochSeconds(deps.clock),
+      idToken: true,
+      refreshToken: true,
+    });
+  },
+};

@@ -1,0 +1,41 @@
+import type { Clock } from "../../clock.js";
+import type { ApplicationRecord } from "../../store/applications.js";
+import type { Store } from "../../store/index.js";
+import type { ClientAuthenticator } from "../clientAuth.js";
+import type { TokenMinter, TokenSet } from "../tokens.js";
+import type { UserAuthenticator } from "../userAuth.js";
+
+/** The token request's parameters (RFC 6749 §4); absent ones are "". */
+export interface TokenParams {
+  grantType: string;
+  clientId: string;
+  clientSecret: string;
+  scope: string;
+  username: string;
+  password: string;
+  code: string;
+  redirectUri: string;
+  codeVerifier: string;
+  refreshToken: string;
+}
+
+/** What grants may use. */
+export interface GrantDeps {
+  store: Store;
+  minter: TokenMinter;
+  clock: Clock;
+  clients: ClientAuthenticator;
+  users: UserAuthenticator;
+}
+
+/** One grant type, in its own module. */
+export interface GrantHandler {
+  readonly grantType: string;
+  /**
+   * Whether this request may come from a public client that sends no secret
+   * (a PKCE code exchange). When false, the client secret is required.
+   */
+  allowsPublicClient?(params: TokenParams): boolean;
+  /** Runs after the client is authenticated and the grant found enabled. */
+  handle(app: ApplicationRecord, params: TokenParams, deps: GrantDeps): Promise<TokenSet>;
+}

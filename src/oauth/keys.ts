@@ -1,0 +1,114 @@
+import { randomUUID } from "node:crypto";
+import { createPublicKey } from "node:crypto";
+import { exportJWK, generateKeyPair, importJWK, type JWK, type SignJWT } from "jose";
+import type { Clock } from "../clock.js";
+import type { SigningKeyRecord, SigningKeyRepository } from "../store/keys.js";
+import { selfSignedCertificate } from "./certificate.js";
+import { OAuthError } from "./errors.js";
+
+export const SIGNING_ALG = "RS256";
+
+/** Whatever jose signs with on this platform (a WebCrypto key on Node). */
+export type PrivateSigningKey = Parameters<SignJWT["sign"]>[0];
+
+export interface PublicJwk extends JWK {
+  kid: string;
+}
+
+interface LoadedKey {
+  record: SigningKeyRecord;
+  privateKey: PrivateSigningKey;
+  publicJwk: PublicJwk;
+}
+
+/**
+ * The signing keys, shared through the database so every instance signs and
+ * publishes the same set. Each instance re-reads them at most `reloadMs`
+ * apart, which bounds how long a rotation takes to reach it.
+ */
+export class KeyRing {
+  private keys: LoadedKey[] = [];
+  private loadedAt = -Infinity;
+  private loading: Promise<void> | undefined;
+
+  constructor(
+    private readonly repo: SigningKeyRepository,
+    private readonly clock: Clock,
+    private readonly reloadMs = 10_000,
+  ) {}
+
+  /** Load the keys, creating the first one on a new database. */
+  async init(): Promise<void> {
+    if ((await this.repo.list()).length === 0) await this.rotate();
+    await this.reload();
+  }
+
+  /** The newest key whose activation time has come. */
+  async signingKey(): Promise<{ kid: string; key: PrivateSigningKey }> {
+    await this.fresh();
+    const now = this.clock.now();
+    const key = this.keys.find((k) => k.record.activeFrom <= now && k.record.retiredAt === null);
+    if (!key) throw new OAuthError("temporarily_unavailable", "no signing key is active");
+    return { kid: key.record.kid, key: key.privateKey };
+  }
+
+  /** Public keys still published (not retired). */
+  async publicJwks(): Promise<PublicJwk[]> {
+    await this.fresh();
+    return this.keys.filter((k) => k.record.retiredAt === null).map((k) => k.publicJwk);
+  }
+
+  async list(): Promise<SigningKeyRecord[]> {
+    return this.repo.list();
+  }
+
+  /** Create a new key that signs from now on, and publish it. */
+  async rotate(): Promise<SigningKeyRecord> {
+    const { privateKey, publicKey } = await generateKeyPair(SIGNING_ALG, { extractable: true, modulusLength: 2048 });
+    const kid = randomUUID();
+    const now = this.clock.now();
+    const record: SigningKeyRecord = {
+      kid,
+      alg: SIGNING_ALG,
+      privateJwk: JSON.stringify(await exportJWK(privateKey)),
+      publicJwk: JSON.stringify({ ...(await exportJWK(publicKey)), kid, use: "sig", alg: SIGNING_ALG }),
+      createdAt: now,
+      activeFrom: now,
+      retiredAt: null,
+    };
+    await this.repo.insert(record);
+    this.loadedAt = -Infinity;
+    return record;
+  }
+
+  /** PEM public key and a self-signed certificate for one key, or the signing one. */
+  async export(kid?: string): Promise<{ kid: string; publicKeyPem: string; certificatePem: string }> {
+    const records = await this.repo.list();
+    const record = kid ? records.find((r) => r.kid === kid) : records.find((r) => r.activeFrom <= this.clock.now());
+    if (!record) throw new OAuthError("not_found", `no signing key ${kid ?? ""}`.trim());
+    const publicKeyPem = createPublicKey({ key: JSON.parse(record.publicJwk), format: "jwk" })
+      .export({ type: "spki", format: "pem" })
+      .toString();
+    const certificatePem = selfSignedCertificate(JSON.parse(record.privateJwk), record.kid, this.clock.now());
+    return { kid: record.kid, publicKeyPem, certificatePem };
+  }
+
+  private async fresh(): Promise<void> {
+    if (this.clock.now() - this.loadedAt < this.reloadMs) return;
+    // One reload at a time; concurrent callers share it.
+    this.loading ??= this.reload().finally(() => (this.loading = undefined));
+    await this.loading;
+  }
+
+  private async reload(): Promise<void> {
+    const records = await this.repo.list();
+    this.keys = await Promise.all(
+      records.map(async (record) => ({
+        record,
+        privateKey: (await importJWK(JSON.parse(record.privateJwk), record.alg)) as PrivateSigningKey,
+        publicJwk: JSON.parse(record.publicJwk) as PublicJwk,
+      })),
+    );
+    this.loadedAt = this.clock.now();
+  }
+}

@@ -1,0 +1,53 @@
+import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+
+/** A random URL-safe string with `bytes` bytes of entropy (default 256 bits). */
+export function randomToken(bytes = 32): string {
+  return randomBytes(bytes).toString("base64url");
+}
+
+/** SHA-256 of a high-entropy value (token, code), as stored at rest. */
+export function sha256(value: string): string {
+  return createHash("sha256").update(value).digest("base64url");
+}
+
+export function constantTimeEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  // timingSafeEqual needs equal lengths; comparing against itself keeps the
+  // time independent of where the strings differ.
+  if (left.length !== right.length) {
+    timingSafeEqual(left, left);
+    return false;
+  }
+  return timingSafeEqual(left, right);
+}
+
+// scrypt parameters (RFC 7914). N=2^15 costs ~50 ms and 32 MiB per hash.
+const SCRYPT = { N: 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+const KEY_LENGTH = 32;
+
+function scryptAsync(secret: string, salt: Buffer, params = SCRYPT): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    scrypt(secret, salt, KEY_LENGTH, params, (err, key) => (err ? reject(err) : resolve(key))),
+  );
+}
+
+/** Hash a password or client secret as `scrypt$N$r$p$salt$hash`. */
+export async function hashSecret(secret: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scryptAsync(secret, salt);
+  return ["scrypt", SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString("base64url"), key.toString("base64url")].join("$");
+}
+
+/** Verify a secret against `hashSecret` output in constant time. */
+export async function verifySecret(secret: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, hash] = stored.split("$");
+  if (scheme !== "scrypt" || !salt || !hash) return false;
+  const params = { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem };
+  const key = await scryptAsync(secret, Buffer.from(salt, "base64url"), params);
+  return timingSafeEqual(key, Buffer.from(hash, "base64url"));
+}
+
+/** A hash to verify against when the account does not exist, so timing does not reveal it. */
+export const DUMMY_SECRET_HASH =
+  "scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";

@@ -1,0 +1,31 @@
+import { resolveClient } from "./clientAuth.js";
+import { OAuthError } from "./errors.js";
+import { GRANTS } from "./grants/index.js";
+import type { GrantDeps, TokenParams } from "./grants/types.js";
+import type { TokenSet } from "./tokens.js";
+
+/** authorization_code is on for every application, whatever it lists (spec). */
+export function grantEnabled(grantTypes: readonly string[], grantType: string): boolean {
+  return grantType === "authorization_code" || grantTypes.includes(grantType);
+}
+
+/** The token endpoint (RFC 6749 §3.2): authenticate, check the grant, dispatch. */
+export async function exchangeToken(
+  params: TokenParams,
+  authorization: string | null | undefined,
+  deps: GrantDeps,
+): Promise<TokenSet> {
+  if (!params.grantType) throw new OAuthError("invalid_request", "missing parameter: grant_type");
+  const grant = GRANTS.get(params.grantType);
+  if (!grant) throw new OAuthError("unsupported_grant_type", `unsupported grant_type: ${params.grantType.slice(0, 64)}`);
+
+  const client = resolveClient(params, authorization);
+  const app =
+    !client.clientSecret && grant.allowsPublicClient?.(params)
+      ? await deps.clients.identify(client)
+      : await deps.clients.authenticate(client);
+  if (!grantEnabled(app.grantTypes, grant.grantType)) {
+    throw new OAuthError("unauthorized_client", `the ${grant.grantType} grant is not enabled for this application`);
+  }
+  return grant.handle(app, params, deps);
+}

@@ -1,0 +1,36 @@
+import type { ServerResponse } from "node:http";
+import { httpStatusOf, OAuthError } from "../oauth/errors.js";
+
+/** Write a JSON body with the headers every API response carries. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(payload),
+    "cache-control": "no-store",
+    ...headers,
+  });
+  res.end(payload);
+}
+
+/** Quote a value for a WWW-Authenticate parameter (RFC 9110 quoted-string). */
+const quoted = (s: string) => `"${s.replace(/[\\"]/g, "\\$&").replace(/[^\x20-\x7e]/g, "")}"`;
+
+/**
+ * The REST front door's one mapping of errors: RFC 6749 §5.2 / RFC 6750 §3
+ * JSON with the matching status and WWW-Authenticate challenge. Anything that
+ * is not an OAuthError is logged and answered as a bare server_error.
+ */
+export function sendError(res: ServerResponse, err: unknown, log: (err: unknown) => void): void {
+  if (!(err instanceof OAuthError)) {
+    log(err);
+    sendJson(res, 500, { error: "server_error", error_description: "internal error" });
+    return;
+  }
+  const headers: Record<string, string> = {};
+  if (err.code === "invalid_client") headers["www-authenticate"] = 'Basic realm="identity"';
+  if (err.code === "invalid_token") {
+    headers["www-authenticate"] = `Bearer realm="identity", error="invalid_token", error_description=${quoted(err.description)}`;
+  }
+  sendJson(res, err.status ?? httpStatusOf(err.code), { error: err.code, error_description: err.description }, headers);
+}

@@ -1,0 +1,75 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
+import { createContextValues, createHandlerContext } from "@connectrpc/connect";
+import { OAuthError } from "../oauth/errors.js";
+import type { ServiceBinding } from "../rpc/services.js";
+import { collectParams, readBody, toMessage } from "./decode.js";
+import { restJson } from "./encode.js";
+import { sendError, sendJson } from "./errors.js";
+import { buildRouteTable, type RestRoute } from "./routes.js";
+
+export interface RestFacadeOptions {
+  maxBodyBytes: number;
+  log: (err: unknown) => void;
+}
+
+type UnaryHandler = (req: unknown, ctx: unknown) => Promise<MessageInitShape<DescMessage>> | MessageInitShape<DescMessage>;
+
+/**
+ * The generated HTTP/JSON front door. It serves every RPC that has a
+ * `google.api.http` option by calling the very implementation object that
+ * Connect serves. Returns false when the path is not one of its routes.
+ */
+export function createRestFacade(bindings: readonly ServiceBinding[], options: RestFacadeOptions) {
+  const table = buildRouteTable(bindings);
+
+  return async function handleRest(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const byMethod = table.get(url.pathname);
+    if (!byMethod) return false;
+    const route = byMethod.get(req.method ?? "GET");
+    if (!route) {
+      sendJson(res, 405, { error: "invalid_request", error_description: `use ${[...byMethod.keys()].join(" or ")}` }, {
+        allow: [...byMethod.keys()].join(", "),
+      });
+      return true;
+    }
+    try {
+      await serve(route, url, req, res);
+    } catch (err) {
+      sendError(res, err, options.log);
+    }
+    return true;
+  };
+
+  async function serve(route: RestRoute, url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = route.body === "*" ? await readBody(req, options.maxBodyBytes) : "";
+    if (route.body !== "*" && Number(req.headers["content-length"] ?? 0) > 0) {
+      throw new OAuthError("invalid_request", "this endpoint takes no request body");
+    }
+    const request = toMessage(route.method.input, collectParams(url, req.headers["content-type"], body));
+    const ctx = createHandlerContext({
+      service: route.binding.service,
+      method: route.method,
+      protocolName: "rest",
+      requestMethod: req.method ?? "GET",
+      url: url.toString(),
+      requestHeader: headersOf(req),
+      contextValues: createContextValues(),
+    });
+    const impl = (route.binding.impl as Record<string, UnaryHandler>)[route.method.localName]!;
+    const response = await impl(request, ctx);
+    const headers: Record<string, string> = {};
+    ctx.responseHeader.forEach((value, key) => (headers[key] = value));
+    sendJson(res, 200, restJson(route.method.output, response), headers);
+  }
+}
+
+function headersOf(req: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [key, value] of Object.entries(req.headers)) {
+    if (value === undefined || key.startsWith(":")) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(key, v);
+  }
+  return headers;
+}

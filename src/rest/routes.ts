@@ -1,0 +1,33 @@
+import { getOption, type DescMethod } from "@bufbuild/protobuf";
+import { http } from "../../gen/google/api/annotations_pb.js";
+import type { ServiceBinding } from "../rpc/services.js";
+
+/** One REST path bound to one RPC, read from its `google.api.http` option. */
+export interface RestRoute {
+  httpMethod: string;
+  path: string;
+  binding: ServiceBinding;
+  method: DescMethod;
+  /** `*` when the body maps onto the whole request message. */
+  body: string;
+}
+
+/** path -> HTTP method -> route. Built from the contract, never listed by hand. */
+export type RouteTable = Map<string, Map<string, RestRoute>>;
+
+export function buildRouteTable(bindings: readonly ServiceBinding[]): RouteTable {
+  const table: RouteTable = new Map();
+  for (const binding of bindings) {
+    for (const method of binding.service.methods) {
+      const rule = getOption(method, http);
+      const { case: verb, value } = rule.pattern;
+      if (verb === undefined || verb === "custom") continue;
+      const path = value as string;
+      if (path.includes("{")) throw new Error(`${method.name}: path templates are not supported by the REST facade`);
+      const byMethod = table.get(path) ?? new Map<string, RestRoute>();
+      byMethod.set(verb.toUpperCase(), { httpMethod: verb.toUpperCase(), path, binding, method, body: rule.body });
+      table.set(path, byMethod);
+    }
+  }
+  return table;
+}

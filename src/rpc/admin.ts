@@ -1,0 +1,145 @@
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  ApplicationAdminService,
+  KeyAdminService,
+  UserAdminService,
+  type ApplicationInput as ApplicationInputMessage,
+  type UserInput as UserInputMessage,
+} from "../../gen/identity/v1/admin_pb.js";
+import { parseApplicationInput } from "../accounts/applications.js";
+import { parseUserInput } from "../accounts/users.js";
+import type { Domain } from "../domain.js";
+import { OAuthError } from "../oauth/errors.js";
+import { constantTimeEqual } from "../oauth/secrets.js";
+import type { ApplicationRecord } from "../store/applications.js";
+import type { SigningKeyRecord } from "../store/keys.js";
+import type { UserRecord } from "../store/users.js";
+
+/** Admin RPCs need `authorization: Bearer <IDENTITY_ADMIN_TOKEN>`; none configured means closed. */
+function requireAdmin(domain: Domain, ctx: HandlerContext): void {
+  if (!domain.adminToken) throw new OAuthError("access_denied", "admin RPCs are closed: IDENTITY_ADMIN_TOKEN is not set");
+  const match = /^Bearer\s+(\S+)$/i.exec(ctx.requestHeader.get("authorization") ?? "");
+  if (!match?.[1] || !constantTimeEqual(match[1], domain.adminToken)) {
+    throw new OAuthError("invalid_token", "a valid admin token is required");
+  }
+}
+
+function applicationOut(app: ApplicationRecord) {
+  const { clientSecretHash: _secret, id: _id, createdAt, updatedAt, ...rest } = app;
+  return { ...rest, createdTime: BigInt(createdAt), updatedTime: BigInt(updatedAt) };
+}
+
+function userOut(user: UserRecord) {
+  const { passwordHash: _hash, properties: _props, createdAt, updatedAt, ...rest } = user;
+  return { ...rest, createdTime: BigInt(createdAt), updatedTime: BigInt(updatedAt) };
+}
+
+function keyOut(key: SigningKeyRecord, signingKid: string) {
+  return {
+    kid: key.kid,
+    alg: key.alg,
+    createdTime: BigInt(key.createdAt),
+    activeFrom: BigInt(key.activeFrom),
+    retiredTime: BigInt(key.retiredAt ?? 0),
+    signing: key.kid === signingKid,
+  };
+}
+
+/** Proto input to the plain object the shared validation reads; unset stays unset. */
+function applicationInput(input: ApplicationInputMessage | undefined) {
+  if (!input) throw new OAuthError("invalid_request", "application: is required");
+  const list = (values: string[]) => (values.length > 0 || input.replaceLists ? values : undefined);
+  return parseApplicationInput({
+    name: input.name,
+    clientId: input.clientId,
+    clientSecret: input.clientSecret,
+    redirectUris: list(input.redirectUris),
+    grantTypes: list(input.grantTypes),
+    expireInHours: input.expireInHours,
+    refreshExpireInHours: input.refreshExpireInHours,
+    providers: list(input.providers),
+  });
+}
+
+function userInput(input: UserInputMessage | undefined) {
+  if (!input) throw new OAuthError("invalid_request", "user: is required");
+  const { $typeName: _t, $unknown: _u, ...fields } = input;
+  return parseUserInput(Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)));
+}
+
+export function applicationAdminService(domain: Domain): ServiceImpl<typeof ApplicationAdminService> {
+  const admin = domain.applicationAdmin;
+  return {
+    async createApplication(req, ctx) {
+      requireAdmin(domain, ctx);
+      const saved = await admin.create(applicationInput(req.application));
+      return { application: applicationOut(saved.app), clientSecret: saved.clientSecret };
+    },
+    async getApplication(req, ctx) {
+      requireAdmin(domain, ctx);
+      return { application: applicationOut(await admin.get(req.name)) };
+    },
+    async listApplications(_req, ctx) {
+      requireAdmin(domain, ctx);
+      return { applications: (await admin.list()).map(applicationOut) };
+    },
+    async updateApplication(req, ctx) {
+      requireAdmin(domain, ctx);
+      const saved = await admin.update(applicationInput(req.application));
+      return { application: applicationOut(saved.app), clientSecret: saved.clientSecret };
+    },
+    async deleteApplication(req, ctx) {
+      requireAdmin(domain, ctx);
+      await admin.delete(req.name);
+      return {};
+    },
+  };
+}
+
+export function userAdminService(domain: Domain): ServiceImpl<typeof UserAdminService> {
+  const admin = domain.userAdmin;
+  return {
+    async createUser(req, ctx) {
+      requireAdmin(domain, ctx);
+      return { user: userOut(await admin.create(userInput(req.user))) };
+    },
+    async getUser(req, ctx) {
+      requireAdmin(domain, ctx);
+      return { user: userOut(await admin.get(req.name)) };
+    },
+    async listUsers(_req, ctx) {
+      requireAdmin(domain, ctx);
+      return { users: (await admin.list()).map(userOut) };
+    },
+    async updateUser(req, ctx) {
+      requireAdmin(domain, ctx);
+      return { user: userOut(await admin.update(userInput(req.user))) };
+    },
+    async deleteUser(req, ctx) {
+      requireAdmin(domain, ctx);
+      await admin.delete(req.name);
+      return {};
+    },
+  };
+}
+
+export function keyAdminService(domain: Domain): ServiceImpl<typeof KeyAdminService> {
+  const keys = domain.keys;
+  return {
+    async listKeys(_req, ctx) {
+      requireAdmin(domain, ctx);
+      const { kid } = await keys.signingKey();
+      return { keys: (await keys.list()).map((k) => keyOut(k, kid)) };
+    },
+    async rotateKey(_req, ctx) {
+      requireAdmin(domain, ctx);
+      const record = await keys.rotate();
+      const { kid } = await keys.signingKey();
+      return { key: keyOut(record, kid) };
+    },
+    async exportKey(req, ctx) {
+      requireAdmin(domain, ctx);
+      return keys.export(req.kid || undefined);
+    },
+  };
+}

@@ -1,0 +1,14 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
+import type { Domain } from "../domain.js";
+import { discoveryDocument } from "../oauth/discovery.js";
+
+export function discoveryService(domain: Domain): ServiceImpl<typeof DiscoveryService> {
+  const document = discoveryDocument(domain.issuer);
+  return {
+    getConfiguration: () => document,
+    async getJwks() {
+      return { keys: await domain.keys.publicJwks() };
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
+import { OAuthError, type OAuthErrorCode } from "../oauth/errors.js";
+
+const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
+  invalid_client: Code.Unauthenticated,
+  invalid_token: Code.Unauthenticated,
+  login_required: Code.Unauthenticated,
+  unauthorized_client: Code.PermissionDenied,
+  access_denied: Code.PermissionDenied,
+  insufficient_scope: Code.PermissionDenied,
+  not_found: Code.NotFound,
+  already_exists: Code.AlreadyExists,
+  temporarily_unavailable: Code.Unavailable,
+  server_error: Code.Internal,
+};
+
+/**
+ * The RPC front door's one mapping of domain errors: a Connect code, the
+ * description as message, and the OAuth code both as an `x-oauth-error`
+ * header and as a typed `OAuthErrorDetail`. Anything else becomes a bare
+ * Internal error, so no stack or internal message reaches a caller.
+ */
+export function toConnectError(err: unknown, log: (err: unknown) => void): ConnectError {
+  if (err instanceof ConnectError) return err;
+  if (err instanceof OAuthError) {
+    return new ConnectError(
+      err.description,
+      CONNECT_CODES[err.code] ?? Code.InvalidArgument,
+      { "x-oauth-error": err.code },
+      [{ desc: OAuthErrorDetailSchema, value: create(OAuthErrorDetailSchema, { error: err.code, errorDescription: err.description }) }],
+    );
+  }
+  log(err);
+  return new ConnectError("internal error", Code.Internal);
+}
+
+export function oauthErrorInterceptor(log: (err: unknown) => void): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (err) {
+      throw toConnectError(err, log);
+    }
+  };
+}

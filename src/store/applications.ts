@@ -1,0 +1,91 @@
+import type { Db } from "./db.js";
+import { guardUnique } from "./errors.js";
+
+export interface ApplicationRecord {
+  id: string;
+  name: string;
+  clientId: string;
+  clientSecretHash: string;
+  redirectUris: string[];
+  grantTypes: string[];
+  expireInHours: number;
+  refreshExpireInHours: number;
+  providers: string[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+interface Row {
+  id: string;
+  name: string;
+  client_id: string;
+  client_secret_hash: string;
+  redirect_uris: string;
+  grant_types: string;
+  expire_in_hours: number;
+  refresh_expire_in_hours: number;
+  providers: string;
+  created_at: number;
+  updated_at: number;
+}
+
+const fromRow = (r: Row): ApplicationRecord => ({
+  id: r.id,
+  name: r.name,
+  clientId: r.client_id,
+  clientSecretHash: r.client_secret_hash,
+  redirectUris: JSON.parse(r.redirect_uris),
+  grantTypes: JSON.parse(r.grant_types),
+  expireInHours: r.expire_in_hours,
+  refreshExpireInHours: r.refresh_expire_in_hours,
+  providers: JSON.parse(r.providers),
+  createdAt: Number(r.created_at),
+  updatedAt: Number(r.updated_at),
+});
+
+const toRow = (a: ApplicationRecord): Row => ({
+  id: a.id,
+  name: a.name,
+  client_id: a.clientId,
+  client_secret_hash: a.clientSecretHash,
+  redirect_uris: JSON.stringify(a.redirectUris),
+  grant_types: JSON.stringify(a.grantTypes),
+  expire_in_hours: a.expireInHours,
+  refresh_expire_in_hours: a.refreshExpireInHours,
+  providers: JSON.stringify(a.providers),
+  created_at: a.createdAt,
+  updated_at: a.updatedAt,
+});
+
+export class ApplicationRepository {
+  constructor(private readonly db: Db) {}
+
+  async findByClientId(clientId: string): Promise<ApplicationRecord | undefined> {
+    const row = await this.db<Row>("applications").where({ client_id: clientId }).first();
+    return row && fromRow(row);
+  }
+
+  async findByName(name: string): Promise<ApplicationRecord | undefined> {
+    const row = await this.db<Row>("applications").where({ name }).first();
+    return row && fromRow(row);
+  }
+
+  async list(): Promise<ApplicationRecord[]> {
+    return (await this.db<Row>("applications").orderBy("name")).map(fromRow);
+  }
+
+  async insert(app: ApplicationRecord): Promise<void> {
+    await guardUnique("application", "name or client id", () => this.db("applications").insert(toRow(app)));
+  }
+
+  async update(app: ApplicationRecord): Promise<void> {
+    await guardUnique("application", "client id", () =>
+      this.db("applications").where({ id: app.id }).update(toRow(app)),
+    );
+  }
+
+  /** Returns whether a row was deleted. */
+  async deleteByName(name: string): Promise<boolean> {
+    return (await this.db("applications").where({ name }).delete()) > 0;
+  }
+}

@@ -1,0 +1,29 @@
+import { ApplicationRepository } from "./applications.js";
+import type { Db } from "./db.js";
+import { SigningKeyRepository } from "./keys.js";
+import { ProviderRepository } from "./providers.js";
+import { AccessTokenRepository, RefreshTokenRepository } from "./tokens.js";
+import { UserRepository } from "./users.js";
+
+/** Every repository over one database handle. */
+export interface Store {
+  db: Db;
+  applications: ApplicationRepository;
+  users: UserRepository;
+  signingKeys: SigningKeyRepository;
+  accessTokens: AccessTokenRepository;
+  refreshTokens: RefreshTokenRepository;
+  providers: ProviderRepository;
+}
+
+export function createStore(db: Db): Store {
+  return {
+    db,
+    applications: new ApplicationRepository(db),
+    users: new UserRepository(db),
+    signingKeys: new SigningKeyRepository(db),
+    accessTokens: new AccessTokenRepository(db),
+    refreshTokens: new RefreshTokenRepository(db),
+    providers: new ProviderRepository(db),
+  };
+}

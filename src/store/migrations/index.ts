@@ -1,0 +1,18 @@
+import type { Knex } from "knex";
+import * as initial from "./001_initial.js";
+
+interface Migration {
+  name: string;
+  up(db: Knex): Promise<void>;
+  down(db: Knex): Promise<void>;
+}
+
+// Migrations are imported, not globbed from disk, so they work the same from
+// TypeScript sources and from the built JavaScript. Append new ones in order.
+const all: Migration[] = [{ name: "001_initial", ...initial }];
+
+export const migrations: Knex.MigrationSource<Migration> = {
+  getMigrations: async () => all,
+  getMigrationName: (m) => m.name,
+  getMigration: async (m) => m,
+};

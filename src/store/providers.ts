@@ -1,0 +1,92 @@
+import type { Db } from "./db.js";
+import { guardUnique } from "./errors.js";
+
+/** A Custom OAuth login provider. The client secret is stored as given by the domain (sealed or not). */
+export interface ProviderRecord {
+  name: string;
+  type: string;
+  displayName: string;
+  clientId: string;
+  clientSecret: string;
+  authUrl: string;
+  scope: string;
+  tokenUrl: string;
+  userInfoUrl: string;
+  favicon: string;
+  trustEmail: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+interface Row {
+  name: string;
+  type: string;
+  display_name: string;
+  client_id: string;
+  client_secret: string;
+  auth_url: string;
+  scope: string;
+  token_url: string;
+  user_info_url: string;
+  favicon: string;
+  trust_email: boolean | number;
+  created_at: number;
+  updated_at: number;
+}
+
+const fromRow = (r: Row): ProviderRecord => ({
+  name: r.name,
+  type: r.type,
+  displayName: r.display_name,
+  clientId: r.client_id,
+  clientSecret: r.client_secret,
+  authUrl: r.auth_url,
+  scope: r.scope,
+  tokenUrl: r.token_url,
+  userInfoUrl: r.user_info_url,
+  favicon: r.favicon,
+  trustEmail: Boolean(r.trust_email),
+  createdAt: Number(r.created_at),
+  updatedAt: Number(r.updated_at),
+});
+
+const toRow = (p: ProviderRecord): Row => ({
+  name: p.name,
+  type: p.type,
+  display_name: p.displayName,
+  client_id: p.clientId,
+  client_secret: p.clientSecret,
+  auth_url: p.authUrl,
+  scope: p.scope,
+  token_url: p.tokenUrl,
+  user_info_url: p.userInfoUrl,
+  favicon: p.favicon,
+  trust_email: p.trustEmail,
+  created_at: p.createdAt,
+  updated_at: p.updatedAt,
+});
+
+export class ProviderRepository {
+  constructor(private readonly db: Db) {}
+
+  async findByName(name: string): Promise<ProviderRecord | undefined> {
+    const row = await this.db<Row>("providers").where({ name }).first();
+    return row && fromRow(row);
+  }
+
+  async list(): Promise<ProviderRecord[]> {
+    return (await this.db<Row>("providers").orderBy("name")).map(fromRow);
+  }
+
+  async insert(p: ProviderRecord): Promise<void> {
+    await guardUnique("provider", "name", () => this.db("providers").insert(toRow(p)));
+  }
+
+  async update(p: ProviderRecord): Promise<void> {
+    await this.db("providers").where({ name: p.name }).update(toRow(p));
+  }
+
+  async deleteByName(name: string): Promise<boolean> {
+    return (await this.db("providers").where({ name }).delete()) > 0;
+  }
+}

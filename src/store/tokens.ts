@@ -1,0 +1,109 @@
+import type { Db } from "./db.js";
+
+/** An issued access token, stored by the SHA-256 of its value. */
+export interface AccessTokenRecord {
+  tokenHash: string;
+  jti: string;
+  familyId: string;
+  clientId: string;
+  userId: string | null;
+  scope: string;
+  issuedAt: number;
+  expiresAt: number;
+  revokedAt: number | null;
+}
+
+/** An issued refresh token, stored by the SHA-256 of its value. */
+export interface RefreshTokenRecord {
+  tokenHash: string;
+  familyId: string;
+  clientId: string;
+  userId: string | null;
+  scope: string;
+  authTime: number;
+  issuedAt: number;
+  expiresAt: number;
+  consumedAt: number | null;
+  revokedAt: number | null;
+}
+
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+export class AccessTokenRepository {
+  constructor(private readonly db: Db) {}
+
+  /** `conn` lets the insert join a caller's transaction. */
+  async insert(t: AccessTokenRecord, conn: Db = this.db): Promise<void> {
+    await conn("access_tokens").insert({
+      token_hash: t.tokenHash,
+      jti: t.jti,
+      family_id: t.familyId,
+      client_id: t.clientId,
+      user_id: t.userId,
+      scope: t.scope,
+      issued_at: t.issuedAt,
+      expires_at: t.expiresAt,
+      revoked_at: t.revokedAt,
+    });
+  }
+
+  async findByHash(tokenHash: string): Promise<AccessTokenRecord | undefined> {
+    const r = await this.db("access_tokens").where({ token_hash: tokenHash }).first();
+    if (!r) return undefined;
+    return {
+      tokenHash: r.token_hash,
+      jti: r.jti,
+      familyId: r.family_id,
+      clientId: r.client_id,
+      userId: r.user_id,
+      scope: r.scope,
+      issuedAt: Number(r.issued_at),
+      expiresAt: Number(r.expires_at),
+      revokedAt: num(r.revoked_at),
+    };
+  }
+}
+
+export class RefreshTokenRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(t: RefreshTokenRecord, conn: Db = this.db): Promise<void> {
+    await conn("refresh_tokens").insert({
+      token_hash: t.tokenHash,
+      family_id: t.familyId,
+      client_id: t.clientId,
+      user_id: t.userId,
+      scope: t.scope,
+      auth_time: t.authTime,
+      issued_at: t.issuedAt,
+      expires_at: t.expiresAt,
+      consumed_at: t.consumedAt,
+      revoked_at: t.revokedAt,
+    });
+  }
+
+  async findByHash(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
+    const r = await this.db("refresh_tokens").where({ token_hash: tokenHash }).first();
+    if (!r) return undefined;
+    return {
+      tokenHash: r.token_hash,
+      familyId: r.family_id,
+      clientId: r.client_id,
+      userId: r.user_id,
+      scope: r.scope,
+      authTime: Number(r.auth_time),
+      issuedAt: Number(r.issued_at),
+      expiresAt: Number(r.expires_at),
+      consumedAt: num(r.consumed_at),
+      revokedAt: num(r.revoked_at),
+    };
+  }
+}
+
+/** Revoke every access and refresh token of a family in one transaction. */
+export async function revokeFamily(db: Db, familyId: string, at: number): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx("access_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });
+    await trx("refresh_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });
+  });
+}

@@ -1,0 +1,100 @@
+import type { Db } from "./db.js";
+import { guardUnique } from "./errors.js";
+
+export interface UserRecord {
+  id: string;
+  name: string;
+  passwordHash: string | null;
+  displayName: string;
+  email: string;
+  emailVerified: boolean;
+  avatar: string;
+  phone: string;
+  address: string;
+  isAdmin: boolean;
+  disabled: boolean;
+  properties: Record<string, string>;
+  createdAt: number;
+  updatedAt: number;
+}
+
+interface Row {
+  id: string;
+  name: string;
+  password_hash: string | null;
+  display_name: string;
+  email: string;
+  email_verified: boolean | number;
+  avatar: string;
+  phone: string;
+  address: string;
+  is_admin: boolean | number;
+  disabled: boolean | number;
+  properties: string;
+  created_at: number;
+  updated_at: number;
+}
+
+const fromRow = (r: Row): UserRecord => ({
+  id: r.id,
+  name: r.name,
+  passwordHash: r.password_hash,
+  displayName: r.display_name,
+  email: r.email,
+  emailVerified: Boolean(r.email_verified),
+  avatar: r.avatar,
+  phone: r.phone,
+  address: r.address,
+  isAdmin: Boolean(r.is_admin),
+  disabled: Boolean(r.disabled),
+  properties: JSON.parse(r.properties),
+  createdAt: Number(r.created_at),
+  updatedAt: Number(r.updated_at),
+});
+
+const toRow = (u: UserRecord): Row => ({
+  id: u.id,
+  name: u.name,
+  password_hash: u.passwordHash,
+  display_name: u.displayName,
+  email: u.email,
+  email_verified: u.emailVerified,
+  avatar: u.avatar,
+  phone: u.phone,
+  address: u.address,
+  is_admin: u.isAdmin,
+  disabled: u.disabled,
+  properties: JSON.stringify(u.properties),
+  created_at: u.createdAt,
+  updated_at: u.updatedAt,
+});
+
+export class UserRepository {
+  constructor(private readonly db: Db) {}
+
+  async findById(id: string): Promise<UserRecord | undefined> {
+    const row = await this.db<Row>("users").where({ id }).first();
+    return row && fromRow(row);
+  }
+
+  async findByName(name: string): Promise<UserRecord | undefined> {
+    const row = await this.db<Row>("users").where({ name }).first();
+    return row && fromRow(row);
+  }
+
+  async list(): Promise<UserRecord[]> {
+    return (await this.db<Row>("users").orderBy("name")).map(fromRow);
+  }
+
+  async insert(user: UserRecord): Promise<void> {
+    await guardUnique("user", "name", () => this.db("users").insert(toRow(user)));
+  }
+
+  async update(user: UserRecord): Promise<void> {
+    await guardUnique("user", "name", () => this.db("users").where({ id: user.id }).update(toRow(user)));
+  }
+
+  async deleteByName(name: string): Promise<boolean> {
+    return (await this.db("users").where({ name }).delete()) > 0;
+  }
+}
