@@ -5,6 +5,7 @@ import { ProviderAdmin } from "./federation/providers.js";
 import { ClientAuthenticator } from "./oauth/clientAuth.js";
 import type { GrantDeps } from "./oauth/grants/types.js";
 import { KeyRing } from "./oauth/keys.js";
+import { SessionManager } from "./oauth/sessions.js";
 import { TokenMinter } from "./oauth/tokens.js";
 import { UserAuthenticator } from "./oauth/userAuth.js";
 import type { Store } from "./store/index.js";
@@ -16,6 +17,7 @@ export interface Domain extends GrantDeps {
   applicationAdmin: ApplicationAdmin;
   userAdmin: UserAdmin;
   providerAdmin: ProviderAdmin;
+  sessions: SessionManager;
   /** Bearer token for the admin RPCs; undefined keeps them closed. */
   adminToken?: string;
 }
@@ -43,6 +45,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     applicationAdmin: new ApplicationAdmin(store.applications, clock),
     userAdmin: new UserAdmin(store.users, clock),
     providerAdmin: new ProviderAdmin(store.providers, clock),
+    sessions: new SessionManager(store, clock),
     adminToken: options.adminToken,
   };
 }

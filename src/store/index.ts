@@ -2,6 +2,7 @@ import { ApplicationRepository } from "./applications.js";
 import type { Db } from "./db.js";
 import { SigningKeyRepository } from "./keys.js";
 import { ProviderRepository } from "./providers.js";
+import { SessionRepository } from "./sessions.js";
 import { AccessTokenRepository, RefreshTokenRepository } from "./tokens.js";
 import { UserRepository } from "./users.js";
 
@@ -14,6 +15,7 @@ export interface Store {
   accessTokens: AccessTokenRepository;
   refreshTokens: RefreshTokenRepository;
   providers: ProviderRepository;
+  sessions: SessionRepository;
 }
 
 export function createStore(db: Db): Store {
@@ -25,5 +27,6 @@ export function createStore(db: Db): Store {
     accessTokens: new AccessTokenRepository(db),
     refreshTokens: new RefreshTokenRepository(db),
     providers: new ProviderRepository(db),
+    sessions: new SessionRepository(db),
   };
 }

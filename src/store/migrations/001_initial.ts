@@ -65,6 +65,14 @@ export async function up(db: Knex): Promise<void> {
     t.bigInteger("consumed_at");
     t.bigInteger("revoked_at");
   });
+  // Browser sign-in sessions, keyed by the SHA-256 of the cookie value.
+  await db.schema.createTable("sessions", (t) => {
+    t.string("id_hash", 64).primary();
+    t.string("user_id", 64).notNullable().index();
+    t.bigInteger("auth_time").notNullable();
+    t.bigInteger("created_at").notNullable();
+    t.bigInteger("expires_at").notNullable().index();
+  });
   await db.schema.createTable("providers", (t) => {
     t.string("name", 100).primary();
     t.string("type", 20).notNullable();
@@ -83,7 +91,7 @@ export async function up(db: Knex): Promise<void> {
 }
 
 export async function down(db: Knex): Promise<void> {
-  for (const table of ["providers", "refresh_tokens", "access_tokens", "signing_keys", "users", "applications"]) {
+  for (const table of ["sessions", "providers", "refresh_tokens", "access_tokens", "signing_keys", "users", "applications"]) {
     await db.schema.dropTableIfExists(table);
   }
 }

@@ -1,0 +1,59 @@
+import { epochSeconds, type Clock } from "../clock.js";
+import type { Store } from "../store/index.js";
+import type { SessionRecord } from "../store/sessions.js";
+import type { UserRecord } from "../store/users.js";
+import { randomToken, sha256 } from "./secrets.js";
+
+/** Name of the browser session cookie. */
+export const SESSION_COOKIE = "identity_session";
+
+/** Read one cookie's value from a Cookie header. */
+export function cookieValue(cookieHeader: string | null | undefined, name: string): string | undefined {
+  for (const part of (cookieHeader ?? "").split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/**
+ * Browser sign-in sessions. The cookie carries a random value; only its
+ * SHA-256 is stored, so a database leak does not hand out sessions.
+ */
+export class SessionManager {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    /** Session lifetime in seconds. */
+    readonly ttlSeconds = 8 * 3600,
+  ) {}
+
+  /** Start a session; returns the cookie value. */
+  async create(user: UserRecord): Promise<{ cookie: string; session: SessionRecord }> {
+    const cookie = randomToken();
+    const now = this.clock.now();
+    const session: SessionRecord = {
+      idHash: sha256(cookie),
+      userId: user.id,
+      authTime: epochSeconds(this.clock),
+      createdAt: now,
+      expiresAt: now + this.ttlSeconds * 1000,
+    };
+    await this.store.sessions.insert(session);
+    return { cookie, session };
+  }
+
+  /** The live session and its enabled user behind a cookie value, if any. */
+  async find(cookie: string | undefined): Promise<{ session: SessionRecord; user: UserRecord } | undefined> {
+    if (!cookie || cookie.length > 200) return undefined;
+    const session = await this.store.sessions.findByHash(sha256(cookie));
+    if (!session || session.expiresAt <= this.clock.now()) return undefined;
+    const user = await this.store.users.findById(session.userId);
+    if (!user || user.disabled) return undefined;
+    return { session, user };
+  }
+
+  async end(cookie: string | undefined): Promise<void> {
+    if (cookie) await this.store.sessions.deleteByHash(sha256(cookie));
+  }
+}

@@ -1,0 +1,40 @@
+import type { Db } from "./db.js";
+
+export interface SessionRecord {
+  idHash: string;
+  userId: string;
+  /** Epoch seconds of the sign-in. */
+  authTime: number;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export class SessionRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(s: SessionRecord): Promise<void> {
+    await this.db("sessions").insert({
+      id_hash: s.idHash,
+      user_id: s.userId,
+      auth_time: s.authTime,
+      created_at: s.createdAt,
+      expires_at: s.expiresAt,
+    });
+  }
+
+  async findByHash(idHash: string): Promise<SessionRecord | undefined> {
+    const r = await this.db("sessions").where({ id_hash: idHash }).first();
+    if (!r) return undefined;
+    return {
+      idHash: r.id_hash,
+      userId: r.user_id,
+      authTime: Number(r.auth_time),
+      createdAt: Number(r.created_at),
+      expiresAt: Number(r.expires_at),
+    };
+  }
+
+  async deleteByHash(idHash: string): Promise<void> {
+    await this.db("sessions").where({ id_hash: idHash }).delete();
+  }
+}
