@@ -9,15 +9,17 @@ import type { ProviderRecord } from "../../src/store/providers.js";
 import type { SessionRecord } from "../../src/store/sessions.js";
 import { revokeFamily, type AccessTokenRecord, type RefreshTokenRecord } from "../../src/store/tokens.js";
 import type { UserRecord } from "../../src/store/users.js";
+import { isPostgres, type Db } from "../../src/store/db.js";
 import { FakeClock } from "../support/clock.js";
 import { describeEachBackend } from "../support/databases.js";
 
 /**
  * The storage contract: what every repository promises, checked on every
- * backend (test/support/databases.ts BACKENDS). A new repository adds one
- * `describe` block inside the body below; nothing is written per backend.
- * Each test makes its own rows (random names and hashes), so tests share one
- * database per backend without seeing each other.
+ * backend (test/support/databases.ts BACKENDS). Nothing is written per
+ * backend. A new repository adds one `describe` block inside the body below,
+ * its lookup columns to LOOKUP_PATHS and, if its rows expire, a case to the
+ * cleanup block. Each test makes its own rows (random names and hashes), so
+ * tests share one database per backend without seeing each other.
  */
 
 // Epoch milliseconds beyond 2^32, so a column that truncated to 32 bits would show.
@@ -113,11 +115,53 @@ const aSession = (over: Partial<SessionRecord> = {}): SessionRecord => ({
   ...over,
 });
 
+/**
+ * Every column a query finds rows by, per table. Each must lead an index, or
+ * a lookup scans the table. A new repository lists its lookup columns here.
+ */
+const LOOKUP_PATHS: Record<string, string[]> = {
+  applications: ["id", "client_id", "name"],
+  users: ["id", "name"],
+  signing_keys: ["kid"],
+  providers: ["name"],
+  access_tokens: ["token_hash", "family_id", "expires_at"],
+  refresh_tokens: ["token_hash", "family_id", "expires_at"],
+  sessions: ["id_hash", "expires_at"],
+};
+
+/** "table.column" for the first column of every index (primary keys and unique constraints included). */
+async function indexLeadingColumns(db: Db): Promise<Set<string>> {
+  if (isPostgres(db)) {
+    const { rows } = await db.raw(`
+      select t.relname as "table", a.attname as "column"
+      from pg_index i
+      join pg_class t on t.oid = i.indrelid
+      join pg_namespace n on n.oid = t.relnamespace
+      join pg_attribute a on a.attrelid = t.oid and a.attnum = i.indkey[0]
+      where n.nspname = current_schema()`);
+    return new Set(rows.map((r: { table: string; column: string }) => `${r.table}.${r.column}`));
+  }
+  const leading = new Set<string>();
+  for (const table of Object.keys(LOOKUP_PATHS)) {
+    for (const index of await db.raw(`pragma index_list(${table})`)) {
+      const [first] = await db.raw(`pragma index_info("${index.name}")`);
+      leading.add(`${table}.${first.name}`);
+    }
+  }
+  return leading;
+}
+
 async function assertConflict(write: Promise<unknown>, entity: string): Promise<void> {
   await assert.rejects(write, (err: unknown) => err instanceof ConflictError && err.entity === entity);
 }
 
 describeEachBackend("storage contract", (ctx) => {
+  it("has an index led by every lookup column", async () => {
+    const indexed = await indexLeadingColumns(ctx.db);
+    const missing = Object.entries(LOOKUP_PATHS).flatMap(([table, columns]) => columns.map((c) => `${table}.${c}`)).filter((c) => !indexed.has(c));
+    assert.deepEqual(missing, []);
+  });
+
   describe("applications", () => {
     it("round-trips every field and finds by client id and by name", async () => {
       const app = anApplication();
