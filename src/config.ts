@@ -1,4 +1,7 @@
 import { parseArgs } from "node:util";
+import { CLEANUP_DEFAULTS } from "./housekeeping.js";
+import { DEFAULT_KEY_RELOAD_MS } from "./oauth/keys.js";
+import { POSTGRES_DEFAULTS } from "./store/db.js";
 
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
@@ -10,6 +13,15 @@ export interface ServeConfig {
   configFile?: string;
   adminToken?: string;
   maxBodyBytes: number;
+  // Unset means the default in SERVE_OPTIONS (code that builds a config need not name them).
+  dbPoolMin?: number;
+  dbPoolMax?: number;
+  dbConnectTimeoutMs?: number;
+  dbStatementTimeoutMs?: number;
+  keyReloadSeconds?: number;
+  /** 0 turns the cleanup job off. */
+  cleanupIntervalSeconds?: number;
+  cleanupBatchSize?: number;
 }
 
 interface OptionSpec {
@@ -29,6 +41,11 @@ const port = (raw: string) => {
 const positiveInt = (raw: string) => {
   const n = Number(raw);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`invalid number: ${raw}`);
+  return n;
+};
+const atLeast = (min: number) => (raw: string) => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`must be a whole number of at least ${min}: ${raw}`);
   return n;
 };
 const text = (raw: string) => raw;
@@ -64,6 +81,39 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "maxBodyBytes", flag: "max-body-bytes", env: "IDENTITY_MAX_BODY_BYTES", default: "65536",
     description: "largest accepted REST request body, in bytes", parse: positiveInt,
+  },
+  {
+    key: "dbPoolMin", flag: "db-pool-min", env: "IDENTITY_DB_POOL_MIN", default: String(POSTGRES_DEFAULTS.poolMin),
+    description: "PostgreSQL connections each instance keeps open when idle", parse: atLeast(0),
+  },
+  {
+    key: "dbPoolMax", flag: "db-pool-max", env: "IDENTITY_DB_POOL_MAX", default: String(POSTGRES_DEFAULTS.poolMax),
+    description: "most PostgreSQL connections per instance (at least 2)", parse: atLeast(2),
+  },
+  {
+    key: "dbConnectTimeoutMs", flag: "db-connect-timeout-ms", env: "IDENTITY_DB_CONNECT_TIMEOUT_MS",
+    default: String(POSTGRES_DEFAULTS.connectTimeoutMs),
+    description: "longest wait for a PostgreSQL connection before answering 503", parse: positiveInt,
+  },
+  {
+    key: "dbStatementTimeoutMs", flag: "db-statement-timeout-ms", env: "IDENTITY_DB_STATEMENT_TIMEOUT_MS",
+    default: String(POSTGRES_DEFAULTS.statementTimeoutMs),
+    description: "PostgreSQL statement_timeout for every query", parse: positiveInt,
+  },
+  {
+    key: "keyReloadSeconds", flag: "key-reload-seconds", env: "IDENTITY_KEY_RELOAD_SECONDS",
+    default: String(DEFAULT_KEY_RELOAD_MS / 1000),
+    description: "how often an instance re-reads the shared signing keys: the bound on a rotation reaching it", parse: atLeast(0),
+  },
+  {
+    key: "cleanupIntervalSeconds", flag: "cleanup-interval-seconds", env: "IDENTITY_CLEANUP_INTERVAL_SECONDS",
+    default: String(CLEANUP_DEFAULTS.intervalMs / 1000),
+    description: "pause between runs of the expired-row cleanup; 0 turns it off", parse: atLeast(0),
+  },
+  {
+    key: "cleanupBatchSize", flag: "cleanup-batch-size", env: "IDENTITY_CLEANUP_BATCH_SIZE",
+    default: String(CLEANUP_DEFAULTS.batchSize),
+    description: `rows per cleanup DELETE (at most ${CLEANUP_DEFAULTS.maxBatches} per table per run)`, parse: positiveInt,
   },
 ];
 

@@ -12,6 +12,9 @@ import type { ApplicationRecord } from "./store/applications.js";
 import { createStore } from "./store/index.js";
 import type { UserRecord } from "./store/users.js";
 
+const FLAG_WIDTH = Math.max(...SERVE_OPTIONS.map((o) => o.flag.length));
+const ENV_WIDTH = Math.max(...SERVE_OPTIONS.map((o) => o.env.length));
+
 const USAGE = `usage: identity <command>
 
   serve [options]                      run the service
@@ -22,7 +25,7 @@ const USAGE = `usage: identity <command>
 Admin commands work directly on the database named by --database / DATABASE_URL.
 
 serve options (a flag beats its environment variable):
-${SERVE_OPTIONS.map((o) => `  --${o.flag.padEnd(16)} ${o.env.padEnd(24)} ${o.description} (default: ${o.default || "none"})`).join("\n")}
+${SERVE_OPTIONS.map((o) => `  --${o.flag.padEnd(FLAG_WIDTH)} ${o.env.padEnd(ENV_WIDTH)} ${o.description} (default: ${o.default || "none"})`).join("\n")}
 `;
 
 async function main(argv: string[]): Promise<number> {

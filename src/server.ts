@@ -6,20 +6,21 @@ import { seedDemo, type DemoCredentials } from "./accounts/seed.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { ServeConfig } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
+import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
 import { errorFields, stderrLogger, type Logger } from "./log.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
-import { openDb } from "./store/db.js";
+import { openDb, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
 import { listenOnePort } from "./transport.js";
 
 export interface ServerDeps {
   clock?: Clock;
   logger?: Logger;
-  /** How often each instance re-reads the signing keys (ms). */
+  /** How often each instance re-reads the signing keys (ms); overrides config.keyReloadSeconds. */
   keyReloadMs?: number;
 }
 
@@ -41,7 +42,14 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? stderrLogger;
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
-  const db = await openDb({ url: config.database });
+  const db = await openDb({
+    url: config.database,
+    poolMin: config.dbPoolMin,
+    poolMax: config.dbPoolMax,
+    connectTimeoutMs: config.dbConnectTimeoutMs,
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+    log: (message) => logger.error("database driver warning", { warning: message }),
+  });
 
   // Listen first: the default issuer names the port, which port 0 only reveals now.
   let ready: Handler | undefined;
@@ -59,16 +67,31 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${listener.port}`;
   const issuer = config.issuer ?? `http://localhost:${listener.port}`;
 
+  const cleanupIntervalSeconds = config.cleanupIntervalSeconds ?? CLEANUP_DEFAULTS.intervalMs / 1000;
+  const cleanup = new CleanupJob(db, clock, logger, {
+    ...CLEANUP_DEFAULTS,
+    intervalMs: cleanupIntervalSeconds * 1000,
+    batchSize: config.cleanupBatchSize ?? CLEANUP_DEFAULTS.batchSize,
+  });
   const close = async () => {
     await listener.close();
+    await cleanup.stop();
     await db.destroy();
   };
 
   try {
-    const domain = await createDomain({ store: createStore(db), clock, issuer, adminToken: config.adminToken, keyReloadMs: deps.keyReloadMs });
-    if (configFile) await applyConfigFile(configFile, domain);
-    const demo = configFile ? undefined : await seedDemo(domain);
+    const keyReloadMs = deps.keyReloadMs ?? (config.keyReloadSeconds === undefined ? undefined : config.keyReloadSeconds * 1000);
+    // Instances starting together on one database would each create the first
+    // signing key, the demo seed, or the config file's entries, and all but
+    // one would then fail on a unique name. One at a time, the later ones
+    // find the work done.
+    const { domain, demo } = await withDbLock(db, "provision", async () => {
+      const domain = await createDomain({ store: createStore(db), clock, issuer, adminToken: config.adminToken, keyReloadMs });
+      if (configFile) await applyConfigFile(configFile, domain);
+      return { domain, demo: configFile ? undefined : await seedDemo(domain) };
+    });
     ready = frontDoors(domain, config, logger);
+    if (cleanupIntervalSeconds > 0) cleanup.start();
     return { url, port: listener.port, issuer, domain, demo, close };
   } catch (err) {
     await close();

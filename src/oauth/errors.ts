@@ -1,3 +1,5 @@
+import { isStoreUnavailable } from "../store/errors.js";
+
 /**
  * The one error type of the domain. It carries an OAuth error code
  * (RFC 6749 §5.2, RFC 6750 §3.1, RFC 7009) and a description that is safe to
@@ -56,3 +58,17 @@ export function httpStatusOf(code: OAuthErrorCode): number {
       return 400;
   }
 }
+
+/**
+ * The OAuth error a failure stands for, for the front doors: an OAuthError
+ * as it is, an unreachable or overloaded database as temporarily_unavailable
+ * (503, worth a retry), anything else undefined (a bug: 500).
+ */
+export function asOAuthError(err: unknown): OAuthError | undefined {
+  if (err instanceof OAuthError) return err;
+  if (isStoreUnavailable(err)) return new OAuthError("temporarily_unavailable", "the database is unavailable; try again shortly");
+  return undefined;
+}
+
+/** Seconds a client should wait before retrying a temporarily_unavailable answer. */
+export const RETRY_AFTER_SECONDS = 5;

@@ -8,6 +8,9 @@ import { OAuthError } from "./errors.js";
 
 export const SIGNING_ALG = "RS256";
 
+/** How often an instance re-reads the keys unless configured otherwise. */
+export const DEFAULT_KEY_RELOAD_MS = 10_000;
+
 /** Whatever jose signs with on this platform (a WebCrypto key on Node). */
 export type PrivateSigningKey = Parameters<SignJWT["sign"]>[0];
 
@@ -34,7 +37,7 @@ export class KeyRing {
   constructor(
     private readonly repo: SigningKeyRepository,
     private readonly clock: Clock,
-    private readonly reloadMs = 10_000,
+    private readonly reloadMs = DEFAULT_KEY_RELOAD_MS,
   ) {}
 
   /** Load the keys, creating the first one on a new database. */

@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { httpStatusOf, OAuthError } from "../oauth/errors.js";
+import { asOAuthError, httpStatusOf, RETRY_AFTER_SECONDS } from "../oauth/errors.js";
 
 /** Write a JSON body with the headers every API response carries. */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -19,15 +19,18 @@ const quoted = (s: string) => `"${s.replace(/[\\"]/g, "\\$&").replace(/[^\x20-\x
 /**
  * The REST front door's one mapping of errors: RFC 6749 §5.2 / RFC 6750 §3
  * JSON with the matching status and WWW-Authenticate challenge. Anything that
- * is not an OAuthError is logged and answered as a bare server_error.
+ * is not an OAuthError is logged; an unreachable database becomes 503 with
+ * Retry-After, the rest a bare server_error.
  */
-export function sendError(res: ServerResponse, err: unknown, log: (err: unknown) => void): void {
-  if (!(err instanceof OAuthError)) {
-    log(err);
+export function sendError(res: ServerResponse, failure: unknown, log: (err: unknown) => void): void {
+  const err = asOAuthError(failure);
+  if (err !== failure) log(failure);
+  if (!err) {
     sendJson(res, 500, { error: "server_error", error_description: "internal error" });
     return;
   }
   const headers: Record<string, string> = {};
+  if (err.code === "temporarily_unavailable") headers["retry-after"] = String(RETRY_AFTER_SECONDS);
   if (err.code === "invalid_client") headers["www-authenticate"] = 'Basic realm="identity"';
   if (err.code === "invalid_token") {
     headers["www-authenticate"] = `Bearer realm="identity", error="invalid_token", error_description=${quoted(err.description)}`;

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
-import { OAuthError, type OAuthErrorCode } from "../oauth/errors.js";
+import { asOAuthError, type OAuthErrorCode } from "../oauth/errors.js";
 
 const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
   invalid_client: Code.Unauthenticated,
@@ -19,12 +19,15 @@ const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
 /**
  * The RPC front door's one mapping of domain errors: a Connect code, the
  * description as message, and the OAuth code both as an `x-oauth-error`
- * header and as a typed `OAuthErrorDetail`. Anything else becomes a bare
- * Internal error, so no stack or internal message reaches a caller.
+ * header and as a typed `OAuthErrorDetail`. An unreachable database becomes
+ * Unavailable. Anything else becomes a bare Internal error, so no stack or
+ * internal message reaches a caller.
  */
-export function toConnectError(err: unknown, log: (err: unknown) => void): ConnectError {
-  if (err instanceof ConnectError) return err;
-  if (err instanceof OAuthError) {
+export function toConnectError(failure: unknown, log: (err: unknown) => void): ConnectError {
+  if (failure instanceof ConnectError) return failure;
+  const err = asOAuthError(failure);
+  if (err !== failure) log(failure);
+  if (err) {
     return new ConnectError(
       err.description,
       CONNECT_CODES[err.code] ?? Code.InvalidArgument,
@@ -32,7 +35,6 @@ export function toConnectError(err: unknown, log: (err: unknown) => void): Conne
       [{ desc: OAuthErrorDetailSchema, value: create(OAuthErrorDetailSchema, { error: err.code, errorDescription: err.description }) }],
     );
   }
-  log(err);
   return new ConnectError("internal error", Code.Internal);
 }
 

@@ -1,17 +1,40 @@
+import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import knex, { type Knex } from "knex";
 import pg from "pg";
+import { isUniqueViolation } from "./errors.js";
 import { migrations } from "./migrations/index.js";
 
 export type Db = Knex;
 
-export interface DbOptions {
-  /** A file path, `:memory:`, or a `postgres://` URL. */
+/** PostgreSQL settings; SQLite ignores them (one connection, local file). */
+export interface PostgresOptions {
+  /** Connections kept open when idle. */
+  poolMin: number;
+  /** Most connections per instance; at least 2, since a startup lock pins one. */
+  poolMax: number;
+  /** Longest wait for a new connection or a free pooled one, in ms. */
+  connectTimeoutMs: number;
+  /** Server-side limit on one statement, in ms. */
+  statementTimeoutMs: number;
+}
+
+export const POSTGRES_DEFAULTS: PostgresOptions = {
+  poolMin: 0,
+  poolMax: 10,
+  connectTimeoutMs: 5000,
+  statementTimeoutMs: 15000,
+};
+
+export interface DbOptions extends Partial<PostgresOptions> {
+  /**
+   * A file path, `:memory:`, or a `postgres://` URL. A `?schema=name`
+   * parameter on the URL puts every table in that schema (created if missing).
+   */
   url: string;
-  /** Connection pool bounds for PostgreSQL (SQLite always uses one connection). */
-  poolMin?: number;
-  poolMax?: number;
+  /** Where the driver's warnings go (default: stderr). */
+  log?: (message: string) => void;
 }
 
 // PostgreSQL returns int8 as strings; every bigint we store is an epoch
@@ -22,11 +45,29 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url);
 }
 
+export function isPostgres(db: Db): boolean {
+  return db.client.config.client === "pg";
+}
+
 /** Open the database and bring its schema up to date. */
 export async function openDb(options: DbOptions): Promise<Db> {
-  const db = isPostgresUrl(options.url) ? openPostgres(options) : openSqlite(options.url);
+  const log = options.log ?? ((message: string) => process.stderr.write(`database: ${message}\n`));
+  const db = isPostgresUrl(options.url) ? openPostgres(options, log) : openSqlite(options.url, log);
   try {
-    await db.migrate.latest({ migrationSource: migrations, tableName: "knex_migrations" });
+    await createSchema(db);
+    // Knex's own lock row cannot guard its first run: several instances
+    // starting on an empty schema race to create the migration tables. The
+    // advisory lock serialises the whole step; knex's lock still guards the batch.
+    await withDbLock(db, "migrate", () =>
+      db.migrate.latest({
+        migrationSource: migrations,
+        tableName: "knex_migrations",
+        // A long index build must not trip the per-statement limit.
+        beforeAll: async (trx: Knex) => {
+          if (isPostgres(db)) await trx.raw("set local statement_timeout = 0");
+        },
+      }),
+    );
   } catch (err) {
     await db.destroy();
     throw err;
@@ -34,20 +75,51 @@ export async function openDb(options: DbOptions): Promise<Db> {
   return db;
 }
 
-function openPostgres(options: DbOptions): Db {
+/** Split `?schema=` off a PostgreSQL URL; the driver would reject or ignore it. */
+export function parsePostgresUrl(url: string): { connectionString: string; schema?: string } {
+  const parsed = new URL(url);
+  const schema = parsed.searchParams.get("schema") ?? undefined;
+  if (schema !== undefined && !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
+    throw new Error(`invalid schema name in database URL: ${schema}`);
+  }
+  parsed.searchParams.delete("schema");
+  return { connectionString: parsed.toString(), schema };
+}
+
+function openPostgres(options: DbOptions, log: (message: string) => void): Db {
+  const settings: PostgresOptions = {
+    poolMin: options.poolMin ?? POSTGRES_DEFAULTS.poolMin,
+    poolMax: options.poolMax ?? POSTGRES_DEFAULTS.poolMax,
+    connectTimeoutMs: options.connectTimeoutMs ?? POSTGRES_DEFAULTS.connectTimeoutMs,
+    statementTimeoutMs: options.statementTimeoutMs ?? POSTGRES_DEFAULTS.statementTimeoutMs,
+  };
+  if (settings.poolMax < 2) throw new Error("the PostgreSQL pool needs at least 2 connections");
+  if (settings.poolMin > settings.poolMax) throw new Error("the PostgreSQL pool minimum exceeds its maximum");
+  const { connectionString, schema } = parsePostgresUrl(options.url);
   return knex({
     client: "pg",
-    connection: options.url,
-    pool: { min: options.poolMin ?? 0, max: options.poolMax ?? 10 },
+    connection: {
+      connectionString,
+      connectionTimeoutMillis: settings.connectTimeoutMs,
+      statement_timeout: settings.statementTimeoutMs,
+      keepAlive: true,
+      application_name: "identity-service",
+    },
+    searchPath: schema ? [schema] : undefined,
+    pool: { min: settings.poolMin, max: settings.poolMax },
+    // A dead database or an exhausted pool fails the request instead of queueing it for a minute.
+    acquireConnectionTimeout: settings.connectTimeoutMs,
+    log: knexLog(log),
   });
 }
 
-function openSqlite(path: string): Db {
+function openSqlite(path: string, log: (message: string) => void): Db {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   return knex({
     client: "sqlite3",
     connection: { filename: path },
     useNullAsDefault: true,
+    log: knexLog(log),
     // One connection: SQLite serialises writers anyway, and `:memory:` is
     // per-connection. Transactions then never interleave inside a process.
     pool: {
@@ -63,4 +135,51 @@ function openSqlite(path: string): Db {
       },
     },
   });
+}
+
+/** The schema named by `?schema=`, if any. */
+function schemaOf(db: Db): string | undefined {
+  const path = db.client.config.searchPath as string[] | undefined;
+  return path?.[0];
+}
+
+async function createSchema(db: Db): Promise<void> {
+  const schema = schemaOf(db);
+  if (!schema) return;
+  try {
+    await db.raw("create schema if not exists ??", [schema]);
+  } catch (err) {
+    // Two instances creating it at the same moment: the loser sees a duplicate key.
+    if (!isUniqueViolation(err)) throw err;
+  }
+}
+
+/**
+ * Run `fn` while holding a lock named `name` that every instance on the same
+ * PostgreSQL database and schema shares (a session advisory lock on a pinned
+ * connection, so `fn` must not need the whole pool). On SQLite it just runs
+ * `fn`: one process owns the file and its single connection serialises work.
+ */
+export async function withDbLock<T>(db: Db, name: string, fn: () => Promise<T>): Promise<T> {
+  if (!isPostgres(db)) return fn();
+  const key = createHash("sha256").update(`identity-service/${schemaOf(db) ?? ""}/${name}`).digest().readBigInt64BE(0).toString();
+  const conn = (await db.client.acquireConnection()) as pg.Client;
+  try {
+    // Waiting for another instance's migration is not a slow statement.
+    await conn.query("set statement_timeout = 0");
+    await conn.query("select pg_advisory_lock($1::bigint)", [key]);
+    try {
+      return await fn();
+    } finally {
+      await conn.query("select pg_advisory_unlock($1::bigint)", [key]);
+      await conn.query("reset statement_timeout");
+    }
+  } finally {
+    await db.client.releaseConnection(conn);
+  }
+}
+
+function knexLog(log: (message: string) => void): Knex.Config["log"] {
+  const text = (message: unknown) => (message instanceof Error ? message.message : String(message));
+  return { warn: (m) => log(text(m)), error: (m) => log(text(m)), deprecate: (m) => log(text(m)), debug: () => {} };
 }

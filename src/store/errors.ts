@@ -21,3 +21,23 @@ export async function guardUnique<T>(entity: string, field: string, write: () =>
     throw err;
   }
 }
+
+// Connection-level failures: the database is down, unreachable, restarting,
+// out of connections, or too slow (a statement or pool timeout). Retrying
+// later can succeed, unlike a constraint or syntax error.
+const UNAVAILABLE_CODES = new Set([
+  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE",
+  "57014", // query_canceled (statement_timeout)
+  "57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
+  "53300", // too_many_connections
+  "SQLITE_BUSY",
+]);
+
+/** Whether a storage error means "the database cannot serve now" rather than a bug or bad data. */
+export function isStoreUnavailable(err: unknown): boolean {
+  const e = err as { name?: string; code?: string; message?: string };
+  if (!e || typeof e !== "object") return false;
+  if (e.name === "KnexTimeoutError") return true;
+  if (typeof e.code === "string" && (UNAVAILABLE_CODES.has(e.code) || e.code.startsWith("08"))) return true;
+  return /^Connection terminated|timeout exceeded when trying to connect/.test(e.message ?? "");
+}

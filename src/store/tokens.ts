@@ -98,6 +98,21 @@ export class RefreshTokenRepository {
       revokedAt: num(r.revoked_at),
     };
   }
+
+  /**
+   * Mark a live refresh token used at `at` (epoch ms). One conditional
+   * UPDATE, so among any number of concurrent callers exactly one gets true;
+   * a consumed, revoked or expired token gives false.
+   */
+  async consume(tokenHash: string, at: number, conn: Db = this.db): Promise<boolean> {
+    const updated = await conn("refresh_tokens")
+      .where({ token_hash: tokenHash })
+      .whereNull("consumed_at")
+      .whereNull("revoked_at")
+      .where("expires_at", ">", at)
+      .update({ consumed_at: at });
+    return updated === 1;
+  }
 }
 
 /** Revoke every access and refresh token of a family in one transaction. */

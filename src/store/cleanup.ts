@@ -1,0 +1,68 @@
+import type { Knex } from "knex";
+import { isPostgres, type Db } from "./db.js";
+
+/** One table of expiring rows: which of them may be deleted at a given time. */
+export interface Sweep {
+  table: string;
+  /** Primary key column, used to delete exactly the rows picked. */
+  key: string;
+  /**
+   * Narrow `rows` (the table aliased as `t`) to rows that may go at `now`,
+   * epoch ms. Rows needed after their own expiry (for reuse detection, say)
+   * stay out of it until they are not.
+   */
+  expired(rows: Knex.QueryBuilder, now: number, db: Db): Knex.QueryBuilder;
+}
+
+/** Every sweep the cleanup job runs. A new expiring table adds one entry here. */
+export const SWEEPS: readonly Sweep[] = [
+  // An expired access token is inactive whether its row exists or not.
+  { table: "access_tokens", key: "token_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+  // A consumed refresh token must outlive its own expiry while its family is
+  // alive: presenting it again is reuse, and revokes the family. The family
+  // goes as a whole once its last token has expired.
+  {
+    table: "refresh_tokens",
+    key: "token_hash",
+    expired: (rows, now, db) =>
+      rows
+        .where("t.expires_at", "<=", now)
+        .whereNotExists(
+          db("refresh_tokens as live").select(db.raw("1")).where("live.family_id", db.ref("t.family_id")).where("live.expires_at", ">", now),
+        ),
+  },
+  { table: "sessions", key: "id_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+];
+
+export interface CleanupLimits {
+  /** Rows per DELETE statement. */
+  batchSize: number;
+  /** Statements per table per run; a run deletes at most batchSize × maxBatches rows of each table. */
+  maxBatches: number;
+}
+
+/**
+ * Delete rows that may go at `now`, in bounded batches, and return how many
+ * went per table. On PostgreSQL each batch locks its rows with SKIP LOCKED,
+ * so instances running at the same moment take disjoint batches instead of
+ * waiting on each other; SQLite has a single writer anyway.
+ */
+export async function deleteExpired(
+  db: Db,
+  now: number,
+  limits: CleanupLimits,
+  sweeps: readonly Sweep[] = SWEEPS,
+): Promise<Record<string, number>> {
+  const deleted: Record<string, number> = {};
+  for (const sweep of sweeps) {
+    deleted[sweep.table] = 0;
+    for (let batch = 0; batch < limits.maxBatches; batch++) {
+      let picked = sweep.expired(db(`${sweep.table} as t`).select(`t.${sweep.key}`), now, db).limit(limits.batchSize);
+      if (isPostgres(db)) picked = picked.forUpdate().skipLocked();
+      const count = await db(sweep.table).whereIn(sweep.key, picked).delete();
+      deleted[sweep.table] += count;
+      if (count < limits.batchSize) break;
+    }
+  }
+  return deleted;
+}

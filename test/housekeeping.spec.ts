@@ -1,0 +1,46 @@
+import assert from "node:assert/strict";
+import { CleanupJob } from "../src/housekeeping.js";
+import type { Logger } from "../src/log.js";
+import { openDb, type Db } from "../src/store/db.js";
+import { createStore } from "../src/store/index.js";
+import { FakeClock } from "./support/clock.js";
+
+describe("cleanup job schedule", () => {
+  let db: Db;
+  beforeEach(async () => (db = await openDb({ url: ":memory:" })));
+  afterEach(() => db.destroy());
+
+  it("runs in the background until stopped, and logs what it deleted", async () => {
+    const clock = new FakeClock();
+    await createStore(db).sessions.insert({ idHash: "h", userId: "u", authTime: 0, createdAt: 0, expiresAt: clock.now() });
+    let logged: (fields: Record<string, unknown> | undefined) => void;
+    const deleted = new Promise<Record<string, unknown> | undefined>((resolve) => (logged = resolve));
+    const logger: Logger = { info: (_message, fields) => logged(fields), error: () => {} };
+    const job = new CleanupJob(db, clock, logger, { intervalMs: 1, batchSize: 10, maxBatches: 1 });
+    job.start();
+    try {
+      assert.deepEqual(await deleted, { access_tokens: 0, refresh_tokens: 0, sessions: 1 });
+    } finally {
+      await job.stop();
+    }
+  });
+
+  it("logs a failed run and keeps going", async () => {
+    const errors: string[] = [];
+    let failedTwice: () => void;
+    const twice = new Promise<void>((resolve) => (failedTwice = resolve));
+    const logger: Logger = {
+      info: () => {},
+      error: (message) => {
+        errors.push(message);
+        if (errors.length === 2) failedTwice();
+      },
+    };
+    await db.schema.dropTable("sessions");
+    const job = new CleanupJob(db, new FakeClock(), logger, { intervalMs: 1, batchSize: 10, maxBatches: 1 });
+    job.start();
+    await twice;
+    await job.stop();
+    assert.match(errors[0]!, /cleanup failed/);
+  });
+});

@@ -1,0 +1,402 @@
+import assert from "node:assert/strict";
+import { randomBytes, randomUUID } from "node:crypto";
+import { CleanupJob } from "../../src/housekeeping.js";
+import { silentLogger } from "../../src/log.js";
+import type { ApplicationRecord } from "../../src/store/applications.js";
+import { deleteExpired } from "../../src/store/cleanup.js";
+import { ConflictError } from "../../src/store/errors.js";
+import type { ProviderRecord } from "../../src/store/providers.js";
+import type { SessionRecord } from "../../src/store/sessions.js";
+import { revokeFamily, type AccessTokenRecord, type RefreshTokenRecord } from "../../src/store/tokens.js";
+import type { UserRecord } from "../../src/store/users.js";
+import { isPostgres, type Db } from "../../src/store/db.js";
+import { FakeClock } from "../support/clock.js";
+import { describeEachBackend } from "../support/databases.js";
+
+/**
+ * The storage contract: what every repository promises, checked on every
+ * backend (test/support/databases.ts BACKENDS). Nothing is written per
+ * backend. A new repository adds one `describe` block inside the body below,
+ * its lookup columns to LOOKUP_PATHS and, if its rows expire, a case to the
+ * cleanup block. Each test makes its own rows (random names and hashes), so
+ * tests share one database per backend without seeing each other.
+ */
+
+// Epoch milliseconds beyond 2^32, so a column that truncated to 32 bits would show.
+const T0 = 1_750_000_000_000;
+const HOUR = 3_600_000;
+
+const id = () => randomBytes(8).toString("hex");
+const hash = () => randomBytes(32).toString("hex");
+
+const anApplication = (over: Partial<ApplicationRecord> = {}): ApplicationRecord => ({
+  id: randomUUID(),
+  name: `app-${id()}`,
+  clientId: `client-${id()}`,
+  clientSecretHash: "scrypt$hash",
+  redirectUris: ["https://app.example/cb", "http://127.0.0.1:9999/callback"],
+  grantTypes: ["authorization_code", "refresh_token"],
+  expireInHours: 2,
+  refreshExpireInHours: 24,
+  providers: ["github-like"],
+  createdAt: T0,
+  updatedAt: T0,
+  ...over,
+});
+
+const aUser = (over: Partial<UserRecord> = {}): UserRecord => ({
+  id: randomUUID(),
+  name: `user-${id()}`,
+  passwordHash: "scrypt$pw",
+  displayName: "Ünïcødé User",
+  email: "u@example.com",
+  emailVerified: true,
+  avatar: "https://example.com/a.png",
+  phone: "+15550100",
+  address: "1 Main St",
+  isAdmin: false,
+  disabled: false,
+  properties: { team: "blue" },
+  createdAt: T0,
+  updatedAt: T0,
+  ...over,
+});
+
+const aProvider = (over: Partial<ProviderRecord> = {}): ProviderRecord => ({
+  name: `provider-${id()}`,
+  type: "Custom",
+  displayName: "Provider",
+  clientId: "ext-client",
+  clientSecret: "sealed-secret",
+  authUrl: "https://idp.example/auth",
+  scope: "openid email",
+  tokenUrl: "https://idp.example/token",
+  userInfoUrl: "https://idp.example/userinfo",
+  favicon: "https://idp.example/favicon.ico",
+  trustEmail: true,
+  createdAt: T0,
+  updatedAt: T0,
+  ...over,
+});
+
+const anAccessToken = (over: Partial<AccessTokenRecord> = {}): AccessTokenRecord => ({
+  tokenHash: hash(),
+  jti: randomUUID(),
+  familyId: randomUUID(),
+  clientId: "client",
+  userId: randomUUID(),
+  scope: "openid profile",
+  issuedAt: T0,
+  expiresAt: T0 + HOUR,
+  revokedAt: null,
+  ...over,
+});
+
+const aRefreshToken = (over: Partial<RefreshTokenRecord> = {}): RefreshTokenRecord => ({
+  tokenHash: hash(),
+  familyId: randomUUID(),
+  clientId: "client",
+  userId: randomUUID(),
+  scope: "openid offline_access",
+  authTime: T0 / 1000,
+  issuedAt: T0,
+  expiresAt: T0 + 24 * HOUR,
+  consumedAt: null,
+  revokedAt: null,
+  ...over,
+});
+
+const aSession = (over: Partial<SessionRecord> = {}): SessionRecord => ({
+  idHash: hash(),
+  userId: randomUUID(),
+  authTime: T0 / 1000,
+  createdAt: T0,
+  expiresAt: T0 + 8 * HOUR,
+  ...over,
+});
+
+/**
+ * Every column a query finds rows by, per table. Each must lead an index, or
+ * a lookup scans the table. A new repository lists its lookup columns here.
+ */
+const LOOKUP_PATHS: Record<string, string[]> = {
+  applications: ["id", "client_id", "name"],
+  users: ["id", "name"],
+  signing_keys: ["kid"],
+  providers: ["name"],
+  access_tokens: ["token_hash", "family_id", "expires_at"],
+  refresh_tokens: ["token_hash", "family_id", "expires_at"],
+  sessions: ["id_hash", "expires_at"],
+};
+
+/** "table.column" for the first column of every index (primary keys and unique constraints included). */
+async function indexLeadingColumns(db: Db): Promise<Set<string>> {
+  if (isPostgres(db)) {
+    const { rows } = await db.raw(`
+      select t.relname as "table", a.attname as "column"
+      from pg_index i
+      join pg_class t on t.oid = i.indrelid
+      join pg_namespace n on n.oid = t.relnamespace
+      join pg_attribute a on a.attrelid = t.oid and a.attnum = i.indkey[0]
+      where n.nspname = current_schema()`);
+    return new Set(rows.map((r: { table: string; column: string }) => `${r.table}.${r.column}`));
+  }
+  const leading = new Set<string>();
+  for (const table of Object.keys(LOOKUP_PATHS)) {
+    for (const index of await db.raw(`pragma index_list(${table})`)) {
+      const [first] = await db.raw(`pragma index_info("${index.name}")`);
+      leading.add(`${table}.${first.name}`);
+    }
+  }
+  return leading;
+}
+
+async function assertConflict(write: Promise<unknown>, entity: string): Promise<void> {
+  await assert.rejects(write, (err: unknown) => err instanceof ConflictError && err.entity === entity);
+}
+
+describeEachBackend("storage contract", (ctx) => {
+  it("has an index led by every lookup column", async () => {
+    const indexed = await indexLeadingColumns(ctx.db);
+    const missing = Object.entries(LOOKUP_PATHS).flatMap(([table, columns]) => columns.map((c) => `${table}.${c}`)).filter((c) => !indexed.has(c));
+    assert.deepEqual(missing, []);
+  });
+
+  describe("applications", () => {
+    it("round-trips every field and finds by client id and by name", async () => {
+      const app = anApplication();
+      await ctx.store.applications.insert(app);
+      assert.deepEqual(await ctx.store.applications.findByClientId(app.clientId), app);
+      assert.deepEqual(await ctx.store.applications.findByName(app.name), app);
+      assert.equal(await ctx.store.applications.findByClientId(`missing-${id()}`), undefined);
+    });
+
+    it("updates and deletes by name", async () => {
+      const app = anApplication();
+      await ctx.store.applications.insert(app);
+      const changed = { ...app, redirectUris: [], grantTypes: ["authorization_code"], expireInHours: 5, updatedAt: T0 + 1 };
+      await ctx.store.applications.update(changed);
+      assert.deepEqual(await ctx.store.applications.findByName(app.name), changed);
+      assert.ok((await ctx.store.applications.list()).some((a) => a.name === app.name));
+      assert.equal(await ctx.store.applications.deleteByName(app.name), true);
+      assert.equal(await ctx.store.applications.deleteByName(app.name), false);
+      assert.equal(await ctx.store.applications.findByName(app.name), undefined);
+    });
+
+    it("refuses a second application with the same name or client id", async () => {
+      const app = anApplication();
+      await ctx.store.applications.insert(app);
+      await assertConflict(ctx.store.applications.insert(anApplication({ name: app.name })), "application");
+      await assertConflict(ctx.store.applications.insert(anApplication({ clientId: app.clientId })), "application");
+      const other = anApplication();
+      await ctx.store.applications.insert(other);
+      await assertConflict(ctx.store.applications.update({ ...other, clientId: app.clientId }), "application");
+    });
+  });
+
+  describe("users", () => {
+    it("round-trips every field, booleans and JSON properties included", async () => {
+      const user = aUser({ isAdmin: true, emailVerified: false, passwordHash: null });
+      await ctx.store.users.insert(user);
+      assert.deepEqual(await ctx.store.users.findById(user.id), user);
+      assert.deepEqual(await ctx.store.users.findByName(user.name), user);
+    });
+
+    it("updates, lists and deletes", async () => {
+      const user = aUser();
+      await ctx.store.users.insert(user);
+      const changed = { ...user, disabled: true, properties: {}, updatedAt: T0 + 5 };
+      await ctx.store.users.update(changed);
+      assert.deepEqual(await ctx.store.users.findById(user.id), changed);
+      assert.ok((await ctx.store.users.list()).some((u) => u.id === user.id));
+      assert.equal(await ctx.store.users.deleteByName(user.name), true);
+      assert.equal(await ctx.store.users.findById(user.id), undefined);
+    });
+
+    it("refuses a second user with the same name", async () => {
+      const user = aUser();
+      await ctx.store.users.insert(user);
+      await assertConflict(ctx.store.users.insert(aUser({ name: user.name })), "user");
+    });
+  });
+
+  describe("providers", () => {
+    it("round-trips, updates and deletes", async () => {
+      const provider = aProvider();
+      await ctx.store.providers.insert(provider);
+      assert.deepEqual(await ctx.store.providers.findByName(provider.name), provider);
+      const changed = { ...provider, trustEmail: false, scope: "email", updatedAt: T0 + 1 };
+      await ctx.store.providers.update(changed);
+      assert.deepEqual(await ctx.store.providers.findByName(provider.name), changed);
+      assert.equal(await ctx.store.providers.deleteByName(provider.name), true);
+      assert.equal(await ctx.store.providers.findByName(provider.name), undefined);
+    });
+
+    it("refuses a second provider with the same name", async () => {
+      const provider = aProvider();
+      await ctx.store.providers.insert(provider);
+      await assertConflict(ctx.store.providers.insert(aProvider({ name: provider.name })), "provider");
+    });
+  });
+
+  describe("signing keys", () => {
+    it("lists newest first, with retirement times as numbers or null", async () => {
+      const older = { kid: `k-${id()}`, alg: "RS256", privateJwk: "{}", publicJwk: "{}", createdAt: T0 - 10, activeFrom: T0 - 10, retiredAt: T0 };
+      const newer = { ...older, kid: `k-${id()}`, createdAt: T0 + 10, activeFrom: T0 + 10, retiredAt: null };
+      await ctx.store.signingKeys.insert(older);
+      await ctx.store.signingKeys.insert(newer);
+      const listed = (await ctx.store.signingKeys.list()).filter((k) => k.kid === older.kid || k.kid === newer.kid);
+      assert.deepEqual(listed, [newer, older]);
+    });
+  });
+
+  describe("access tokens", () => {
+    it("round-trips by hash, with expiry and revocation times", async () => {
+      const token = anAccessToken({ userId: null });
+      await ctx.store.accessTokens.insert(token);
+      assert.deepEqual(await ctx.store.accessTokens.findByHash(token.tokenHash), token);
+      assert.equal(await ctx.store.accessTokens.findByHash(hash()), undefined);
+    });
+
+    it("joins a caller's transaction: a rolled-back insert leaves no row", async () => {
+      const token = anAccessToken();
+      await assert.rejects(
+        ctx.db.transaction(async (trx) => {
+          await ctx.store.accessTokens.insert(token, trx);
+          throw new Error("roll back");
+        }),
+        /roll back/,
+      );
+      assert.equal(await ctx.store.accessTokens.findByHash(token.tokenHash), undefined);
+    });
+  });
+
+  describe("refresh tokens", () => {
+    it("round-trips by hash", async () => {
+      const token = aRefreshToken({ consumedAt: T0 + 1, revokedAt: T0 + 2 });
+      await ctx.store.refreshTokens.insert(token);
+      assert.deepEqual(await ctx.store.refreshTokens.findByHash(token.tokenHash), token);
+    });
+
+    it("consumes a live token once, and never a consumed, revoked or expired one", async () => {
+      const live = aRefreshToken();
+      const revoked = aRefreshToken({ revokedAt: T0 });
+      const expired = aRefreshToken({ expiresAt: T0 + 10 });
+      for (const t of [live, revoked, expired]) await ctx.store.refreshTokens.insert(t);
+      assert.equal(await ctx.store.refreshTokens.consume(live.tokenHash, T0 + 10), true);
+      assert.equal((await ctx.store.refreshTokens.findByHash(live.tokenHash))?.consumedAt, T0 + 10);
+      assert.equal(await ctx.store.refreshTokens.consume(live.tokenHash, T0 + 11), false);
+      assert.equal(await ctx.store.refreshTokens.consume(revoked.tokenHash, T0 + 10), false);
+      assert.equal(await ctx.store.refreshTokens.consume(expired.tokenHash, T0 + 10), false);
+      assert.equal(await ctx.store.refreshTokens.consume(hash(), T0), false);
+    });
+
+    it("lets exactly one of 50 concurrent consumes of one token win", async () => {
+      const token = aRefreshToken();
+      await ctx.store.refreshTokens.insert(token);
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => ctx.store.refreshTokens.consume(token.tokenHash, T0 + i)));
+      assert.equal(results.filter(Boolean).length, 1);
+      const winner = results.indexOf(true);
+      assert.equal((await ctx.store.refreshTokens.findByHash(token.tokenHash))?.consumedAt, T0 + winner);
+    });
+  });
+
+  describe("family revocation", () => {
+    it("revokes every access and refresh token of one family, and nothing else", async () => {
+      const familyId = randomUUID();
+      const access = [anAccessToken({ familyId }), anAccessToken({ familyId })];
+      const refresh = [aRefreshToken({ familyId, consumedAt: T0 }), aRefreshToken({ familyId })];
+      const bystanderAccess = anAccessToken();
+      const bystanderRefresh = aRefreshToken();
+      for (const t of [...access, bystanderAccess]) await ctx.store.accessTokens.insert(t);
+      for (const t of [...refresh, bystanderRefresh]) await ctx.store.refreshTokens.insert(t);
+
+      await revokeFamily(ctx.db, familyId, T0 + 100);
+      for (const t of access) assert.equal((await ctx.store.accessTokens.findByHash(t.tokenHash))?.revokedAt, T0 + 100);
+      for (const t of refresh) assert.equal((await ctx.store.refreshTokens.findByHash(t.tokenHash))?.revokedAt, T0 + 100);
+      assert.equal((await ctx.store.accessTokens.findByHash(bystanderAccess.tokenHash))?.revokedAt, null);
+      assert.equal((await ctx.store.refreshTokens.findByHash(bystanderRefresh.tokenHash))?.revokedAt, null);
+      assert.equal(await ctx.store.refreshTokens.consume(refresh[1]!.tokenHash, T0 + 101), false);
+
+      // Revoking again keeps the first revocation time.
+      await revokeFamily(ctx.db, familyId, T0 + 200);
+      assert.equal((await ctx.store.refreshTokens.findByHash(refresh[1]!.tokenHash))?.revokedAt, T0 + 100);
+    });
+  });
+
+  describe("sessions", () => {
+    it("round-trips by hash and deletes", async () => {
+      const session = aSession();
+      await ctx.store.sessions.insert(session);
+      assert.deepEqual(await ctx.store.sessions.findByHash(session.idHash), session);
+      await ctx.store.sessions.deleteByHash(session.idHash);
+      assert.equal(await ctx.store.sessions.findByHash(session.idHash), undefined);
+    });
+  });
+
+  describe("cleanup of expired rows", () => {
+    // Far past every other test's rows, so once those are drained the counts below are exact.
+    let clock: FakeClock;
+    const limits = { batchSize: 3, maxBatches: 2 };
+    const job = () => new CleanupJob(ctx.db, clock, silentLogger, { ...limits, intervalMs: 60_000 });
+
+    beforeEach(async () => {
+      clock = new FakeClock(T0 + 1000 * 24 * HOUR);
+      while (Object.values(await deleteExpired(ctx.db, clock.now(), { batchSize: 1000, maxBatches: 10 })).some((n) => n > 0));
+    });
+
+    it("deletes expired access tokens and sessions, and keeps live ones", async () => {
+      const now = clock.now();
+      const expiredAccess = anAccessToken({ expiresAt: now + 1000 });
+      const liveAccess = anAccessToken({ expiresAt: now + HOUR });
+      const expiredSession = aSession({ expiresAt: now + 1000 });
+      const liveSession = aSession({ expiresAt: now + HOUR });
+      for (const t of [expiredAccess, liveAccess]) await ctx.store.accessTokens.insert(t);
+      for (const s of [expiredSession, liveSession]) await ctx.store.sessions.insert(s);
+
+      assert.deepEqual(await job().runOnce(), { access_tokens: 0, refresh_tokens: 0, sessions: 0 });
+      clock.advanceSeconds(1);
+      assert.deepEqual(await job().runOnce(), { access_tokens: 1, refresh_tokens: 0, sessions: 1 });
+      assert.equal(await ctx.store.accessTokens.findByHash(expiredAccess.tokenHash), undefined);
+      assert.equal(await ctx.store.sessions.findByHash(expiredSession.idHash), undefined);
+      assert.ok(await ctx.store.accessTokens.findByHash(liveAccess.tokenHash));
+      assert.ok(await ctx.store.sessions.findByHash(liveSession.idHash));
+    });
+
+    it("keeps an expired refresh token while its family still has a live one", async () => {
+      const now = clock.now();
+      const familyId = randomUUID();
+      const consumed = aRefreshToken({ familyId, consumedAt: now, expiresAt: now + 1000 });
+      const current = aRefreshToken({ familyId, expiresAt: now + 5000 });
+      const lone = aRefreshToken({ expiresAt: now + 1000 });
+      for (const t of [consumed, current, lone]) await ctx.store.refreshTokens.insert(t);
+
+      clock.advanceSeconds(1);
+      assert.equal((await job().runOnce()).refresh_tokens, 1);
+      assert.equal(await ctx.store.refreshTokens.findByHash(lone.tokenHash), undefined);
+      assert.ok(await ctx.store.refreshTokens.findByHash(consumed.tokenHash), "reuse of the consumed token must still be detectable");
+
+      clock.advanceSeconds(4);
+      assert.equal((await job().runOnce()).refresh_tokens, 2);
+      assert.equal(await ctx.store.refreshTokens.findByHash(consumed.tokenHash), undefined);
+      assert.equal(await ctx.store.refreshTokens.findByHash(current.tokenHash), undefined);
+    });
+
+    it("deletes at most batchSize × maxBatches rows per table per run", async () => {
+      const now = clock.now();
+      for (let i = 0; i < 8; i++) await ctx.store.sessions.insert(aSession({ expiresAt: now }));
+      assert.equal((await job().runOnce()).sessions, 6);
+      assert.equal((await job().runOnce()).sessions, 2);
+      assert.equal((await job().runOnce()).sessions, 0);
+    });
+
+    it("splits the work between runs at the same moment, each row deleted once", async () => {
+      const now = clock.now();
+      for (let i = 0; i < 40; i++) await ctx.store.accessTokens.insert(anAccessToken({ expiresAt: now }));
+      const runs = await Promise.all(Array.from({ length: 4 }, () => deleteExpired(ctx.db, now, { batchSize: 5, maxBatches: 10 })));
+      assert.equal(runs.reduce((sum, r) => sum + r.access_tokens!, 0), 40);
+      const [left] = await ctx.db("access_tokens").where("expires_at", "<=", now).count({ n: "*" });
+      assert.equal(Number(left!.n), 0);
+    });
+  });
+});
