@@ -10,6 +10,8 @@ export interface ServeConfig {
   configFile?: string;
   adminToken?: string;
   maxBodyBytes: number;
+  /** Seconds during which a consumed refresh token presented again does not revoke its family. */
+  refreshReuseGraceSeconds: number;
 }
 
 interface OptionSpec {
@@ -29,6 +31,11 @@ const port = (raw: string) => {
 const positiveInt = (raw: string) => {
   const n = Number(raw);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`invalid number: ${raw}`);
+  return n;
+};
+const nonNegativeInt = (raw: string) => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`invalid number: ${raw}`);
   return n;
 };
 const text = (raw: string) => raw;
@@ -64,6 +71,12 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "maxBodyBytes", flag: "max-body-bytes", env: "IDENTITY_MAX_BODY_BYTES", default: "65536",
     description: "largest accepted REST request body, in bytes", parse: positiveInt,
+  },
+  {
+    key: "refreshReuseGraceSeconds", flag: "refresh-reuse-grace-seconds", env: "IDENTITY_REFRESH_REUSE_GRACE_SECONDS",
+    default: "0",
+    description: "seconds after a refresh during which presenting the used refresh token again is refused without revoking its family",
+    parse: nonNegativeInt,
   },
 ];
 

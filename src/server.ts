@@ -9,6 +9,7 @@ import { createDomain, type Domain } from "./domain.js";
 import { errorFields, stderrLogger, type Logger } from "./log.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
+import { createLogoutHandler } from "./web/logout.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
@@ -65,7 +66,14 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   };
 
   try {
-    const domain = await createDomain({ store: createStore(db), clock, issuer, adminToken: config.adminToken, keyReloadMs: deps.keyReloadMs });
+    const domain = await createDomain({
+      store: createStore(db),
+      clock,
+      issuer,
+      adminToken: config.adminToken,
+      keyReloadMs: deps.keyReloadMs,
+      refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
+    });
     if (configFile) await applyConfigFile(configFile, domain);
     const demo = configFile ? undefined : await seedDemo(domain);
     ready = frontDoors(domain, config, logger);
@@ -79,7 +87,9 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
 function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handler {
   const logUnexpected = (err: unknown) => logger.error("unexpected error", errorFields(err));
   const bindings = serviceBindings(domain);
-  const rest = createRestFacade(bindings, { maxBodyBytes: config.maxBodyBytes, log: logUnexpected });
+  const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected };
+  // Each answers the paths it owns and returns false for the rest.
+  const httpDoors = [createRestFacade(bindings, httpOptions), createLogoutHandler(domain, httpOptions)];
   const connect = connectNodeAdapter({
     routes(router) {
       for (const { service, impl } of bindings) router.service(service, impl);
@@ -90,8 +100,13 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
     fallback: (_req, res) => sendJson(res as ServerResponse, 404, { error: "not_found", error_description: "no such path" }),
   });
 
+  const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
+    for (const door of httpDoors) if (await door(req, res)) return true;
+    return false;
+  };
+
   return (req, res) => {
-    rest(req, res)
+    serveHttp(req, res)
       .then((handled) => {
         if (!handled) connect(req, res);
       })

@@ -15,6 +15,21 @@ export function parseScope(raw: string | undefined): string[] {
   return scopes;
 }
 
+/**
+ * The scope of a refresh (RFC 6749 §6): the original one when none is asked
+ * for, else a subset of it. Asking for more is `invalid_scope`.
+ */
+export function narrowScope(granted: string, requested: string): string[] {
+  const original = granted.split(" ").filter((s) => s.length > 0);
+  if (requested.trim() === "") return original;
+  const asked = parseScope(requested);
+  const wider = asked.find((s) => !original.includes(s));
+  if (wider !== undefined) {
+    throw new OAuthError("invalid_scope", `scope ${wider} was not granted originally; a refresh may only narrow the scope`);
+  }
+  return asked;
+}
+
 /** The user attributes that scopes release. */
 export interface ClaimSource {
   name: string;

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { SignJWT } from "jose";
 import { epochSeconds, type Clock } from "../clock.js";
 import type { ApplicationRecord } from "../store/applications.js";
+import type { Db } from "../store/db.js";
 import type { Store } from "../store/index.js";
 import type { UserRecord } from "../store/users.js";
 import { SIGNING_ALG, type KeyRing } from "./keys.js";
@@ -51,7 +52,12 @@ export class TokenMinter {
     private readonly issuer: string,
   ) {}
 
-  async mint(grant: Grant): Promise<TokenSet> {
+  /**
+   * `precondition` runs first inside the transaction that records the new
+   * tokens; if it throws, nothing is issued. Refresh consumes the old token
+   * there, so rotation is all or nothing.
+   */
+  async mint(grant: Grant, precondition?: (trx: Db) => Promise<void>): Promise<TokenSet> {
     const { app, user } = grant;
     const now = epochSeconds(this.clock);
     const expiresIn = app.expireInHours * HOUR;
@@ -104,6 +110,7 @@ export class TokenMinter {
 
     const nowMs = now * 1000;
     await this.store.db.transaction(async (trx) => {
+      await precondition?.(trx);
       await this.store.accessTokens.insert(
         {
           tokenHash: sha256(accessToken),

@@ -47,6 +47,11 @@ export class AccessTokenRepository {
     });
   }
 
+  /** Revoke one access token; an already revoked one keeps its first time. */
+  async revoke(tokenHash: string, at: number): Promise<void> {
+    await this.db("access_tokens").where({ token_hash: tokenHash }).whereNull("revoked_at").update({ revoked_at: at });
+  }
+
   async findByHash(tokenHash: string): Promise<AccessTokenRecord | undefined> {
     const r = await this.db("access_tokens").where({ token_hash: tokenHash }).first();
     if (!r) return undefined;
@@ -80,6 +85,21 @@ export class RefreshTokenRepository {
       consumed_at: t.consumedAt,
       revoked_at: t.revokedAt,
     });
+  }
+
+  /**
+   * Mark a live refresh token consumed. One conditional UPDATE: of any number
+   * of concurrent callers exactly one sees `true`, on SQLite and PostgreSQL
+   * alike (the loser's UPDATE re-checks the row after the winner commits).
+   */
+  async consume(tokenHash: string, at: number, conn: Db = this.db): Promise<boolean> {
+    const updated = await conn("refresh_tokens")
+      .where({ token_hash: tokenHash })
+      .whereNull("consumed_at")
+      .whereNull("revoked_at")
+      .where("expires_at", ">", at)
+      .update({ consumed_at: at });
+    return updated === 1;
   }
 
   async findByHash(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
