@@ -2,13 +2,13 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 
 // A stock grpc-js client built from the .proto files, as a polyglot caller
-// would generate it. keepCase keeps the proto field names; unset fields stay absent.
+// would generate it. keepCase keeps the proto field names; unset fields stay
+// absent (and proto3 `optional` adds no synthetic oneof key).
 const definition = protoLoader.loadSync(["identity/v1/token.proto", "identity/v1/introspection.proto"], {
   includeDirs: ["proto"],
   keepCase: true,
   longs: Number,
   defaults: false,
-  oneofs: true,
 });
 const loaded = grpc.loadPackageDefinition(definition) as unknown as {
   identity: { v1: Record<string, grpc.ServiceClientConstructor> };
