@@ -9,13 +9,13 @@ import { createDomain, type Domain } from "./domain.js";
 import { errorFields, stderrLogger, type Logger } from "./log.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
-import { createLogoutHandler } from "./web/logout.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
 import { openDb } from "./store/db.js";
 import { createStore } from "./store/index.js";
 import { listenOnePort } from "./transport.js";
+import { createLogoutHandler } from "./web/logout.js";
 
 export interface ServerDeps {
   clock?: Clock;

@@ -15,6 +15,11 @@ export interface Grant {
   /** Absent for client_credentials: the token stands for the application. */
   user?: UserRecord;
   scopes: string[];
+  /**
+   * The scope recorded on the new refresh token, when not `scopes`: a refresh
+   * that narrows the access token keeps the refresh token's scope (RFC 6749 §6).
+   */
+  refreshTokenScopes?: string[];
   /** Continues an existing family (refresh); a new one is started otherwise. */
   familyId?: string;
   /** Epoch seconds of the user's authentication. */
@@ -132,7 +137,7 @@ export class TokenMinter {
             familyId,
             clientId: app.clientId,
             userId: user?.id ?? null,
-            scope,
+            scope: grant.refreshTokenScopes?.join(" ") ?? scope,
             authTime,
             issuedAt: nowMs,
             // refreshExpireInHours = 0 (the spec's default) makes it unusable at once.

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { generateKeyPair, SignJWT } from "jose";
 import { SESSION_COOKIE } from "../../src/oauth/sessions.js";
 import type { RunningServer } from "../../src/server.js";
+import { FakeClock } from "../support/clock.js";
 import { GrpcCaller, oauthErrorOf } from "../support/grpc.js";
 import { getJson, passwordTokens } from "../support/oauth.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
@@ -9,10 +10,11 @@ import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 const REDIRECT = TEST_APP.redirectUris[0]!;
 
 describe("sign-out (/api/logout)", () => {
+  const clock = new FakeClock();
   let server: RunningServer;
   let idToken: string;
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ clock });
     idToken = (await passwordTokens(server)).id_token!;
   });
   after(() => server.close());
@@ -44,6 +46,12 @@ describe("sign-out (/api/logout)", () => {
     assert.equal(`${location.origin}${location.pathname}`, REDIRECT);
     assert.equal(location.searchParams.get("state"), "s t&1");
     assert.equal(await signedIn(cookie), false);
+  });
+
+  it("accepts an expired ID token as hint", async () => {
+    clock.advanceSeconds(TEST_APP.expireInHours * 3600 + 1);
+    const res = await logout({ id_token_hint: idToken, post_logout_redirect_uri: REDIRECT }, await signIn());
+    assert.equal(res.status, 302);
   });
 
   it("also takes POST with a form body, and client_id instead of the hint", async () => {

@@ -106,11 +106,22 @@ describe("refresh tokens", () => {
     const narrower = await refresh(server, same.body.refresh_token, { scope: "openid email" });
     assert.equal(narrower.status, 200);
     assert.equal(narrower.body.scope, "openid email");
-    // The narrowed grant is the new ceiling.
-    const back = await refresh(server, narrower.body.refresh_token, { scope: "openid email profile" });
-    assert.equal(back.body.error, "invalid_scope");
+    const introspected = await postForm(
+      `${server.url}/api/login/oauth/introspect`,
+      { token: narrower.body.access_token },
+      { authorization: basicAuth(APP.clientId, APP.clientSecret) },
+    );
+    assert.equal(introspected.body.scope, "openid email");
 
-    const withoutOpenid = await refresh(server, narrower.body.refresh_token, { scope: "email" });
+    // §6: the rotated refresh token keeps the scope of its predecessor, so
+    // the original grant stays the ceiling; beyond it is still refused.
+    const back = await refresh(server, narrower.body.refresh_token, { scope: "openid email phone" });
+    assert.equal(back.body.error, "invalid_scope");
+    const restored = await refresh(server, narrower.body.refresh_token, { scope: "openid email profile" });
+    assert.equal(restored.status, 200);
+    assert.equal(restored.body.scope, "openid email profile");
+
+    const withoutOpenid = await refresh(server, restored.body.refresh_token, { scope: "email" });
     assert.equal(withoutOpenid.status, 200);
     assert.equal(withoutOpenid.body.id_token, undefined, "no ID token without openid");
   });

@@ -27,13 +27,23 @@ export const refreshTokenGrant: GrantHandler = {
     if (!record || record.clientId !== app.clientId) throw new OAuthError("invalid_grant", "the refresh token is invalid");
     await rejectUnusable(record, deps);
 
-    const scopes = narrowScope(record.scope, params.scope);
+    const granted = record.scope.split(" ").filter((s) => s.length > 0);
+    const scopes = narrowScope(granted, params.scope);
     const user = record.userId === null ? undefined : await deps.store.users.findById(record.userId);
     if (!user || user.disabled) throw new OAuthError("invalid_grant", "the user of this refresh token is disabled or deleted");
 
     try {
       return await deps.minter.mint(
-        { app, user, scopes, familyId: record.familyId, authTime: record.authTime, idToken: true, refreshToken: true },
+        {
+          app,
+          user,
+          scopes,
+          refreshTokenScopes: granted,
+          familyId: record.familyId,
+          authTime: record.authTime,
+          idToken: true,
+          refreshToken: true,
+        },
         async (trx) => {
           if (!(await deps.store.refreshTokens.consume(tokenHash, deps.clock.now(), trx))) throw LOST_RACE;
         },
