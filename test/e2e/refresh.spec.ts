@@ -58,21 +58,17 @@ describe("refresh tokens", () => {
 
   it("consumes the old refresh token and chains from the new one", async () => {
     const first = await passwordTokens(server);
-    const second = await refresh(server, first.refresh_token!);
-    assert.equal(second.status, 200);
-    assert.equal(second.headers.get("cache-control"), "no-store");
-    const again = await refresh(server, first.refresh_token!);
-    assert.equal(again.status, 400);
-    assert.equal(again.body.error, "invalid_grant");
-    // The first reuse above revoked the family, so start a fresh one to follow the chain.
-    const fresh = await passwordTokens(server);
-    let current = fresh.refresh_token!;
+    let current = first.refresh_token!;
     for (let i = 0; i < 3; i++) {
       const next = await refresh(server, current);
       assert.equal(next.status, 200, JSON.stringify(next.body));
+      assert.equal(next.headers.get("cache-control"), "no-store");
       assert.notEqual(next.body.refresh_token, current);
       current = next.body.refresh_token;
     }
+    const again = await refresh(server, first.refresh_token!);
+    assert.equal(again.status, 400);
+    assert.equal(again.body.error, "invalid_grant");
   });
 
   it("revokes the whole family when a consumed refresh token comes back (reuse detection)", async () => {
