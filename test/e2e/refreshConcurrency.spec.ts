@@ -31,7 +31,8 @@ for (const graceSeconds of [0, 10]) {
     });
     after(() => server.close());
 
-    it("lets exactly one win; all others get 400 invalid_grant", async () => {
+    const outcome = graceSeconds === 0 ? "then the family is revoked" : "and the winner's new tokens stay valid";
+    it(`lets exactly one win, answers all others 400 invalid_grant, ${outcome}`, async () => {
       const original = await passwordTokens(server);
       const { winners, losers } = await race(server, original.refresh_token!);
       assert.equal(winners.length, 1);
