@@ -22,6 +22,8 @@ export interface ServeConfig {
   /** 0 turns the cleanup job off. */
   cleanupIntervalSeconds?: number;
   cleanupBatchSize?: number;
+  /** Seconds during which a consumed refresh token presented again does not revoke its family. */
+  refreshReuseGraceSeconds?: number;
 }
 
 interface OptionSpec {
@@ -114,6 +116,12 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     key: "cleanupBatchSize", flag: "cleanup-batch-size", env: "IDENTITY_CLEANUP_BATCH_SIZE",
     default: String(CLEANUP_DEFAULTS.batchSize),
     description: `rows per cleanup DELETE (at most ${CLEANUP_DEFAULTS.maxBatches} per table per run)`, parse: positiveInt,
+  },
+  {
+    key: "refreshReuseGraceSeconds", flag: "refresh-reuse-grace-seconds", env: "IDENTITY_REFRESH_REUSE_GRACE_SECONDS",
+    default: "0",
+    description: "seconds after a refresh during which presenting the used refresh token again is refused without revoking its family",
+    parse: atLeast(0),
   },
 ];
 

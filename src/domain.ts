@@ -28,6 +28,7 @@ export interface DomainOptions {
   issuer: string;
   adminToken?: string;
   keyReloadMs?: number;
+  refreshReuseGraceSeconds?: number;
 }
 
 export async function createDomain(options: DomainOptions): Promise<Domain> {
@@ -47,5 +48,6 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     providerAdmin: new ProviderAdmin(store.providers, clock),
     sessions: new SessionManager(store, clock),
     adminToken: options.adminToken,
+    refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
   };
 }

@@ -16,6 +16,7 @@ import { serviceBindings } from "./rpc/services.js";
 import { openDb, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
 import { listenOnePort } from "./transport.js";
+import { createLogoutHandler } from "./web/logout.js";
 
 export interface ServerDeps {
   clock?: Clock;
@@ -86,7 +87,14 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     // one would then fail on a unique name. One at a time, the later ones
     // find the work done.
     const { domain, demo } = await withDbLock(db, "provision", async () => {
-      const domain = await createDomain({ store: createStore(db), clock, issuer, adminToken: config.adminToken, keyReloadMs });
+      const domain = await createDomain({
+        store: createStore(db),
+        clock,
+        issuer,
+        adminToken: config.adminToken,
+        keyReloadMs,
+        refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
+      });
       if (configFile) await applyConfigFile(configFile, domain);
       return { domain, demo: configFile ? undefined : await seedDemo(domain) };
     });
@@ -102,7 +110,9 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
 function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handler {
   const logUnexpected = (err: unknown) => logger.error("unexpected error", errorFields(err));
   const bindings = serviceBindings(domain);
-  const rest = createRestFacade(bindings, { maxBodyBytes: config.maxBodyBytes, log: logUnexpected });
+  const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected };
+  // Each answers the paths it owns and returns false for the rest.
+  const httpDoors = [createRestFacade(bindings, httpOptions), createLogoutHandler(domain, httpOptions)];
   const connect = connectNodeAdapter({
     routes(router) {
       for (const { service, impl } of bindings) router.service(service, impl);
@@ -113,8 +123,13 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
     fallback: (_req, res) => sendJson(res as ServerResponse, 404, { error: "not_found", error_description: "no such path" }),
   });
 
+  const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
+    for (const door of httpDoors) if (await door(req, res)) return true;
+    return false;
+  };
+
   return (req, res) => {
-    rest(req, res)
+    serveHttp(req, res)
       .then((handled) => {
         if (!handled) connect(req, res);
       })

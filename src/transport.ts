@@ -37,7 +37,10 @@ export async function listenOnePort(handler: Handler, host: string, port: number
       socket.pause();
       socket.unshift(head);
       (isH2 ? h2 : h1).emit("connection", socket);
-      socket.resume();
+      // The h2 session reads the socket's handle itself and takes the
+      // unshifted bytes from its buffer; resuming the JS stream would steal
+      // them (the server then sees a bad preface and sends GOAWAY).
+      if (!isH2) socket.resume();
     };
     socket.on("data", onData);
     socket.on("error", () => socket.destroy());

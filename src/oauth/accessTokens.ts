@@ -2,6 +2,8 @@ import { decodeJwt, type JWTPayload } from "jose";
 import type { Clock } from "../clock.js";
 import type { Store } from "../store/index.js";
 import type { AccessTokenRecord } from "../store/tokens.js";
+import type { UserRecord } from "../store/users.js";
+import { OAuthError } from "./errors.js";
 import { sha256 } from "./secrets.js";
 
 export interface ActiveAccessToken {
@@ -29,4 +31,24 @@ export async function findActiveAccessToken(
   const now = clock.now();
   if (!record || record.revokedAt !== null || record.expiresAt <= now || record.issuedAt > now) return undefined;
   return { record, claims: decodeJwt(token) };
+}
+
+/**
+ * The live access token of an enabled user, for the APIs that act for a user
+ * (userinfo, account). Anything else is `invalid_token` (RFC 6750 §3.1).
+ */
+export async function requireUserToken(
+  store: Store,
+  clock: Clock,
+  token: string | undefined,
+): Promise<ActiveAccessToken & { user: UserRecord }> {
+  if (!token) throw new OAuthError("invalid_token", "an access token is required");
+  const found = await findActiveAccessToken(store, clock, token);
+  if (!found) throw new OAuthError("invalid_token", "the access token is invalid, expired or revoked");
+  if (found.record.userId === null) {
+    throw new OAuthError("invalid_token", "no user is bound to this access token (it stands for a client)");
+  }
+  const user = await store.users.findById(found.record.userId);
+  if (!user || user.disabled) throw new OAuthError("invalid_token", "the user of this access token is disabled or deleted");
+  return { ...found, user };
 }

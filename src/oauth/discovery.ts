@@ -11,6 +11,9 @@ export function discoveryDocument(issuer: string) {
     issuer,
     tokenEndpoint: `${issuer}/api/login/oauth/access_token`,
     introspectionEndpoint: `${issuer}/api/login/oauth/introspect`,
+    userinfoEndpoint: `${issuer}/api/userinfo`,
+    revocationEndpoint: `${issuer}/api/login/oauth/revoke`,
+    endSessionEndpoint: `${issuer}/api/logout`,
     jwksUri: `${issuer}/.well-known/jwks`,
     responseTypesSupported: ["code"],
     grantTypesSupported: [...GRANTS.keys()],
@@ -20,6 +23,7 @@ export function discoveryDocument(issuer: string) {
     claimsSupported: ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", ...SCOPE_CLAIMS],
     tokenEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
     introspectionEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
+    revocationEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
     codeChallengeMethodsSupported: ["S256"],
   };
 }

@@ -15,6 +15,20 @@ export function parseScope(raw: string | undefined): string[] {
   return scopes;
 }
 
+/**
+ * The scope of a refresh (RFC 6749 §6): the granted one when none is asked
+ * for, else a subset of it. Asking for more is `invalid_scope`.
+ */
+export function narrowScope(granted: readonly string[], requested: string): string[] {
+  if (requested.trim() === "") return [...granted];
+  const asked = parseScope(requested);
+  const wider = asked.find((s) => !granted.includes(s));
+  if (wider !== undefined) {
+    throw new OAuthError("invalid_scope", `scope ${wider} was not granted originally; a refresh may only narrow the scope`);
+  }
+  return asked;
+}
+
 /** The user attributes that scopes release. */
 export interface ClaimSource {
   name: string;

@@ -7,6 +7,12 @@ import { randomToken, sha256 } from "./secrets.js";
 /** Name of the browser session cookie. */
 export const SESSION_COOKIE = "identity_session";
 
+/**
+ * A Set-Cookie value that makes the browser drop the session cookie. Name
+ * and Path must match the cookie as set at sign-in.
+ */
+export const CLEARED_SESSION_COOKIE = `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax`;
+
 /** Read one cookie's value from a Cookie header. */
 export function cookieValue(cookieHeader: string | null | undefined, name: string): string | undefined {
   for (const part of (cookieHeader ?? "").split(";")) {

@@ -4,9 +4,13 @@ import { GRANTS } from "./grants/index.js";
 import type { GrantDeps, TokenParams } from "./grants/types.js";
 import type { TokenSet } from "./tokens.js";
 
-/** authorization_code is on for every application, whatever it lists (spec). */
+/**
+ * authorization_code is on for every application, whatever it lists (spec).
+ * So is refresh_token: the spec's switch for it is refreshExpireInHours > 0,
+ * which the grant itself checks.
+ */
 export function grantEnabled(grantTypes: readonly string[], grantType: string): boolean {
-  return grantType === "authorization_code" || grantTypes.includes(grantType);
+  return grantType === "authorization_code" || grantType === "refresh_token" || grantTypes.includes(grantType);
 }
 
 /** The token endpoint (RFC 6749 §3.2): authenticate, check the grant, dispatch. */

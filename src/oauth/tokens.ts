@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { SignJWT } from "jose";
 import { epochSeconds, type Clock } from "../clock.js";
 import type { ApplicationRecord } from "../store/applications.js";
+import type { Db } from "../store/db.js";
 import type { Store } from "../store/index.js";
 import type { UserRecord } from "../store/users.js";
 import { SIGNING_ALG, type KeyRing } from "./keys.js";
@@ -14,6 +15,11 @@ export interface Grant {
   /** Absent for client_credentials: the token stands for the application. */
   user?: UserRecord;
   scopes: string[];
+  /**
+   * The scope recorded on the new refresh token, when not `scopes`: a refresh
+   * that narrows the access token keeps the refresh token's scope (RFC 6749 §6).
+   */
+  refreshTokenScopes?: string[];
   /** Continues an existing family (refresh); a new one is started otherwise. */
   familyId?: string;
   /** Epoch seconds of the user's authentication. */
@@ -51,7 +57,12 @@ export class TokenMinter {
     private readonly issuer: string,
   ) {}
 
-  async mint(grant: Grant): Promise<TokenSet> {
+  /**
+   * `precondition` runs first inside the transaction that records the new
+   * tokens; if it throws, nothing is issued. Refresh consumes the old token
+   * there, so rotation is all or nothing.
+   */
+  async mint(grant: Grant, precondition?: (trx: Db) => Promise<void>): Promise<TokenSet> {
     const { app, user } = grant;
     const now = epochSeconds(this.clock);
     const expiresIn = app.expireInHours * HOUR;
@@ -104,6 +115,7 @@ export class TokenMinter {
 
     const nowMs = now * 1000;
     await this.store.db.transaction(async (trx) => {
+      await precondition?.(trx);
       await this.store.accessTokens.insert(
         {
           tokenHash: sha256(accessToken),
@@ -125,7 +137,7 @@ export class TokenMinter {
             familyId,
             clientId: app.clientId,
             userId: user?.id ?? null,
-            scope,
+            scope: grant.refreshTokenScopes?.join(" ") ?? scope,
             authTime,
             issuedAt: nowMs,
             // refreshExpireInHours = 0 (the spec's default) makes it unusable at once.

@@ -32,6 +32,8 @@ export function sendError(res: ServerResponse, failure: unknown, log: (err: unkn
   const headers: Record<string, string> = {};
   if (err.code === "temporarily_unavailable") headers["retry-after"] = String(RETRY_AFTER_SECONDS);
   if (err.code === "invalid_client") headers["www-authenticate"] = 'Basic realm="identity"';
+  // RFC 6750 §3.1: a request without any credentials gets the bare challenge.
+  if (err.code === "login_required") headers["www-authenticate"] = 'Bearer realm="identity"';
   if (err.code === "invalid_token") {
     headers["www-authenticate"] = `Bearer realm="identity", error="invalid_token", error_description=${quoted(err.description)}`;
   }

@@ -1,4 +1,5 @@
 import type { HandlerContext } from "@connectrpc/connect";
+import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 
 /** RFC 6749 §5.1: token-bearing responses must not be cached. */
 export function noStore(ctx: HandlerContext): void {
@@ -8,4 +9,17 @@ export function noStore(ctx: HandlerContext): void {
 
 export function authorizationOf(ctx: HandlerContext): string | null {
   return ctx.requestHeader.get("authorization");
+}
+
+/**
+ * The token of an `authorization: Bearer` header (RFC 6750 §2.1), which gRPC
+ * callers send as metadata. Other schemes do not count.
+ */
+export function bearerTokenOf(ctx: HandlerContext): string | undefined {
+  const match = /^Bearer +(\S*)\s*$/i.exec(authorizationOf(ctx) ?? "");
+  return match ? match[1] : undefined;
+}
+
+export function sessionCookieOf(ctx: HandlerContext): string | undefined {
+  return cookieValue(ctx.requestHeader.get("cookie"), SESSION_COOKIE);
 }

@@ -1,9 +1,45 @@
-import type { ServiceImpl } from "@connectrpc/connect";
-import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
+import { fromJson, type JsonObject } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { GetUserInfoResponseSchema, IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import type { Domain } from "../domain.js";
+import { signedInUser } from "../oauth/account.js";
 import { resolveClient } from "../oauth/clientAuth.js";
+import { endSession } from "../oauth/endSession.js";
+import { OAuthError } from "../oauth/errors.js";
 import { introspectToken } from "../oauth/introspection.js";
-import { authorizationOf, noStore } from "./headers.js";
+import { revokeToken } from "../oauth/revocation.js";
+import { CLEARED_SESSION_COOKIE } from "../oauth/sessions.js";
+import { userInfo } from "../oauth/userinfo.js";
+import type { UserRecord } from "../store/users.js";
+import { authorizationOf, bearerTokenOf, noStore, sessionCookieOf } from "./headers.js";
+
+/** RFC 6750 §2: a token in the message and another in the header is one method too many. */
+function oneAccessToken(fromMessage: string, ctx: HandlerContext): string | undefined {
+  const fromHeader = bearerTokenOf(ctx);
+  if (fromMessage && fromHeader !== undefined) {
+    throw new OAuthError("invalid_request", "send the access token either as accessToken or as a Bearer header, not both");
+  }
+  return fromMessage || fromHeader;
+}
+
+/** The get-account user object. Only what is listed here leaves the service. */
+function accountOf(user: UserRecord) {
+  return {
+    id: user.id,
+    name: user.name,
+    displayName: user.displayName,
+    email: user.email,
+    emailVerified: user.emailVerified,
+    avatar: user.avatar,
+    phone: user.phone,
+    address: user.address ? [user.address] : [],
+    createdTime: new Date(user.createdAt).toISOString(),
+    updatedTime: new Date(user.updatedAt).toISOString(),
+    isAdmin: user.isAdmin,
+    linkedIdentities: [],
+    properties: user.properties,
+  };
+}
 
 export function introspectionService(domain: Domain): ServiceImpl<typeof IntrospectionService> {
   return {
@@ -13,6 +49,29 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
       const result = await introspectToken(domain.store, domain.clock, req.token);
       const seconds = (v: number | undefined) => (v === undefined ? undefined : BigInt(v));
       return { ...result, exp: seconds(result.exp), iat: seconds(result.iat), nbf: seconds(result.nbf) };
+    },
+    async revoke(req, ctx) {
+      noStore(ctx);
+      const app = await domain.clients.authenticate(resolveClient(req, authorizationOf(ctx)));
+      await revokeToken(domain.store, domain.clock, app.clientId, req.token);
+      return {};
+    },
+    async getUserInfo(req, ctx) {
+      noStore(ctx);
+      const claims = await userInfo(domain.store, domain.clock, domain.issuer, oneAccessToken(req.accessToken, ctx));
+      // Claim names are the proto field names, so a claim the message lacks fails loudly in tests.
+      return fromJson(GetUserInfoResponseSchema, claims as JsonObject);
+    },
+    async getAccount(_req, ctx) {
+      noStore(ctx);
+      const user = await signedInUser(domain, { accessToken: bearerTokenOf(ctx), sessionCookie: sessionCookieOf(ctx) });
+      return { status: "ok", msg: "", data: accountOf(user) };
+    },
+    async endSession(req, ctx) {
+      noStore(ctx);
+      const redirectUri = await endSession(domain, sessionCookieOf(ctx), req);
+      ctx.responseHeader.set("set-cookie", CLEARED_SESSION_COOKIE);
+      return { redirectUri: redirectUri ?? "" };
     },
   };
 }

@@ -1,15 +1,29 @@
+import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { TokenService } from "../../gen/identity/v1/token_pb.js";
+import { TokenRequestSchema, TokenService } from "../../gen/identity/v1/token_pb.js";
 import type { Domain } from "../domain.js";
+import { OAuthError } from "../oauth/errors.js";
 import { exchangeToken } from "../oauth/tokenEndpoint.js";
+import type { TokenSet } from "../oauth/tokens.js";
 import { authorizationOf, noStore } from "./headers.js";
+
+const tokenResponse = (tokens: TokenSet) => ({ ...tokens, expiresIn: BigInt(tokens.expiresIn) });
 
 export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
   return {
     async token(req, ctx) {
       noStore(ctx);
-      const tokens = await exchangeToken(req, authorizationOf(ctx), domain);
-      return { ...tokens, expiresIn: BigInt(tokens.expiresIn) };
+      return tokenResponse(await exchangeToken(req, authorizationOf(ctx), domain));
+    },
+    // The refresh endpoint is the token endpoint pinned to one grant type.
+    async refresh(req, ctx) {
+      noStore(ctx);
+      if (req.grantType && req.grantType !== "refresh_token") {
+        throw new OAuthError("unsupported_grant_type", "this endpoint only takes grant_type=refresh_token");
+      }
+      const { refreshToken, scope, clientId, clientSecret } = req;
+      const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret });
+      return tokenResponse(await exchangeToken(params, authorizationOf(ctx), domain));
     },
   };
 }

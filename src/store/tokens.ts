@@ -47,6 +47,11 @@ export class AccessTokenRepository {
     });
   }
 
+  /** Revoke one access token; an already revoked one keeps its first time. */
+  async revoke(tokenHash: string, at: number): Promise<void> {
+    await this.db("access_tokens").where({ token_hash: tokenHash }).whereNull("revoked_at").update({ revoked_at: at });
+  }
+
   async findByHash(tokenHash: string): Promise<AccessTokenRecord | undefined> {
     const r = await this.db("access_tokens").where({ token_hash: tokenHash }).first();
     if (!r) return undefined;
@@ -82,6 +87,21 @@ export class RefreshTokenRepository {
     });
   }
 
+  /**
+   * Mark a live refresh token consumed. One conditional UPDATE: of any number
+   * of concurrent callers exactly one sees `true`, on SQLite and PostgreSQL
+   * alike (the loser's UPDATE re-checks the row after the winner commits).
+   */
+  async consume(tokenHash: string, at: number, conn: Db = this.db): Promise<boolean> {
+    const updated = await conn("refresh_tokens")
+      .where({ token_hash: tokenHash })
+      .whereNull("consumed_at")
+      .whereNull("revoked_at")
+      .where("expires_at", ">", at)
+      .update({ consumed_at: at });
+    return updated === 1;
+  }
+
   async findByHash(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
     const r = await this.db("refresh_tokens").where({ token_hash: tokenHash }).first();
     if (!r) return undefined;
@@ -97,21 +117,6 @@ export class RefreshTokenRepository {
       consumedAt: num(r.consumed_at),
       revokedAt: num(r.revoked_at),
     };
-  }
-
-  /**
-   * Mark a live refresh token used at `at` (epoch ms). One conditional
-   * UPDATE, so among any number of concurrent callers exactly one gets true;
-   * a consumed, revoked or expired token gives false.
-   */
-  async consume(tokenHash: string, at: number, conn: Db = this.db): Promise<boolean> {
-    const updated = await conn("refresh_tokens")
-      .where({ token_hash: tokenHash })
-      .whereNull("consumed_at")
-      .whereNull("revoked_at")
-      .where("expires_at", ">", at)
-      .update({ consumed_at: at });
-    return updated === 1;
   }
 }
 

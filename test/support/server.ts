@@ -55,6 +55,7 @@ export function startTestServer(options: TestServerOptions = {}): Promise<Runnin
       configFile: writeConfigFile(config),
       adminToken: ADMIN_TOKEN,
       maxBodyBytes: 65536,
+      refreshReuseGraceSeconds: 0,
       ...options.overrides,
     },
     { clock: options.clock, logger: silentLogger },

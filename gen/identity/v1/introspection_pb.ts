@@ -5,13 +5,14 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import { file_identity_v1_rest } from "./rest_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file identity/v1/introspection.proto.
  */
 export const file_identity_v1_introspection: GenFile = /*@__PURE__*/
-  fileDesc("Ch9pZGVudGl0eS92MS9pbnRyb3NwZWN0aW9uLnByb3RvEgtpZGVudGl0eS52MSJlChFJbnRyb3NwZWN0UmVxdWVzdBINCgV0b2tlbhgBIAEoCRIXCg90b2tlbl90eXBlX2hpbnQYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJEhUKDWNsaWVudF9zZWNyZXQYBCABKAki1wEKEkludHJvc3BlY3RSZXNwb25zZRITCgZhY3RpdmUYASABKAhIAIgBARIRCgljbGllbnRfaWQYAiABKAkSEAoIdXNlcm5hbWUYAyABKAkSEgoKdG9rZW5fdHlwZRgEIAEoCRILCgNleHAYBSABKAMSCwoDaWF0GAYgASgDEgsKA25iZhgHIAEoAxILCgNzdWIYCCABKAkSCwoDYXVkGAkgAygJEgsKA2lzcxgKIAEoCRINCgVzY29wZRgLIAEoCRILCgNqdGkYDCABKAlCCQoHX2FjdGl2ZTKNAQoUSW50cm9zcGVjdGlvblNlcnZpY2USdQoKSW50cm9zcGVjdBIeLmlkZW50aXR5LnYxLkludHJvc3BlY3RSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuSW50cm9zcGVjdFJlc3BvbnNlIiaC0+STAiA6ASoiGy9hcGkvbG9naW4vb2F1dGgvaW50cm9zcGVjdGIGcHJvdG8z", [file_google_api_annotations]);
+  fileDesc("Ch9pZGVudGl0eS92MS9pbnRyb3NwZWN0aW9uLnByb3RvEgtpZGVudGl0eS52MSJlChFJbnRyb3NwZWN0UmVxdWVzdBINCgV0b2tlbhgBIAEoCRIXCg90b2tlbl90eXBlX2hpbnQYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJEhUKDWNsaWVudF9zZWNyZXQYBCABKAki1wEKEkludHJvc3BlY3RSZXNwb25zZRITCgZhY3RpdmUYASABKAhIAIgBARIRCgljbGllbnRfaWQYAiABKAkSEAoIdXNlcm5hbWUYAyABKAkSEgoKdG9rZW5fdHlwZRgEIAEoCRILCgNleHAYBSABKAMSCwoDaWF0GAYgASgDEgsKA25iZhgHIAEoAxILCgNzdWIYCCABKAkSCwoDYXVkGAkgAygJEgsKA2lzcxgKIAEoCRINCgVzY29wZRgLIAEoCRILCgNqdGkYDCABKAlCCQoHX2FjdGl2ZSJhCg1SZXZva2VSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhcKD3Rva2VuX3R5cGVfaGludBgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSFQoNY2xpZW50X3NlY3JldBgEIAEoCSIQCg5SZXZva2VSZXNwb25zZSIqChJHZXRVc2VySW5mb1JlcXVlc3QSFAoMYWNjZXNzX3Rva2VuGAEgASgJIvgBChNHZXRVc2VySW5mb1Jlc3BvbnNlEgsKA3N1YhgBIAEoCRILCgNpc3MYAiABKAkSCwoDYXVkGAMgASgJEgwKBG5hbWUYBCABKAkSGgoScHJlZmVycmVkX3VzZXJuYW1lGAUgASgJEg8KB3BpY3R1cmUYBiABKAkSDQoFZW1haWwYByABKAkSGwoOZW1haWxfdmVyaWZpZWQYCCABKAhIAIgBARIqCgdhZGRyZXNzGAkgASgLMhkuaWRlbnRpdHkudjEuQWRkcmVzc0NsYWltEhQKDHBob25lX251bWJlchgKIAEoCUIRCg9fZW1haWxfdmVyaWZpZWQiIQoMQWRkcmVzc0NsYWltEhEKCWZvcm1hdHRlZBgBIAEoCSITChFHZXRBY2NvdW50UmVxdWVzdCJfChJHZXRBY2NvdW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEgsKA21zZxgCIAEoCRIiCgRkYXRhGAMgASgLMhQuaWRlbnRpdHkudjEuQWNjb3VudDoIgs4YBAgBEAEi8wIKB0FjY291bnQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIUCgxkaXNwbGF5X25hbWUYAyABKAkSDQoFZW1haWwYBCABKAkSFgoOZW1haWxfdmVyaWZpZWQYBSABKAgSDgoGYXZhdGFyGAYgASgJEg0KBXBob25lGAcgASgJEg8KB2FkZHJlc3MYCCADKAkSFAoMY3JlYXRlZF90aW1lGAkgASgJEhQKDHVwZGF0ZWRfdGltZRgKIAEoCRIQCghpc19hZG1pbhgLIAEoCBI2ChFsaW5rZWRfaWRlbnRpdGllcxgMIAMoCzIbLmlkZW50aXR5LnYxLkxpbmtlZElkZW50aXR5EjgKCnByb3BlcnRpZXMYDSADKAsyJC5pZGVudGl0eS52MS5BY2NvdW50LlByb3BlcnRpZXNFbnRyeRoxCg9Qcm9wZXJ0aWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJJCg5MaW5rZWRJZGVudGl0eRIQCghwcm92aWRlchgBIAEoCRITCgtleHRlcm5hbF9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCSJuChFFbmRTZXNzaW9uUmVxdWVzdBIVCg1pZF90b2tlbl9oaW50GAEgASgJEiAKGHBvc3RfbG9nb3V0X3JlZGlyZWN0X3VyaRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkiKgoSRW5kU2Vzc2lvblJlc3BvbnNlEhQKDHJlZGlyZWN0X3VyaRgBIAEoCTKVBAoUSW50cm9zcGVjdGlvblNlcnZpY2USdQoKSW50cm9zcGVjdBIeLmlkZW50aXR5LnYxLkludHJvc3BlY3RSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuSW50cm9zcGVjdFJlc3BvbnNlIiaC0+STAiA6ASoiGy9hcGkvbG9naW4vb2F1dGgvaW50cm9zcGVjdBJlCgZSZXZva2USGi5pZGVudGl0eS52MS5SZXZva2VSZXF1ZXN0GhsuaWRlbnRpdHkudjEuUmV2b2tlUmVzcG9uc2UiIoLT5JMCHDoBKiIXL2FwaS9sb2dpbi9vYXV0aC9yZXZva2USZwoLR2V0VXNlckluZm8SHy5pZGVudGl0eS52MS5HZXRVc2VySW5mb1JlcXVlc3QaIC5pZGVudGl0eS52MS5HZXRVc2VySW5mb1Jlc3BvbnNlIhWC0+STAg8SDS9hcGkvdXNlcmluZm8SZwoKR2V0QWNjb3VudBIeLmlkZW50aXR5LnYxLkdldEFjY291bnRSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuR2V0QWNjb3VudFJlc3BvbnNlIhiC0+STAhISEC9hcGkvZ2V0LWFjY291bnQSTQoKRW5kU2Vzc2lvbhIeLmlkZW50aXR5LnYxLkVuZFNlc3Npb25SZXF1ZXN0Gh8uaWRlbnRpdHkudjEuRW5kU2Vzc2lvblJlc3BvbnNlYgZwcm90bzM", [file_google_api_annotations, file_identity_v1_rest]);
 
 /**
  * IntrospectRequest is the RFC 7662 request.
@@ -123,13 +124,417 @@ export const IntrospectResponseSchema: GenMessage<IntrospectResponse> = /*@__PUR
   messageDesc(file_identity_v1_introspection, 1);
 
 /**
- * IntrospectionService verifies tokens (RFC 7662).
+ * RevokeRequest is the RFC 7009 request.
+ *
+ * @generated from message identity.v1.RevokeRequest
+ */
+export type RevokeRequest = Message<"identity.v1.RevokeRequest"> & {
+  /**
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * `access_token` or `refresh_token`; only a hint, both kinds are searched.
+   *
+   * @generated from field: string token_type_hint = 2;
+   */
+  tokenTypeHint: string;
+
+  /**
+   * @generated from field: string client_id = 3;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: string client_secret = 4;
+   */
+  clientSecret: string;
+};
+
+/**
+ * Describes the message identity.v1.RevokeRequest.
+ * Use `create(RevokeRequestSchema)` to create a new message.
+ */
+export const RevokeRequestSchema: GenMessage<RevokeRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 2);
+
+/**
+ * RevokeResponse is empty (RFC 7009 section 2.2).
+ *
+ * @generated from message identity.v1.RevokeResponse
+ */
+export type RevokeResponse = Message<"identity.v1.RevokeResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.RevokeResponse.
+ * Use `create(RevokeResponseSchema)` to create a new message.
+ */
+export const RevokeResponseSchema: GenMessage<RevokeResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 3);
+
+/**
+ * GetUserInfoRequest takes the access token as `accessToken` query parameter
+ * or, instead, as `authorization: Bearer`.
+ *
+ * @generated from message identity.v1.GetUserInfoRequest
+ */
+export type GetUserInfoRequest = Message<"identity.v1.GetUserInfoRequest"> & {
+  /**
+   * @generated from field: string access_token = 1;
+   */
+  accessToken: string;
+};
+
+/**
+ * Describes the message identity.v1.GetUserInfoRequest.
+ * Use `create(GetUserInfoRequestSchema)` to create a new message.
+ */
+export const GetUserInfoRequestSchema: GenMessage<GetUserInfoRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 4);
+
+/**
+ * GetUserInfoResponse holds OpenID Connect standard claims. `sub`, `iss` and
+ * `aud` are always set; the rest only when a granted scope releases them and
+ * the user has a value.
+ *
+ * @generated from message identity.v1.GetUserInfoResponse
+ */
+export type GetUserInfoResponse = Message<"identity.v1.GetUserInfoResponse"> & {
+  /**
+   * @generated from field: string sub = 1;
+   */
+  sub: string;
+
+  /**
+   * @generated from field: string iss = 2;
+   */
+  iss: string;
+
+  /**
+   * @generated from field: string aud = 3;
+   */
+  aud: string;
+
+  /**
+   * scope profile
+   *
+   * @generated from field: string name = 4;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string preferred_username = 5;
+   */
+  preferredUsername: string;
+
+  /**
+   * @generated from field: string picture = 6;
+   */
+  picture: string;
+
+  /**
+   * scope email
+   *
+   * @generated from field: string email = 7;
+   */
+  email: string;
+
+  /**
+   * @generated from field: optional bool email_verified = 8;
+   */
+  emailVerified?: boolean | undefined;
+
+  /**
+   * scope address
+   *
+   * @generated from field: identity.v1.AddressClaim address = 9;
+   */
+  address?: AddressClaim | undefined;
+
+  /**
+   * scope phone
+   *
+   * @generated from field: string phone_number = 10;
+   */
+  phoneNumber: string;
+};
+
+/**
+ * Describes the message identity.v1.GetUserInfoResponse.
+ * Use `create(GetUserInfoResponseSchema)` to create a new message.
+ */
+export const GetUserInfoResponseSchema: GenMessage<GetUserInfoResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 5);
+
+/**
+ * AddressClaim is the OpenID Connect address claim (Core 1.0 section 5.1.1).
+ *
+ * @generated from message identity.v1.AddressClaim
+ */
+export type AddressClaim = Message<"identity.v1.AddressClaim"> & {
+  /**
+   * @generated from field: string formatted = 1;
+   */
+  formatted: string;
+};
+
+/**
+ * Describes the message identity.v1.AddressClaim.
+ * Use `create(AddressClaimSchema)` to create a new message.
+ */
+export const AddressClaimSchema: GenMessage<AddressClaim> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 6);
+
+/**
+ * GetAccountRequest takes no parameters: the caller is the Bearer token's
+ * user or the session cookie's.
+ *
+ * @generated from message identity.v1.GetAccountRequest
+ */
+export type GetAccountRequest = Message<"identity.v1.GetAccountRequest"> & {
+};
+
+/**
+ * Describes the message identity.v1.GetAccountRequest.
+ * Use `create(GetAccountRequestSchema)` to create a new message.
+ */
+export const GetAccountRequestSchema: GenMessage<GetAccountRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 7);
+
+/**
+ * GetAccountResponse is Casdoor's envelope. Over REST it is written with
+ * camelCase names and every field, as Casdoor clients expect.
+ *
+ * @generated from message identity.v1.GetAccountResponse
+ */
+export type GetAccountResponse = Message<"identity.v1.GetAccountResponse"> & {
+  /**
+   * `ok`.
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+
+  /**
+   * Empty on success.
+   *
+   * @generated from field: string msg = 2;
+   */
+  msg: string;
+
+  /**
+   * @generated from field: identity.v1.Account data = 3;
+   */
+  data?: Account | undefined;
+};
+
+/**
+ * Describes the message identity.v1.GetAccountResponse.
+ * Use `create(GetAccountResponseSchema)` to create a new message.
+ */
+export const GetAccountResponseSchema: GenMessage<GetAccountResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 8);
+
+/**
+ * Account is the user object of get-account. It never carries password
+ * hashes, secrets or upstream tokens: they have no field here.
+ *
+ * @generated from message identity.v1.Account
+ */
+export type Account = Message<"identity.v1.Account"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string display_name = 3;
+   */
+  displayName: string;
+
+  /**
+   * @generated from field: string email = 4;
+   */
+  email: string;
+
+  /**
+   * @generated from field: bool email_verified = 5;
+   */
+  emailVerified: boolean;
+
+  /**
+   * @generated from field: string avatar = 6;
+   */
+  avatar: string;
+
+  /**
+   * @generated from field: string phone = 7;
+   */
+  phone: string;
+
+  /**
+   * A list, as in Casdoor's user object; it holds the one address line.
+   *
+   * @generated from field: repeated string address = 8;
+   */
+  address: string[];
+
+  /**
+   * RFC 3339 times, as Casdoor clients read them.
+   *
+   * @generated from field: string created_time = 9;
+   */
+  createdTime: string;
+
+  /**
+   * @generated from field: string updated_time = 10;
+   */
+  updatedTime: string;
+
+  /**
+   * @generated from field: bool is_admin = 11;
+   */
+  isAdmin: boolean;
+
+  /**
+   * Accounts at external login providers linked to this user.
+   *
+   * @generated from field: repeated identity.v1.LinkedIdentity linked_identities = 12;
+   */
+  linkedIdentities: LinkedIdentity[];
+
+  /**
+   * @generated from field: map<string, string> properties = 13;
+   */
+  properties: { [key: string]: string };
+};
+
+/**
+ * Describes the message identity.v1.Account.
+ * Use `create(AccountSchema)` to create a new message.
+ */
+export const AccountSchema: GenMessage<Account> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 9);
+
+/**
+ * LinkedIdentity is the user's account at one external login provider.
+ *
+ * @generated from message identity.v1.LinkedIdentity
+ */
+export type LinkedIdentity = Message<"identity.v1.LinkedIdentity"> & {
+  /**
+   * The provider's name in this service.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * The user's id at the provider.
+   *
+   * @generated from field: string external_id = 2;
+   */
+  externalId: string;
+
+  /**
+   * The user's name at the provider.
+   *
+   * @generated from field: string username = 3;
+   */
+  username: string;
+};
+
+/**
+ * Describes the message identity.v1.LinkedIdentity.
+ * Use `create(LinkedIdentitySchema)` to create a new message.
+ */
+export const LinkedIdentitySchema: GenMessage<LinkedIdentity> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 10);
+
+/**
+ * EndSessionRequest holds the OpenID Connect RP-Initiated Logout 1.0
+ * parameters. The session itself comes from the `cookie` header.
+ *
+ * @generated from message identity.v1.EndSessionRequest
+ */
+export type EndSessionRequest = Message<"identity.v1.EndSessionRequest"> & {
+  /**
+   * An ID token this service issued, identifying the client (it may have
+   * expired).
+   *
+   * @generated from field: string id_token_hint = 1;
+   */
+  idTokenHint: string;
+
+  /**
+   * Must be one of the client's registered redirect URIs.
+   *
+   * @generated from field: string post_logout_redirect_uri = 2;
+   */
+  postLogoutRedirectUri: string;
+
+  /**
+   * Passed back unchanged on the redirect.
+   *
+   * @generated from field: string state = 3;
+   */
+  state: string;
+
+  /**
+   * Identifies the client when no id_token_hint is sent.
+   *
+   * @generated from field: string client_id = 4;
+   */
+  clientId: string;
+};
+
+/**
+ * Describes the message identity.v1.EndSessionRequest.
+ * Use `create(EndSessionRequestSchema)` to create a new message.
+ */
+export const EndSessionRequestSchema: GenMessage<EndSessionRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 11);
+
+/**
+ * EndSessionResponse says where to send the browser.
+ *
+ * @generated from message identity.v1.EndSessionResponse
+ */
+export type EndSessionResponse = Message<"identity.v1.EndSessionResponse"> & {
+  /**
+   * post_logout_redirect_uri with `state` added; empty when none was asked for.
+   *
+   * @generated from field: string redirect_uri = 1;
+   */
+  redirectUri: string;
+};
+
+/**
+ * Describes the message identity.v1.EndSessionResponse.
+ * Use `create(EndSessionResponseSchema)` to create a new message.
+ */
+export const EndSessionResponseSchema: GenMessage<EndSessionResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 12);
+
+/**
+ * IntrospectionService verifies and revokes tokens and tells a token's or a
+ * session's holder who they are. Calls that act for a user take the access
+ * token as `authorization: Bearer ...` (metadata for gRPC callers) or the
+ * browser session as the `identity_session` cookie.
  *
  * @generated from service identity.v1.IntrospectionService
  */
 export const IntrospectionService: GenService<{
   /**
-   * Reports whether a token is active. Requires client authentication.
+   * Reports whether a token is active (RFC 7662). Requires client
+   * authentication.
    *
    * @generated from rpc identity.v1.IntrospectionService.Introspect
    */
@@ -137,6 +542,51 @@ export const IntrospectionService: GenService<{
     methodKind: "unary";
     input: typeof IntrospectRequestSchema;
     output: typeof IntrospectResponseSchema;
+  },
+  /**
+   * Revokes a token (RFC 7009). Requires client authentication; succeeds for
+   * any token, but only the client's own tokens are affected. A refresh token
+   * takes its whole family with it.
+   *
+   * @generated from rpc identity.v1.IntrospectionService.Revoke
+   */
+  revoke: {
+    methodKind: "unary";
+    input: typeof RevokeRequestSchema;
+    output: typeof RevokeResponseSchema;
+  },
+  /**
+   * OpenID Connect UserInfo: the claims of the token's scopes about its user.
+   *
+   * @generated from rpc identity.v1.IntrospectionService.GetUserInfo
+   */
+  getUserInfo: {
+    methodKind: "unary";
+    input: typeof GetUserInfoRequestSchema;
+    output: typeof GetUserInfoResponseSchema;
+  },
+  /**
+   * The signed-in user's account, for a Bearer token or a browser session,
+   * in the envelope Casdoor clients read.
+   *
+   * @generated from rpc identity.v1.IntrospectionService.GetAccount
+   */
+  getAccount: {
+    methodKind: "unary";
+    input: typeof GetAccountRequestSchema;
+    output: typeof GetAccountResponseSchema;
+  },
+  /**
+   * Ends the browser session named by the `cookie` header (OpenID Connect
+   * RP-Initiated Logout) and returns where to send the browser. Browsers use
+   * GET or POST /api/logout, which calls the same domain function.
+   *
+   * @generated from rpc identity.v1.IntrospectionService.EndSession
+   */
+  endSession: {
+    methodKind: "unary";
+    input: typeof EndSessionRequestSchema;
+    output: typeof EndSessionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_identity_v1_introspection, 0);

@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/token.proto.
  */
 export const file_identity_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("ChdpZGVudGl0eS92MS90b2tlbi5wcm90bxILaWRlbnRpdHkudjEi0QEKDFRva2VuUmVxdWVzdBISCgpncmFudF90eXBlGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIVCg1jbGllbnRfc2VjcmV0GAMgASgJEg0KBXNjb3BlGAQgASgJEhAKCHVzZXJuYW1lGAUgASgJEhAKCHBhc3N3b3JkGAYgASgJEgwKBGNvZGUYByABKAkSFAoMcmVkaXJlY3RfdXJpGAggASgJEhUKDWNvZGVfdmVyaWZpZXIYCSABKAkSFQoNcmVmcmVzaF90b2tlbhgKIAEoCSKFAQoNVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIaWRfdG9rZW4YAiABKAkSFQoNcmVmcmVzaF90b2tlbhgDIAEoCRISCgp0b2tlbl90eXBlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSDQoFc2NvcGUYBiABKAkiPAoQT0F1dGhFcnJvckRldGFpbBINCgVlcnJvchgBIAEoCRIZChFlcnJvcl9kZXNjcmlwdGlvbhgCIAEoCTJ4CgxUb2tlblNlcnZpY2USaAoFVG9rZW4SGS5pZGVudGl0eS52MS5Ub2tlblJlcXVlc3QaGi5pZGVudGl0eS52MS5Ub2tlblJlc3BvbnNlIiiC0+STAiI6ASoiHS9hcGkvbG9naW4vb2F1dGgvYWNjZXNzX3Rva2VuYgZwcm90bzM", [file_google_api_annotations]);
+  fileDesc("ChdpZGVudGl0eS92MS90b2tlbi5wcm90bxILaWRlbnRpdHkudjEi0QEKDFRva2VuUmVxdWVzdBISCgpncmFudF90eXBlGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIVCg1jbGllbnRfc2VjcmV0GAMgASgJEg0KBXNjb3BlGAQgASgJEhAKCHVzZXJuYW1lGAUgASgJEhAKCHBhc3N3b3JkGAYgASgJEgwKBGNvZGUYByABKAkSFAoMcmVkaXJlY3RfdXJpGAggASgJEhUKDWNvZGVfdmVyaWZpZXIYCSABKAkSFQoNcmVmcmVzaF90b2tlbhgKIAEoCSKFAQoNVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIaWRfdG9rZW4YAiABKAkSFQoNcmVmcmVzaF90b2tlbhgDIAEoCRISCgp0b2tlbl90eXBlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSDQoFc2NvcGUYBiABKAkidAoOUmVmcmVzaFJlcXVlc3QSEgoKZ3JhbnRfdHlwZRgBIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAIgASgJEg0KBXNjb3BlGAMgASgJEhEKCWNsaWVudF9pZBgEIAEoCRIVCg1jbGllbnRfc2VjcmV0GAUgASgJIocBCg9SZWZyZXNoUmVzcG9uc2USFAoMYWNjZXNzX3Rva2VuGAEgASgJEhAKCGlkX3Rva2VuGAIgASgJEhUKDXJlZnJlc2hfdG9rZW4YAyABKAkSEgoKdG9rZW5fdHlwZRgEIAEoCRISCgpleHBpcmVzX2luGAUgASgDEg0KBXNjb3BlGAYgASgJIjwKEE9BdXRoRXJyb3JEZXRhaWwSDQoFZXJyb3IYASABKAkSGQoRZXJyb3JfZGVzY3JpcHRpb24YAiABKAky6QEKDFRva2VuU2VydmljZRJoCgVUb2tlbhIZLmlkZW50aXR5LnYxLlRva2VuUmVxdWVzdBoaLmlkZW50aXR5LnYxLlRva2VuUmVzcG9uc2UiKILT5JMCIjoBKiIdL2FwaS9sb2dpbi9vYXV0aC9hY2Nlc3NfdG9rZW4SbwoHUmVmcmVzaBIbLmlkZW50aXR5LnYxLlJlZnJlc2hSZXF1ZXN0GhwuaWRlbnRpdHkudjEuUmVmcmVzaFJlc3BvbnNlIimC0+STAiM6ASoiHi9hcGkvbG9naW4vb2F1dGgvcmVmcmVzaF90b2tlbmIGcHJvdG8z", [file_google_api_annotations]);
 
 /**
  * TokenRequest carries the parameters of RFC 6749 section 4 token requests.
@@ -130,6 +130,95 @@ export const TokenResponseSchema: GenMessage<TokenResponse> = /*@__PURE__*/
   messageDesc(file_identity_v1_token, 1);
 
 /**
+ * RefreshRequest carries the RFC 6749 section 6 parameters.
+ *
+ * @generated from message identity.v1.RefreshRequest
+ */
+export type RefreshRequest = Message<"identity.v1.RefreshRequest"> & {
+  /**
+   * Optional; when sent it must be `refresh_token`.
+   *
+   * @generated from field: string grant_type = 1;
+   */
+  grantType: string;
+
+  /**
+   * @generated from field: string refresh_token = 2;
+   */
+  refreshToken: string;
+
+  /**
+   * Narrows the original scope; empty keeps it.
+   *
+   * @generated from field: string scope = 3;
+   */
+  scope: string;
+
+  /**
+   * @generated from field: string client_id = 4;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: string client_secret = 5;
+   */
+  clientSecret: string;
+};
+
+/**
+ * Describes the message identity.v1.RefreshRequest.
+ * Use `create(RefreshRequestSchema)` to create a new message.
+ */
+export const RefreshRequestSchema: GenMessage<RefreshRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_token, 2);
+
+/**
+ * RefreshResponse is the same RFC 6749 section 5.1 body as TokenResponse.
+ *
+ * @generated from message identity.v1.RefreshResponse
+ */
+export type RefreshResponse = Message<"identity.v1.RefreshResponse"> & {
+  /**
+   * @generated from field: string access_token = 1;
+   */
+  accessToken: string;
+
+  /**
+   * @generated from field: string id_token = 2;
+   */
+  idToken: string;
+
+  /**
+   * @generated from field: string refresh_token = 3;
+   */
+  refreshToken: string;
+
+  /**
+   * @generated from field: string token_type = 4;
+   */
+  tokenType: string;
+
+  /**
+   * Lifetime of the access token in seconds.
+   *
+   * @generated from field: int64 expires_in = 5;
+   */
+  expiresIn: bigint;
+
+  /**
+   * @generated from field: string scope = 6;
+   */
+  scope: string;
+};
+
+/**
+ * Describes the message identity.v1.RefreshResponse.
+ * Use `create(RefreshResponseSchema)` to create a new message.
+ */
+export const RefreshResponseSchema: GenMessage<RefreshResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_token, 3);
+
+/**
  * OAuthErrorDetail rides on every gRPC/Connect error raised by an OAuth rule,
  * so RPC callers can tell `invalid_grant` from `invalid_request`.
  *
@@ -152,7 +241,7 @@ export type OAuthErrorDetail = Message<"identity.v1.OAuthErrorDetail"> & {
  * Use `create(OAuthErrorDetailSchema)` to create a new message.
  */
 export const OAuthErrorDetailSchema: GenMessage<OAuthErrorDetail> = /*@__PURE__*/
-  messageDesc(file_identity_v1_token, 2);
+  messageDesc(file_identity_v1_token, 4);
 
 /**
  * TokenService owns the token endpoint: every grant, PKCE, scopes and the
@@ -173,6 +262,17 @@ export const TokenService: GenService<{
     methodKind: "unary";
     input: typeof TokenRequestSchema;
     output: typeof TokenResponseSchema;
+  },
+  /**
+   * Exchanges a refresh token for a new token set (RFC 6749 section 6) and
+   * consumes it. The same rules apply as to grant_type=refresh_token at Token.
+   *
+   * @generated from rpc identity.v1.TokenService.Refresh
+   */
+  refresh: {
+    methodKind: "unary";
+    input: typeof RefreshRequestSchema;
+    output: typeof RefreshResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_identity_v1_token, 0);

@@ -1,8 +1,9 @@
 import { clientCredentialsGrant } from "./clientCredentials.js";
 import { passwordGrant } from "./password.js";
+import { refreshTokenGrant } from "./refreshToken.js";
 import type { GrantHandler } from "./types.js";
 
 /** Every grant the token endpoint knows, by grant_type. */
 export const GRANTS: ReadonlyMap<string, GrantHandler> = new Map(
-  [passwordGrant, clientCredentialsGrant].map((g) => [g.grantType, g]),
+  [passwordGrant, clientCredentialsGrant, refreshTokenGrant].map((g) => [g.grantType, g]),
 );

@@ -26,6 +26,8 @@ export interface GrantDeps {
   clock: Clock;
   clients: ClientAuthenticator;
   users: UserAuthenticator;
+  /** How long a consumed refresh token may be presented again without revoking its family. */
+  refreshReuseGraceSeconds: number;
 }
 
 /** One grant type, in its own module. */

@@ -1,0 +1,77 @@
+import { compactVerify, createLocalJWKSet } from "jose";
+import type { Store } from "../store/index.js";
+import { OAuthError } from "./errors.js";
+import { SIGNING_ALG, type KeyRing } from "./keys.js";
+import type { SessionManager } from "./sessions.js";
+
+/** OpenID Connect RP-Initiated Logout 1.0 parameters; absent ones are "". */
+export interface EndSessionParams {
+  idTokenHint: string;
+  postLogoutRedirectUri: string;
+  state: string;
+  clientId: string;
+}
+
+export interface EndSessionDeps {
+  store: Store;
+  keys: KeyRing;
+  issuer: string;
+  sessions: SessionManager;
+}
+
+/**
+ * Sign-out: end the browser session and say where the browser goes next.
+ * The request is checked before anything changes, so a bad one ends nothing.
+ * Returns the post-logout redirect with `state`, or undefined when none was
+ * asked for.
+ */
+export async function endSession(
+  deps: EndSessionDeps,
+  sessionCookie: string | undefined,
+  params: EndSessionParams,
+): Promise<string | undefined> {
+  const hintAudience = params.idTokenHint ? await idTokenAudience(deps, params.idTokenHint) : undefined;
+  if (params.clientId && hintAudience && !hintAudience.includes(params.clientId)) {
+    throw new OAuthError("invalid_request", "client_id does not match the audience of id_token_hint");
+  }
+  const redirect = params.postLogoutRedirectUri
+    ? await registeredRedirect(deps, params.clientId || hintAudience?.[0] || "", params)
+    : undefined;
+  await deps.sessions.end(sessionCookie);
+  return redirect;
+}
+
+/** The post-logout redirect, only to a URI registered for the client (§3). */
+async function registeredRedirect(deps: EndSessionDeps, clientId: string, params: EndSessionParams): Promise<string> {
+  if (!clientId) throw new OAuthError("invalid_request", "post_logout_redirect_uri needs id_token_hint or client_id");
+  const app = await deps.store.applications.findByClientId(clientId);
+  if (!app || !app.redirectUris.includes(params.postLogoutRedirectUri)) {
+    throw new OAuthError("invalid_request", "post_logout_redirect_uri is not registered for this client");
+  }
+  const target = new URL(params.postLogoutRedirectUri);
+  if (params.state) target.searchParams.set("state", params.state);
+  return target.toString();
+}
+
+/**
+ * Checks that the hint is an ID token this service signed and returns its
+ * audience. An expired ID token is still a valid hint (§2), so only the
+ * signature and the issuer are checked.
+ */
+async function idTokenAudience(deps: EndSessionDeps, hint: string): Promise<string[]> {
+  const invalid = new OAuthError("invalid_request", "id_token_hint is not an ID token issued by this service");
+  let claims: { iss?: unknown; aud?: unknown };
+  try {
+    const keys = createLocalJWKSet({ keys: await deps.keys.publicJwks() });
+    const { payload, protectedHeader } = await compactVerify(hint, keys, { algorithms: [SIGNING_ALG] });
+    // Access tokens are signed by the same keys; they are not ID tokens.
+    if (protectedHeader.typ === "at+jwt") throw invalid;
+    claims = JSON.parse(new TextDecoder().decode(payload));
+  } catch {
+    throw invalid;
+  }
+  if (claims.iss !== deps.issuer) throw invalid;
+  const audience = ([] as unknown[]).concat(claims.aud ?? []).filter((a): a is string => typeof a === "string");
+  if (audience.length === 0) throw invalid;
+  return audience;
+}

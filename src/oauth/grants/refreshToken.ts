@@ -1,0 +1,73 @@
+import { revokeFamily, type RefreshTokenRecord } from "../../store/tokens.js";
+import { OAuthError } from "../errors.js";
+import { narrowScope } from "../scopes.js";
+import { sha256 } from "../secrets.js";
+import { requireParam } from "./params.js";
+import type { GrantDeps, GrantHandler } from "./types.js";
+
+/** Thrown inside the minting transaction when another request consumed the token first. */
+const LOST_RACE = Symbol("refresh token consumed concurrently");
+
+/**
+ * Refresh (RFC 6749 §6) with rotation: every use consumes the refresh token
+ * and issues a new one in the same family, in one transaction. Presenting a
+ * consumed token again is reuse (RFC 9700 §4.14.2) and revokes the family,
+ * unless it happens within the service's grace window.
+ */
+export const refreshTokenGrant: GrantHandler = {
+  grantType: "refresh_token",
+  async handle(app, params, deps) {
+    const presented = requireParam(params.refreshToken, "refresh_token");
+    if (app.refreshExpireInHours <= 0) {
+      throw new OAuthError("invalid_grant", "refresh tokens are disabled for this application: its refreshExpireInHours is 0");
+    }
+    const tokenHash = sha256(presented);
+    const record = await deps.store.refreshTokens.findByHash(tokenHash);
+    // A token issued to another client is as good as unknown to this one (§10.4).
+    if (!record || record.clientId !== app.clientId) throw new OAuthError("invalid_grant", "the refresh token is invalid");
+    await rejectUnusable(record, deps);
+
+    const granted = record.scope.split(" ").filter((s) => s.length > 0);
+    const scopes = narrowScope(granted, params.scope);
+    const user = record.userId === null ? undefined : await deps.store.users.findById(record.userId);
+    if (!user || user.disabled) throw new OAuthError("invalid_grant", "the user of this refresh token is disabled or deleted");
+
+    try {
+      return await deps.minter.mint(
+        {
+          app,
+          user,
+          scopes,
+          refreshTokenScopes: granted,
+          familyId: record.familyId,
+          authTime: record.authTime,
+          idToken: true,
+          refreshToken: true,
+        },
+        async (trx) => {
+          if (!(await deps.store.refreshTokens.consume(tokenHash, deps.clock.now(), trx))) throw LOST_RACE;
+        },
+      );
+    } catch (err) {
+      if (err !== LOST_RACE) throw err;
+      // Consumed or revoked between our read and our update: judge it as it is now.
+      const current = await deps.store.refreshTokens.findByHash(tokenHash);
+      if (current) await rejectUnusable(current, deps);
+      throw new OAuthError("invalid_grant", "the refresh token is no longer valid");
+    }
+  },
+};
+
+/** Throws invalid_grant for a revoked, consumed or expired token; reuse past the grace window revokes the family. */
+async function rejectUnusable(record: RefreshTokenRecord, deps: GrantDeps): Promise<void> {
+  const now = deps.clock.now();
+  if (record.revokedAt !== null) throw new OAuthError("invalid_grant", "the refresh token was revoked");
+  if (record.consumedAt !== null) {
+    if (now - record.consumedAt < deps.refreshReuseGraceSeconds * 1000) {
+      throw new OAuthError("invalid_grant", "the refresh token was already used");
+    }
+    await revokeFamily(deps.store.db, record.familyId, now);
+    throw new OAuthError("invalid_grant", "the refresh token was already used; every token of its grant is now revoked");
+  }
+  if (record.expiresAt <= now) throw new OAuthError("invalid_grant", "the refresh token has expired");
+}

@@ -1,0 +1,20 @@
+import type { Clock } from "../clock.js";
+import type { Store } from "../store/index.js";
+import { requireUserToken } from "./accessTokens.js";
+import { claimsForScopes } from "./scopes.js";
+
+/** OIDC UserInfo claims; `aud` is a single string, as the spec's table says. */
+export interface UserInfo extends Record<string, unknown> {
+  sub: string;
+  iss: string;
+  aud: string;
+}
+
+/**
+ * OpenID Connect Core §5.3: sub, iss and aud, then what the token's scopes
+ * release about the user as they are now, through the one scope mapping.
+ */
+export async function userInfo(store: Store, clock: Clock, issuer: string, accessToken: string | undefined): Promise<UserInfo> {
+  const { record, user } = await requireUserToken(store, clock, accessToken);
+  return { ...claimsForScopes(user, record.scope.split(" ")), sub: user.id, iss: issuer, aud: record.clientId };
+}
