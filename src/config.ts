@@ -1,5 +1,7 @@
 import { parseArgs } from "node:util";
 
+export const DEFAULT_DATABASE = "./data/identity.sqlite";
+
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
   port: number;
@@ -46,7 +48,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: "port", flag: "port", env: "PORT", default: "8000", description: "TCP port; 0 picks a free one and prints it", parse: port },
   { key: "host", flag: "host", env: "HOST", default: "127.0.0.1", description: "address to listen on", parse: text },
   {
-    key: "database", flag: "database", env: "DATABASE_URL", default: "./data/identity.sqlite",
+    key: "database", flag: "database", env: "DATABASE_URL", default: DEFAULT_DATABASE,
     description: "SQLite file path, `:memory:`, or a `postgres://` URL", parse: text,
   },
   {

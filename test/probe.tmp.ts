@@ -1,0 +1,13 @@
+import http2 from "node:http2";
+import { startTestServer } from "./support/server.js";
+const s = await startTestServer();
+const session = http2.connect(s.url);
+session.on("error", (e) => console.log("session error", e.message));
+const req = session.request({ ":method": "GET", ":path": "/.well-known/jwks" });
+req.on("error", (e) => console.log("req error", e.message));
+req.on("response", (h) => console.log("h2 status", h[":status"]));
+let body = ""; req.on("data", (d) => (body += d));
+await new Promise((r) => { req.on("close", r); });
+console.log("h2 body", body.slice(0, 60));
+session.close();
+await s.close();
