@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { parseApplicationInput } from "./accounts/applications.js";
 import { parseUserInput } from "./accounts/users.js";
 import { systemClock } from "./clock.js";
-import { DEFAULT_DATABASE } from "./config.js";
+import { SERVE_OPTIONS } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
 import { OAuthError } from "./oauth/errors.js";
 import { openDb } from "./store/db.js";
@@ -32,6 +32,8 @@ const ADMIN_FLAGS = {
   disabled: { type: "boolean" },
   kid: { type: "string" },
 } as const;
+
+const DEFAULT_DATABASE = SERVE_OPTIONS.find((o) => o.key === "database")!.default;
 
 const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 const PLURAL: Record<string, string> = { redirectUri: "redirectUris", grantType: "grantTypes", provider: "providers", admin: "isAdmin" };

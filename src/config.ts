@@ -1,7 +1,5 @@
 import { parseArgs } from "node:util";
 
-export const DEFAULT_DATABASE = "./data/identity.sqlite";
-
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
   port: number;
@@ -48,7 +46,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: "port", flag: "port", env: "PORT", default: "8000", description: "TCP port; 0 picks a free one and prints it", parse: port },
   { key: "host", flag: "host", env: "HOST", default: "127.0.0.1", description: "address to listen on", parse: text },
   {
-    key: "database", flag: "database", env: "DATABASE_URL", default: DEFAULT_DATABASE,
+    key: "database", flag: "database", env: "DATABASE_URL", default: "./data/identity.sqlite",
     description: "SQLite file path, `:memory:`, or a `postgres://` URL", parse: text,
   },
   {

@@ -41,13 +41,14 @@ async function main(argv: string[]): Promise<number> {
 async function serve(args: string[]): Promise<number> {
   const config = parseServeConfig(args, process.env);
   const server = await startServer(config);
-  process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
-  if (server.demo) process.stdout.write(demoBanner(server.url, server.demo));
   const stop = () => {
     server.close().then(() => process.exit(0), () => process.exit(1));
   };
+  // Before the ready line: whoever waits for it may stop us right away.
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
+  process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
+  if (server.demo) process.stdout.write(demoBanner(server.url, server.demo));
   return new Promise(() => {}); // runs until a signal
 }
 
