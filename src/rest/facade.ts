@@ -37,8 +37,8 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
     try {
       await serve(route, url, req, res);
     } catch (err) {
-      // A body left unread (too large, or not wanted) would be parsed as the
-      // next request on this connection: tell the client not to reuse it.
+      // The client may still be sending a body we stopped reading (413):
+      // reusing this connection would then fail, so ask it not to.
       if (!req.complete && req.httpVersionMajor === 1) res.setHeader("connection", "close");
       sendError(res, err, options.log);
     }

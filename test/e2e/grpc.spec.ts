@@ -66,28 +66,29 @@ describe("TokenService and IntrospectionService over gRPC and Connect, on the RE
     await server.close();
   });
 
-  /** The same token request through all four doors, as comparable shapes. */
+  /** The same token request through every door, as comparable shapes. */
   async function everyDoor(params: Params, headers: Headers = {}) {
     const rest = await postForm(server.url + TOKEN_PATH, params, headers);
     assert.equal(rest.status, 200, JSON.stringify(rest.body));
     const viaGrpcJs = await grpcJsCall(grpcJs.token, "Token", params, headers);
     assert.ifError(viaGrpcJs.error);
     const viaConnect = await tokens.connect.token(connectRequest(params), { headers });
+    const viaGrpcWeb = await tokens.grpcWeb.token(connectRequest(params), { headers });
     const viaGrpc = await tokens.grpc.token(connectRequest(params), { headers });
     return {
       rest: tokenShape(rest.body),
       grpcJs: tokenShape(viaGrpcJs.response),
       connect: tokenShape(tokenFields(viaConnect)),
+      grpcWeb: tokenShape(tokenFields(viaGrpcWeb)),
       grpc: tokenShape(tokenFields(viaGrpc)),
-      accessToken: rest.body.access_token as string,
     };
   }
 
-  it("client_credentials gives the same answer over REST, grpc-js, Connect and Connect-gRPC", async () => {
+  it("client_credentials gives the same answer over REST, grpc-js, Connect, gRPC-Web and Connect's gRPC", async () => {
     const shapes = await everyDoor({ grant_type: "client_credentials", client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret });
     assert.deepEqual(shapes.rest.fields, ["access_token", "expires_in", "scope", "token_type"]);
     assert.equal(shapes.rest.claims.sub, TEST_APP.clientId);
-    for (const door of ["grpcJs", "connect", "grpc"] as const) assert.deepEqual(shapes[door], shapes.rest, door);
+    for (const door of ["grpcJs", "connect", "grpcWeb", "grpc"] as const) assert.deepEqual(shapes[door], shapes.rest, door);
   });
 
   it("the password grant with Basic credentials in metadata gives the same answer everywhere", async () => {
@@ -95,10 +96,10 @@ describe("TokenService and IntrospectionService over gRPC and Connect, on the RE
     assert.deepEqual(shapes.rest.fields, ["access_token", "expires_in", "id_token", "refresh_token", "scope", "token_type"]);
     assert.equal(shapes.rest.claims.preferred_username, TEST_USER.name);
     assert.equal(shapes.rest.idClaims?.name, TEST_USER.displayName);
-    for (const door of ["grpcJs", "connect", "grpc"] as const) assert.deepEqual(shapes[door], shapes.rest, door);
+    for (const door of ["grpcJs", "connect", "grpcWeb", "grpc"] as const) assert.deepEqual(shapes[door], shapes.rest, door);
   });
 
-  it("introspection agrees across REST, grpc-js and Connect", async () => {
+  it("introspection agrees across REST, grpc-js and the Connect clients", async () => {
     const token = (await postForm(server.url + TOKEN_PATH, { grant_type: "client_credentials", scope: "openid email" }, basic)).body.access_token;
     for (const candidate of [token, "not-a-token"]) {
       const rest = await postForm(server.url + INTROSPECT_PATH, { token: candidate, token_type_hint: "access_token" }, basic);
@@ -106,8 +107,9 @@ describe("TokenService and IntrospectionService over gRPC and Connect, on the RE
       assert.ifError(viaGrpcJs.error);
       const { _active, ...grpcJsBody } = viaGrpcJs.response;
       assert.deepEqual(grpcJsBody, rest.body);
-      assert.deepEqual(introspectionFields(await introspection.connect.introspect({ token: candidate }, { headers: basic })), rest.body);
-      assert.deepEqual(introspectionFields(await introspection.grpc.introspect({ token: candidate }, { headers: basic })), rest.body);
+      for (const client of Object.values(introspection)) {
+        assert.deepEqual(introspectionFields(await client.introspect({ token: candidate }, { headers: basic })), rest.body);
+      }
     }
   });
 

@@ -1,5 +1,5 @@
 import { createClient, type Client } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import type { DescService } from "@bufbuild/protobuf";
@@ -43,10 +43,11 @@ export function grpcJsCall(client: GrpcJsClient, method: string, request: object
   );
 }
 
-/** Connect clients for one service: the Connect protocol over HTTP/1.1 and gRPC over h2c. */
-export function connectClients<S extends DescService>(service: S, baseUrl: string): { connect: Client<S>; grpc: Client<S> } {
+/** Connect clients for one service: Connect and gRPC-Web over HTTP/1.1, gRPC over h2c. */
+export function connectClients<S extends DescService>(service: S, baseUrl: string): Record<"connect" | "grpcWeb" | "grpc", Client<S>> {
   return {
     connect: createClient(service, createConnectTransport({ baseUrl, httpVersion: "1.1" })),
+    grpcWeb: createClient(service, createGrpcWebTransport({ baseUrl, httpVersion: "1.1" })),
     grpc: createClient(service, createGrpcTransport({ baseUrl })),
   };
 }
