@@ -30,6 +30,10 @@ const ADMIN_FLAGS = {
   address: { type: "string" },
   admin: { type: "boolean" },
   disabled: { type: "boolean" },
+  // Node 20's parseArgs has no negation, so the way back is spelled out.
+  "no-email-verified": { type: "boolean" },
+  "no-admin": { type: "boolean" },
+  "no-disabled": { type: "boolean" },
   kid: { type: "string" },
 } as const;
 
@@ -47,10 +51,13 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   const [verb, ...rest] = args;
   const { values } = parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
   const fields: Record<string, unknown> = {};
-  for (const [flag, value] of Object.entries(values)) {
-    if (flag === "database" || flag === "kid") continue;
+  for (const [given, value] of Object.entries(values)) {
+    if (given === "database" || given === "kid") continue;
+    const negated = given.startsWith("no-");
+    const flag = negated ? given.slice(3) : given;
     const key = PLURAL[camel(flag)] ?? camel(flag);
-    fields[key] = NUMERIC.has(key) ? Number(value) : value;
+    if (negated && key in fields) throw new OAuthError("invalid_request", `--${flag} and --${given} contradict each other`);
+    fields[key] = negated ? false : NUMERIC.has(key) ? Number(value) : value;
   }
   const db = await openDb({ url: values.database || env.DATABASE_URL || DEFAULT_DATABASE });
   try {

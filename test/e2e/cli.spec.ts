@@ -149,6 +149,10 @@ describe("command line", function () {
       const shown = await admin("user", "show", "--name", "carol");
       assert.ok(!shown.includes("pw-carol-789") && !shown.includes("scrypt"), shown);
       assert.equal((await json("user", "update", "--name", "carol", "--display-name", "Carol C")).displayName, "Carol C");
+      assert.equal((await json("user", "update", "--name", "carol", "--disabled", "--admin")).disabled, true);
+      const reenabled = await json("user", "update", "--name", "carol", "--no-disabled");
+      assert.deepEqual([reenabled.disabled, reenabled.isAdmin, reenabled.displayName], [false, true, "Carol C"]);
+      await assert.rejects(admin("user", "update", "--name", "carol", "--admin", "--no-admin"), /contradict/);
       assert.deepEqual((await json("user", "list")).map((u: { name: string }) => u.name), ["carol"]);
       assert.deepEqual(await json("user", "delete", "--name", "carol"), { deleted: "carol" });
       await assert.rejects(admin("user", "show", "--name", "carol"), /no user named carol/);
