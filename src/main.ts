@@ -1,16 +1,8 @@
-import { parseArgs } from "node:util";
-import { parseApplicationInput } from "./accounts/applications.js";
 import type { DemoCredentials } from "./accounts/seed.js";
-import { parseUserInput } from "./accounts/users.js";
-import { systemClock } from "./clock.js";
+import { runAdminCommand } from "./adminCommands.js";
 import { parseServeConfig, SERVE_OPTIONS } from "./config.js";
-import { createDomain, type Domain } from "./domain.js";
 import { OAuthError } from "./oauth/errors.js";
 import { startServer } from "./server.js";
-import { openDb } from "./store/db.js";
-import type { ApplicationRecord } from "./store/applications.js";
-import { createStore } from "./store/index.js";
-import type { UserRecord } from "./store/users.js";
 
 const FLAG_WIDTH = Math.max(...SERVE_OPTIONS.map((o) => o.flag.length));
 const ENV_WIDTH = Math.max(...SERVE_OPTIONS.map((o) => o.env.length));
@@ -36,7 +28,8 @@ async function main(argv: string[]): Promise<number> {
     case "app":
     case "user":
     case "keys":
-      return admin(command, rest);
+      process.stdout.write(await runAdminCommand(command, rest, process.env));
+      return 0;
     case undefined:
     case "help":
     case "--help":
@@ -51,13 +44,14 @@ async function main(argv: string[]): Promise<number> {
 async function serve(args: string[]): Promise<number> {
   const config = parseServeConfig(args, process.env);
   const server = await startServer(config);
-  process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
-  if (server.demo) process.stdout.write(demoBanner(server.url, server.demo));
   const stop = () => {
     server.close().then(() => process.exit(0), () => process.exit(1));
   };
+  // Before the ready line: whoever waits for it may stop us right away.
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
+  process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
+  if (server.demo) process.stdout.write(demoBanner(server.url, server.demo));
   return new Promise(() => {}); // runs until a signal
 }
 
@@ -72,103 +66,6 @@ First start: created a demo application and user. These secrets are shown only o
 Try it:
   curl -s -u '${demo.clientId}:${demo.clientSecret}' -d grant_type=password -d username=${demo.username} -d password='${demo.password}' -d 'scope=openid profile email' ${url}/api/login/oauth/access_token
 `;
-}
-
-/** Flags shared by the admin commands, mapped onto the config-file field names. */
-const ADMIN_FLAGS = {
-  database: { type: "string" },
-  name: { type: "string" },
-  "client-id": { type: "string" },
-  "client-secret": { type: "string" },
-  "redirect-uri": { type: "string", multiple: true },
-  "grant-type": { type: "string", multiple: true },
-  provider: { type: "string", multiple: true },
-  "expire-in-hours": { type: "string" },
-  "refresh-expire-in-hours": { type: "string" },
-  password: { type: "string" },
-  "display-name": { type: "string" },
-  email: { type: "string" },
-  "email-verified": { type: "boolean" },
-  avatar: { type: "string" },
-  phone: { type: "string" },
-  address: { type: "string" },
-  admin: { type: "boolean" },
-  disabled: { type: "boolean" },
-  kid: { type: "string" },
-} as const;
-
-const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
-const PLURAL: Record<string, string> = { redirectUri: "redirectUris", grantType: "grantTypes", provider: "providers", admin: "isAdmin" };
-const NUMERIC = new Set(["expireInHours", "refreshExpireInHours"]);
-
-async function admin(noun: string, args: string[]): Promise<number> {
-  const [verb, ...rest] = args;
-  const { values } = parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
-  const fields: Record<string, unknown> = {};
-  for (const [flag, value] of Object.entries(values)) {
-    if (flag === "database" || flag === "kid") continue;
-    const key = PLURAL[camel(flag)] ?? camel(flag);
-    fields[key] = NUMERIC.has(key) ? Number(value) : value;
-  }
-  const db = await openDb({ url: (values.database as string | undefined) ?? process.env.DATABASE_URL ?? "./data/identity.sqlite" });
-  try {
-    const domain = await createDomain({ store: createStore(db), clock: systemClock, issuer: "http://localhost" });
-    const result = await runAdmin(domain, noun, verb, fields, values.kid as string | undefined);
-    process.stdout.write(typeof result === "string" ? result : JSON.stringify(result, null, 2) + "\n");
-    return 0;
-  } finally {
-    await db.destroy();
-  }
-}
-
-async function runAdmin(domain: Domain, noun: string, verb: string | undefined, fields: Record<string, unknown>, kid?: string): Promise<unknown> {
-  const name = () => {
-    if (typeof fields.name !== "string") throw new OAuthError("invalid_request", "--name is required");
-    return fields.name;
-  };
-  const publicApp = ({ clientSecretHash: _h, ...app }: ApplicationRecord) => app;
-  const publicUser = ({ passwordHash: _h, ...user }: UserRecord) => user;
-  const key = `${noun} ${verb}`;
-  switch (key) {
-    case "app create":
-    case "app update": {
-      const input = parseApplicationInput(fields);
-      const saved = verb === "create" ? await domain.applicationAdmin.create(input) : await domain.applicationAdmin.update(input);
-      return { ...publicApp(saved.app), ...(saved.clientSecret ? { clientSecret: saved.clientSecret } : {}) };
-    }
-    case "app list":
-      return (await domain.applicationAdmin.list()).map(publicApp);
-    case "app show":
-      return publicApp(await domain.applicationAdmin.get(name()));
-    case "app delete":
-      await domain.applicationAdmin.delete(name());
-      return { deleted: name() };
-    case "user create":
-      return publicUser(await domain.userAdmin.create(parseUserInput(fields)));
-    case "user update":
-      return publicUser(await domain.userAdmin.update(parseUserInput(fields)));
-    case "user list":
-      return (await domain.userAdmin.list()).map(publicUser);
-    case "user show":
-      return publicUser(await domain.userAdmin.get(name()));
-    case "user delete":
-      await domain.userAdmin.delete(name());
-      return { deleted: name() };
-    case "keys list": {
-      const { kid: signing } = await domain.keys.signingKey();
-      return (await domain.keys.list()).map(({ privateJwk: _p, publicJwk: _j, ...k }) => ({ ...k, signing: k.kid === signing }));
-    }
-    case "keys rotate": {
-      const { privateJwk: _p, ...record } = await domain.keys.rotate();
-      return record;
-    }
-    case "keys export": {
-      const exported = await domain.keys.export(kid);
-      return `# kid ${exported.kid}\n${exported.publicKeyPem}${exported.certificatePem}`;
-    }
-    default:
-      throw new OAuthError("invalid_request", `unknown command: ${noun} ${verb ?? ""}`.trim());
-  }
 }
 
 main(process.argv.slice(2)).then(

@@ -36,11 +36,15 @@ export async function listenOnePort(handler: Handler, host: string, port: number
       socket.off("data", onData);
       socket.pause();
       socket.unshift(head);
-      (isH2 ? h2 : h1).emit("connection", socket);
-      // The h2 session reads the socket's handle itself and takes the
-      // unshifted bytes from its buffer; resuming the JS stream would steal
-      // them (the server then sees a bad preface and sends GOAWAY).
-      if (!isH2) socket.resume();
+      if (isH2) {
+        // The h2 session reads what is buffered in the socket itself and then
+        // takes over its handle; resuming here would hand those bytes to
+        // nobody, and the session would start mid-preface.
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
     };
     socket.on("data", onData);
     socket.on("error", () => socket.destroy());

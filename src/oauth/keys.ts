@@ -48,11 +48,8 @@ export class KeyRing {
 
   /** The newest key whose activation time has come. */
   async signingKey(): Promise<{ kid: string; key: PrivateSigningKey }> {
-    await this.fresh();
-    const now = this.clock.now();
-    const key = this.keys.find((k) => k.record.activeFrom <= now && k.record.retiredAt === null);
-    if (!key) throw new OAuthError("temporarily_unavailable", "no signing key is active");
-    return { kid: key.record.kid, key: key.privateKey };
+    const current = await this.current();
+    return { kid: current.record.kid, key: current.privateKey };
   }
 
   /** Public keys still published (not retired). */
@@ -86,14 +83,21 @@ export class KeyRing {
 
   /** PEM public key and a self-signed certificate for one key, or the signing one. */
   async export(kid?: string): Promise<{ kid: string; publicKeyPem: string; certificatePem: string }> {
-    const records = await this.repo.list();
-    const record = kid ? records.find((r) => r.kid === kid) : records.find((r) => r.activeFrom <= this.clock.now());
+    const record = kid ? (await this.repo.list()).find((r) => r.kid === kid) : (await this.current()).record;
     if (!record) throw new OAuthError("not_found", `no signing key ${kid ?? ""}`.trim());
     const publicKeyPem = createPublicKey({ key: JSON.parse(record.publicJwk), format: "jwk" })
       .export({ type: "spki", format: "pem" })
       .toString();
     const certificatePem = selfSignedCertificate(JSON.parse(record.privateJwk), record.kid, this.clock.now());
     return { kid: record.kid, publicKeyPem, certificatePem };
+  }
+
+  private async current(): Promise<LoadedKey> {
+    await this.fresh();
+    const now = this.clock.now();
+    const key = this.keys.find((k) => k.record.activeFrom <= now && k.record.retiredAt === null);
+    if (!key) throw new OAuthError("temporarily_unavailable", "no signing key is active");
+    return key;
   }
 
   private async fresh(): Promise<void> {

@@ -69,12 +69,15 @@ export function collectParams(url: URL, contentType: string | undefined, body: s
 
 /**
  * Fill a request message from parameters named by proto field name
- * (`client_id`) or JSON name (`accessToken`). Unknown parameters are ignored
- * (RFC 6749 §3.1); a value of the wrong type is `invalid_request`.
+ * (`client_id`) or JSON name (`accessToken`), not both. Unknown parameters
+ * are ignored (RFC 6749 §3.1); a value of the wrong type is `invalid_request`.
  */
 export function toMessage<D extends DescMessage>(schema: D, params: Map<string, string>): Message {
   const json: JsonObject = {};
   for (const field of schema.fields) {
+    if (field.name !== field.jsonName && params.has(field.name) && params.has(field.jsonName)) {
+      throw new OAuthError("invalid_request", `parameter ${field.name} is repeated (as ${field.jsonName})`);
+    }
     const value = params.get(field.name) ?? params.get(field.jsonName);
     if (value === undefined || field.fieldKind !== "scalar") continue;
     json[field.jsonName] = value;

@@ -37,6 +37,9 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
     try {
       await serve(route, url, req, res);
     } catch (err) {
+      // The client may still be sending a body we stopped reading (413):
+      // reusing this connection would then fail, so ask it not to.
+      if (!req.complete && req.httpVersionMajor === 1) res.setHeader("connection", "close");
       sendError(res, err, options.log);
     }
     return true;

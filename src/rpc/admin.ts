@@ -24,23 +24,26 @@ function requireAdmin(domain: Domain, ctx: HandlerContext): void {
   }
 }
 
+// The contract's times are epoch seconds; storage keeps milliseconds.
+const seconds = (ms: number) => BigInt(Math.floor(ms / 1000));
+
 function applicationOut(app: ApplicationRecord) {
   const { clientSecretHash: _secret, id: _id, createdAt, updatedAt, ...rest } = app;
-  return { ...rest, createdTime: BigInt(createdAt), updatedTime: BigInt(updatedAt) };
+  return { ...rest, createdTime: seconds(createdAt), updatedTime: seconds(updatedAt) };
 }
 
 function userOut(user: UserRecord) {
   const { passwordHash: _hash, properties: _props, createdAt, updatedAt, ...rest } = user;
-  return { ...rest, createdTime: BigInt(createdAt), updatedTime: BigInt(updatedAt) };
+  return { ...rest, createdTime: seconds(createdAt), updatedTime: seconds(updatedAt) };
 }
 
 function keyOut(key: SigningKeyRecord, signingKid: string) {
   return {
     kid: key.kid,
     alg: key.alg,
-    createdTime: BigInt(key.createdAt),
-    activeFrom: BigInt(key.activeFrom),
-    retiredTime: BigInt(key.retiredAt ?? 0),
+    createdTime: seconds(key.createdAt),
+    activeFrom: seconds(key.activeFrom),
+    retiredTime: seconds(key.retiredAt ?? 0),
     signing: key.kid === signingKid,
   };
 }

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
 import type { RunningServer } from "../../src/server.js";
 import { basicAuth, postForm, TEST_APP, TEST_USER } from "./server.js";
 
@@ -68,4 +69,58 @@ export async function getJson(url: string, headers: Record<string, string> = {})
   const res = await fetch(url, { headers });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, body: text ? JSON.parse(text) : undefined };
+}
+
+export const TOKEN_PATH = "/api/login/oauth/access_token";
+export const INTROSPECT_PATH = "/api/login/oauth/introspect";
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/** Any request, answered as status, headers and parsed JSON (undefined for an empty body). */
+export async function call(url: string, init: RequestInit = {}): Promise<HttpResult> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+  return call(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+}
+
+/**
+ * Check an RFC 6749 §5.2 error: the status, exactly `error` and
+ * `error_description`, JSON, not cacheable, and the Basic challenge that
+ * RFC 6749 asks for on invalid_client.
+ */
+export function assertOAuthError(res: HttpResult, status: number, error: string): void {
+  assert.equal(res.status, status, JSON.stringify(res.body));
+  assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+  assert.deepEqual(Object.keys(res.body).sort(), ["error", "error_description"]);
+  assert.equal(res.body.error, error);
+  assert.equal(typeof res.body.error_description, "string");
+  assert.equal(res.headers.get("cache-control"), "no-store");
+  if (error === "invalid_client") assert.match(res.headers.get("www-authenticate") ?? "", /^Basic /);
+}
+
+/** A verifier for tokens from this server: signature against its published JWKS, iss and aud. */
+export async function tokenVerifier(server: RunningServer, audience: string) {
+  const jwks = await call(`${server.url}/.well-known/jwks`);
+  assert.equal(jwks.status, 200);
+  const keySet = createLocalJWKSet(jwks.body);
+  return async (token: string, typ: string): Promise<JWTPayload & Record<string, unknown>> => {
+    assert.equal(decodeProtectedHeader(token).typ, typ);
+    // exp and nbf are judged by the server's (possibly fake) clock.
+    const { payload, protectedHeader } = await jwtVerify(token, keySet, {
+      issuer: server.issuer,
+      audience,
+      algorithms: ["RS256"],
+      currentDate: new Date(server.domain.clock.now()),
+    });
+    assert.ok(protectedHeader.kid);
+    return payload as JWTPayload & Record<string, unknown>;
+  };
 }

@@ -17,6 +17,12 @@ export const TEST_APP = {
   refreshExpireInHours: 0,
 };
 
+/** An application that may only use client_credentials, with 2-hour tokens. */
+export const CC_ONLY_APP = { name: "cc-only", clientId: "client-cc", clientSecret: "secret-cc", grantTypes: ["client_credentials"], expireInHours: 2 };
+
+/** An application with no grant but the always-on authorization_code. */
+export const CODE_ONLY_APP = { name: "code-only", clientId: "client-code", clientSecret: "secret-code", grantTypes: [] };
+
 export const TEST_USER = {
   name: "alice",
   password: "pw-alice-123",

@@ -54,11 +54,15 @@ export type Application = Message<"identity.v1.Application"> & {
   providers: string[];
 
   /**
+   * Epoch seconds.
+   *
    * @generated from field: int64 created_time = 8;
    */
   createdTime: bigint;
 
   /**
+   * Epoch seconds.
+   *
    * @generated from field: int64 updated_time = 9;
    */
   updatedTime: bigint;
@@ -383,11 +387,15 @@ export type User = Message<"identity.v1.User"> & {
   disabled: boolean;
 
   /**
+   * Epoch seconds.
+   *
    * @generated from field: int64 created_time = 11;
    */
   createdTime: bigint;
 
   /**
+   * Epoch seconds.
+   *
    * @generated from field: int64 updated_time = 12;
    */
   updatedTime: bigint;
@@ -663,6 +671,8 @@ export type SigningKey = Message<"identity.v1.SigningKey"> & {
   alg: string;
 
   /**
+   * Epoch seconds.
+   *
    * @generated from field: int64 created_time = 3;
    */
   createdTime: bigint;

@@ -1,0 +1,78 @@
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+
+const MAIN = "dist/src/main.js";
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * The CLI tests run the built JavaScript, as `npm start` and the `identity`
+ * bin do. `npm ci` builds it; rebuild only when a source is newer, so a
+ * local run never tests stale output.
+ */
+export function ensureBuilt(): void {
+  let built = 0;
+  try {
+    built = statSync(MAIN).mtimeMs;
+  } catch {
+    // not built yet
+  }
+  if (built >= Math.max(newestMtime("src"), newestMtime("gen"))) return;
+  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+  execFileSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { stdio: "inherit" });
+}
+
+/** An environment without any of our settings, plus `extra`. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const key of ["PORT", "HOST", "DATABASE_URL"]) delete env[key];
+  for (const key of Object.keys(env)) if (key.startsWith("IDENTITY_")) delete env[key];
+  return { ...env, ...extra };
+}
+
+export interface CliProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the stdout match once it appears; rejects if the process exits first. */
+  waitFor(pattern: RegExp): Promise<RegExpMatchArray>;
+  exited: Promise<number | null>;
+}
+
+/** Run `node <script> ...args` (the built CLI or the bin) and watch its output. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, script = MAIN): CliProcess {
+  const child = spawn(process.execPath, [script, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d));
+  child.stderr!.on("data", (d: Buffer) => (err += d));
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitFor: (pattern) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const match = out.match(pattern);
+          if (match) {
+            child.stdout!.off("data", check);
+            resolve(match);
+          }
+        };
+        child.stdout!.on("data", check);
+        check();
+        exited.then((code) => reject(new Error(`exited with ${code} before ${pattern}:\n${out}\n${err}`)));
+      }),
+  };
+}
