@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { MAX_CODE_TTL_SECONDS } from "./oauth/codes.js";
 
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
@@ -10,6 +11,12 @@ export interface ServeConfig {
   configFile?: string;
   adminToken?: string;
   maxBodyBytes: number;
+  /** Failed sign-ins of one user name that trigger a lockout; 0 turns it off. */
+  loginMaxFailures: number;
+  /** Length of the lockout, and the window in which failures are counted. */
+  loginLockoutSeconds: number;
+  sessionTtlSeconds: number;
+  codeTtlSeconds: number;
 }
 
 interface OptionSpec {
@@ -29,6 +36,16 @@ const port = (raw: string) => {
 const positiveInt = (raw: string) => {
   const n = Number(raw);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`invalid number: ${raw}`);
+  return n;
+};
+const nonNegativeInt = (raw: string) => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`invalid number: ${raw}`);
+  return n;
+};
+const secondsUpTo = (max: number) => (raw: string) => {
+  const n = positiveInt(raw);
+  if (n > max) throw new Error(`at most ${max} seconds: ${raw}`);
   return n;
 };
 const text = (raw: string) => raw;
@@ -64,6 +81,22 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "maxBodyBytes", flag: "max-body-bytes", env: "IDENTITY_MAX_BODY_BYTES", default: "65536",
     description: "largest accepted REST request body, in bytes", parse: positiveInt,
+  },
+  {
+    key: "loginMaxFailures", flag: "login-max-failures", env: "IDENTITY_LOGIN_MAX_FAILURES", default: "5",
+    description: "failed sign-ins of one user name (form or password grant) that lock it; 0 = never lock", parse: nonNegativeInt,
+  },
+  {
+    key: "loginLockoutSeconds", flag: "login-lockout-seconds", env: "IDENTITY_LOGIN_LOCKOUT_SECONDS", default: "300",
+    description: "how long a lockout lasts, and the window in which failures are counted", parse: positiveInt,
+  },
+  {
+    key: "sessionTtlSeconds", flag: "session-ttl-seconds", env: "IDENTITY_SESSION_TTL_SECONDS", default: "28800",
+    description: "lifetime of a browser sign-in session", parse: positiveInt,
+  },
+  {
+    key: "codeTtlSeconds", flag: "code-ttl-seconds", env: "IDENTITY_CODE_TTL_SECONDS", default: "300",
+    description: "lifetime of an authorization code (at most 600)", parse: secondsUpTo(MAX_CODE_TTL_SECONDS),
   },
 ];
 

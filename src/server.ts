@@ -15,6 +15,7 @@ import { serviceBindings } from "./rpc/services.js";
 import { openDb } from "./store/db.js";
 import { createStore } from "./store/index.js";
 import { listenOnePort } from "./transport.js";
+import { createWebHandler } from "./web/handler.js";
 
 export interface ServerDeps {
   clock?: Clock;
@@ -65,7 +66,16 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   };
 
   try {
-    const domain = await createDomain({ store: createStore(db), clock, issuer, adminToken: config.adminToken, keyReloadMs: deps.keyReloadMs });
+    const domain = await createDomain({
+      store: createStore(db),
+      clock,
+      issuer,
+      adminToken: config.adminToken,
+      keyReloadMs: deps.keyReloadMs,
+      loginPolicy: { maxFailures: config.loginMaxFailures, lockoutSeconds: config.loginLockoutSeconds },
+      sessionTtlSeconds: config.sessionTtlSeconds,
+      codeTtlSeconds: config.codeTtlSeconds,
+    });
     if (configFile) await applyConfigFile(configFile, domain);
     const demo = configFile ? undefined : await seedDemo(domain);
     ready = frontDoors(domain, config, logger);
@@ -79,6 +89,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
 function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handler {
   const logUnexpected = (err: unknown) => logger.error("unexpected error", errorFields(err));
   const bindings = serviceBindings(domain);
+  const web = createWebHandler(domain, { maxBodyBytes: config.maxBodyBytes, log: logUnexpected });
   const rest = createRestFacade(bindings, { maxBodyBytes: config.maxBodyBytes, log: logUnexpected });
   const connect = connectNodeAdapter({
     routes(router) {
@@ -91,7 +102,8 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
   });
 
   return (req, res) => {
-    rest(req, res)
+    web(req, res)
+      .then((handled) => handled || rest(req, res))
       .then((handled) => {
         if (!handled) connect(req, res);
       })

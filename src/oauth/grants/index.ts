@@ -1,8 +1,9 @@
+import { authorizationCodeGrant } from "./authorizationCode.js";
 import { clientCredentialsGrant } from "./clientCredentials.js";
 import { passwordGrant } from "./password.js";
 import type { GrantHandler } from "./types.js";
 
 /** Every grant the token endpoint knows, by grant_type. */
 export const GRANTS: ReadonlyMap<string, GrantHandler> = new Map(
-  [passwordGrant, clientCredentialsGrant].map((g) => [g.grantType, g]),
+  [authorizationCodeGrant, passwordGrant, clientCredentialsGrant].map((g) => [g.grantType, g]),
 );
