@@ -50,7 +50,7 @@ export async function authorizationLocation(
     }
     case "token": {
       // RFC 6749 §4.2.2: the implicit grant never issues a refresh token.
-      const tokens = await deps.minter.mint({ app, user, scopes, authTime, nonce, idToken: false, refreshToken: false });
+      const tokens = await deps.minter.mint({ app, user, scopes, authTime, idToken: false, refreshToken: false });
       params = {
         access_token: tokens.accessToken,
         token_type: tokens.tokenType,

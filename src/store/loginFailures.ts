@@ -39,10 +39,10 @@ export class LoginFailureRepository {
     await this.db("login_failures").where({ key }).delete();
   }
 
-  /** Drop rows whose counting window began at or before `windowStartAfter` and whose lock is over. */
-  async deleteStale(windowStartAfter: number, now: number): Promise<void> {
+  /** Drop rows whose counting window began at or before `windowCutoff` and whose lock is over. */
+  async deleteStale(windowCutoff: number, now: number): Promise<void> {
     await this.db("login_failures")
-      .where("window_started_at", "<=", windowStartAfter)
+      .where("window_started_at", "<=", windowCutoff)
       .where("locked_until", "<=", now)
       .delete();
   }

@@ -55,7 +55,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
 
   const providerButton: Route = {
     methods: ["POST"],
-    serve: async (req, res, url, name) => pages.provider(req, res, name, await params(req, url)),
+    serve: async (req, _res, url, name) => pages.provider(req, name, await params(req, url)),
   };
 
   return async function handleWeb(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
@@ -70,8 +70,8 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       }
       await route.serve(req, res, url, providerName ?? "");
     } catch (err) {
-      if (err instanceof OAuthError) {
-        pages.showError(res, err.status ?? 400, err);
+      if (err instanceof OAuthError && !res.headersSent) {
+        pages.showError(res, err);
       } else {
         options.log(err);
         if (res.headersSent) res.destroy();

@@ -1,17 +1,16 @@
 import type { ServerResponse } from "node:http";
 
 export interface CookieOptions {
-  path: string;
   secure: boolean;
   /** Seconds; absent makes a browser-session cookie. */
   maxAge?: number;
 }
 
-/** A Set-Cookie value: always HttpOnly and SameSite=Lax. */
+/** A Set-Cookie value for the whole site: always HttpOnly and SameSite=Lax. */
 export function cookie(name: string, value: string, options: CookieOptions): string {
   return [
     `${name}=${value}`,
-    `Path=${options.path}`,
+    "Path=/",
     ...(options.maxAge !== undefined ? [`Max-Age=${options.maxAge}`] : []),
     "HttpOnly",
     "SameSite=Lax",
@@ -41,7 +40,6 @@ function pageHeaders(formTargets: readonly string[]): Record<string, string> {
 export interface PageOptions {
   cookies?: string[];
   formTargets?: readonly string[];
-  headers?: Record<string, string>;
 }
 
 export function sendPage(res: ServerResponse, status: number, html: string, options: PageOptions = {}): void {
@@ -50,7 +48,6 @@ export function sendPage(res: ServerResponse, status: number, html: string, opti
     "content-type": "text/html; charset=utf-8",
     "content-length": Buffer.byteLength(html),
     ...(options.cookies?.length ? { "set-cookie": options.cookies } : {}),
-    ...options.headers,
   });
   res.end(html);
 }

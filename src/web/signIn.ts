@@ -30,7 +30,7 @@ export class SignInPages {
     const validation = await validateAuthorizeRequest(params, domain.store.applications);
     if (!validation.ok) {
       // No trusted redirect_uri yet: tell the user, never redirect (no open redirect).
-      if (!validation.target) return this.showError(res, 400, validation.error);
+      if (!validation.target) return this.showError(res, validation.error);
       return redirect(res, errorLocation(validation.target, validation.error, domain.issuer));
     }
     const { app, request } = validation;
@@ -46,15 +46,13 @@ export class SignInPages {
     const existing = cookieValue(req.headers.cookie, CSRF_COOKIE);
     const csrfToken = existing && CSRF_TOKEN.test(existing) ? existing : randomToken();
     const pending = await domain.pendingAuthorizations.create(request, csrfToken);
-    const cookies = csrfToken === existing ? [] : [cookie(CSRF_COOKIE, csrfToken, { path: "/", secure: this.secure })];
+    const cookies = csrfToken === existing ? [] : [cookie(CSRF_COOKIE, csrfToken, { secure: this.secure })];
     await this.showLogin(res, 200, app, pending, { csrfToken }, cookies);
   }
 
   /** POST /login: the username and password form. */
   async login(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>): Promise<void> {
-    const found = await this.pendingFromForm(req, res, form);
-    if (!found) return;
-    const { pending, app, csrfToken } = found;
+    const { pending, app, csrfToken } = await this.pendingFromForm(req, form);
     const username = form.get("username") ?? "";
     let user: UserRecord;
     try {
@@ -72,13 +70,10 @@ export class SignInPages {
    * issue makes it live; until then it checks the form like the login does
    * and says the provider cannot be used yet.
    */
-  async provider(req: IncomingMessage, res: ServerResponse, name: string, form: ReadonlyMap<string, string>): Promise<void> {
-    const found = await this.pendingFromForm(req, res, form);
-    if (!found) return;
-    if (!found.app.providers.includes(name)) {
-      return this.showError(res, 404, new OAuthError("invalid_request", "this application does not offer that provider"));
-    }
-    this.showError(res, 501, new OAuthError("temporarily_unavailable", `signing in with ${name} is not available yet`));
+  async provider(req: IncomingMessage, name: string, form: ReadonlyMap<string, string>): Promise<void> {
+    const { app } = await this.pendingFromForm(req, form);
+    if (!app.providers.includes(name)) throw new OAuthError("invalid_request", "this application does not offer that provider", 404);
+    throw new OAuthError("temporarily_unavailable", `signing in with ${name} is not available yet`, 501);
   }
 
   /**
@@ -89,47 +84,36 @@ export class SignInPages {
   async completeSignIn(req: IncomingMessage, res: ServerResponse, pending: PendingAuthorization, user: UserRecord): Promise<void> {
     const { domain } = this;
     if (!(await domain.pendingAuthorizations.take(pending))) {
-      return this.showError(res, 400, new OAuthError("invalid_request", "this sign-in was already completed"));
+      throw new OAuthError("invalid_request", "this sign-in was already completed");
     }
-    let app: ApplicationRecord;
-    try {
-      // The application may have changed while the user was signing in.
-      app = await resolveRedirect(domain.store.applications, pending.request.clientId, pending.request.redirectUri);
-    } catch (err) {
-      if (err instanceof OAuthError) return this.showError(res, 400, err);
-      throw err;
-    }
+    // The application may have changed while the user was signing in.
+    const app = await resolveRedirect(domain.store.applications, pending.request.clientId, pending.request.redirectUri);
     // A fresh session id at every sign-in (no session fixation).
     await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookie: sessionId, session } = await domain.sessions.create(user);
     const location = await authorizationLocation(app, pending.request, user, session.authTime, domain);
     redirect(res, location, [
-      cookie(SESSION_COOKIE, sessionId, { path: "/", secure: this.secure, maxAge: domain.sessions.ttlSeconds }),
+      cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds }),
     ]);
   }
 
   /**
-   * The pending request a login-page form refers to, after checking its CSRF
-   * token against the cookie and the request's binding to this browser.
-   * Answers the browser itself and returns undefined when that fails.
+   * The pending request a login-page form refers to, after checking the
+   * form's CSRF token against the cookie (double submit) and the request's
+   * binding to that token. Throws an error to show otherwise.
    */
   async pendingFromForm(
     req: IncomingMessage,
-    res: ServerResponse,
     form: ReadonlyMap<string, string>,
-  ): Promise<{ pending: PendingAuthorization; app: ApplicationRecord; csrfToken: string } | undefined> {
+  ): Promise<{ pending: PendingAuthorization; app: ApplicationRecord; csrfToken: string }> {
     const csrfToken = form.get("csrf_token");
     const cookieToken = cookieValue(req.headers.cookie, CSRF_COOKIE);
     if (!csrfToken || !cookieToken || !constantTimeEqual(csrfToken, cookieToken)) {
-      this.showError(res, 403, new OAuthError("access_denied", "the sign-in form is missing its security token or was not sent from this browser"));
-      return undefined;
+      throw new OAuthError("access_denied", "the sign-in form is missing its security token or was not sent from this browser", 403);
     }
     const pending = await this.domain.pendingAuthorizations.findForBrowser(form.get("request"), csrfToken);
     const app = pending && (await this.domain.store.applications.findByClientId(pending.request.clientId));
-    if (!pending || !app) {
-      this.showError(res, 400, new OAuthError("invalid_request", "this sign-in request is unknown or has expired"));
-      return undefined;
-    }
+    if (!pending || !app) throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
     return { pending, app, csrfToken };
   }
 
@@ -152,8 +136,9 @@ export class SignInPages {
     sendPage(res, status, html, { cookies, formTargets });
   }
 
-  showError(res: ServerResponse, status: number, error: OAuthError): void {
-    sendPage(res, status, errorPage("Sign-in failed", sentence(error.description), error.code));
+  /** The page for an error that must not (or cannot) go back to the client. */
+  showError(res: ServerResponse, error: OAuthError): void {
+    sendPage(res, error.status ?? 400, errorPage("Sign-in failed", sentence(error.description), error.code));
   }
 }
 

@@ -154,6 +154,12 @@ describe("authorize endpoint and login form", () => {
       assert.equal((await submit(`${server.url}/login/oauth/provider/other`, fields, jar)).status, 404);
     });
 
+    it("answers other methods with 405 and Allow", async () => {
+      const res = await fetch(`${server.url}/login`);
+      assert.equal(res.status, 405);
+      assert.equal(res.headers.get("allow"), "POST");
+    });
+
     it("accepts the authorization request as a POST too (OIDC Core §3.1.2.1)", async () => {
       const params = new URL(authorizeUrl(server.url)).searchParams;
       const res = await fetch(`${server.url}/login/oauth/authorize`, {
@@ -290,6 +296,22 @@ describe("authorize endpoint and login form", () => {
     assert.ok(doc.grant_types_supported.includes("authorization_code"));
     assert.ok(doc.grant_types_supported.includes("implicit"));
     assert.deepEqual(doc.code_challenge_methods_supported, ["S256"]);
+  });
+});
+
+describe("sign-in behind an https issuer", () => {
+  let server: RunningServer;
+  before(async () => (server = await startTestServer({ overrides: { issuer: "https://id.example.com" } })));
+  after(() => server.close());
+
+  it("marks the CSRF and session cookies Secure, and puts the issuer in iss", async () => {
+    const jar = new CookieJar();
+    const page = await browse(authorizeUrl(server.url), jar);
+    assert.match(page.headers.getSetCookie()[0]!, /^identity_csrf=.*; Secure$/);
+    const fields = { ...loginFormFields(await page.text()), username: TEST_USER.name, password: TEST_USER.password };
+    const res = await submit(`${server.url}/login`, fields, jar);
+    assert.match(res.headers.getSetCookie()[0]!, /^identity_session=.*; HttpOnly; SameSite=Lax; Secure$/);
+    assert.equal(new URL(res.headers.get("location")!).searchParams.get("iss"), "https://id.example.com");
   });
 });
 

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 export interface CallbackServer {
   /** The redirect URI to register, e.g. http://127.0.0.1:PORT/callback. */
   url: string;
-  /** Request URLs received, oldest first (a fragment never reaches a server). */
+  /** Requests to /callback, oldest first (a fragment never reaches a server). */
   requests: URL[];
   close(): Promise<void>;
 }
@@ -23,6 +23,11 @@ export async function startCallbackServer(): Promise<CallbackServer> {
     if (url.pathname === "/favicon.svg") {
       res.writeHead(200, { "content-type": "image/svg+xml" });
       res.end(FAVICON);
+      return;
+    }
+    if (url.pathname !== "/callback") {
+      // For example the browser's own /favicon.ico request.
+      res.writeHead(404).end();
       return;
     }
     requests.push(url);
