@@ -93,7 +93,7 @@ export async function validateAuthorizeRequest(
   }
 }
 
-// Everything after the redirect is trusted; errors here go back to the client.
+// The redirect_uri is trusted from here on, so these errors go back to the client.
 function parseRequest(
   get: (name: string) => string | undefined,
   app: ApplicationRecord,
