@@ -2,6 +2,8 @@ import { parseArgs } from "node:util";
 import { CLEANUP_DEFAULTS } from "./housekeeping.js";
 import { DEFAULT_KEY_RELOAD_MS } from "./oauth/keys.js";
 import { POSTGRES_DEFAULTS } from "./store/db.js";
+import { MAX_CODE_TTL_SECONDS } from "./oauth/codes.js";
+import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
 
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
@@ -24,6 +26,12 @@ export interface ServeConfig {
   cleanupBatchSize?: number;
   /** Seconds during which a consumed refresh token presented again does not revoke its family. */
   refreshReuseGraceSeconds?: number;
+  /** Failed sign-ins of one user name that trigger a lockout; 0 turns it off. */
+  loginMaxFailures?: number;
+  /** Length of the lockout, and the window in which failures are counted. */
+  loginLockoutSeconds?: number;
+  sessionTtlSeconds?: number;
+  codeTtlSeconds?: number;
 }
 
 interface OptionSpec {
@@ -48,6 +56,11 @@ const positiveInt = (raw: string) => {
 const atLeast = (min: number) => (raw: string) => {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new Error(`must be a whole number of at least ${min}: ${raw}`);
+  return n;
+};
+const secondsUpTo = (max: number) => (raw: string) => {
+  const n = positiveInt(raw);
+  if (n > max) throw new Error(`at most ${max} seconds: ${raw}`);
   return n;
 };
 const text = (raw: string) => raw;
@@ -122,6 +135,22 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     default: "0",
     description: "seconds after a refresh during which presenting the used refresh token again is refused without revoking its family",
     parse: atLeast(0),
+  },
+  {
+    key: "loginMaxFailures", flag: "login-max-failures", env: "IDENTITY_LOGIN_MAX_FAILURES", default: String(DEFAULT_LOGIN_POLICY.maxFailures),
+    description: "failed sign-ins of one user name (form or password grant) that lock it; 0 = never lock", parse: atLeast(0),
+  },
+  {
+    key: "loginLockoutSeconds", flag: "login-lockout-seconds", env: "IDENTITY_LOGIN_LOCKOUT_SECONDS", default: String(DEFAULT_LOGIN_POLICY.lockoutSeconds),
+    description: "how long a lockout lasts, and the window in which failures are counted", parse: positiveInt,
+  },
+  {
+    key: "sessionTtlSeconds", flag: "session-ttl-seconds", env: "IDENTITY_SESSION_TTL_SECONDS", default: "28800",
+    description: "lifetime of a browser sign-in session", parse: positiveInt,
+  },
+  {
+    key: "codeTtlSeconds", flag: "code-ttl-seconds", env: "IDENTITY_CODE_TTL_SECONDS", default: "300",
+    description: "lifetime of an authorization code (at most 600)", parse: secondsUpTo(MAX_CODE_TTL_SECONDS),
   },
 ];
 

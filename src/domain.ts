@@ -3,8 +3,11 @@ import { UserAdmin } from "./accounts/users.js";
 import type { Clock } from "./clock.js";
 import { ProviderAdmin } from "./federation/providers.js";
 import { ClientAuthenticator } from "./oauth/clientAuth.js";
+import { AuthorizationCodes } from "./oauth/codes.js";
 import type { GrantDeps } from "./oauth/grants/types.js";
 import { KeyRing } from "./oauth/keys.js";
+import { LoginThrottle, type LoginPolicy } from "./oauth/loginThrottle.js";
+import { PendingAuthorizations } from "./oauth/pendingAuthorizations.js";
 import { SessionManager } from "./oauth/sessions.js";
 import { TokenMinter } from "./oauth/tokens.js";
 import { UserAuthenticator } from "./oauth/userAuth.js";
@@ -18,6 +21,8 @@ export interface Domain extends GrantDeps {
   userAdmin: UserAdmin;
   providerAdmin: ProviderAdmin;
   sessions: SessionManager;
+  /** Authorize requests waiting for a sign-in. */
+  pendingAuthorizations: PendingAuthorizations;
   /** Bearer token for the admin RPCs; undefined keeps them closed. */
   adminToken?: string;
 }
@@ -29,7 +34,13 @@ export interface DomainOptions {
   adminToken?: string;
   keyReloadMs?: number;
   refreshReuseGraceSeconds?: number;
+  /** Brute-force policy of the password grant and the login form; off when absent. */
+  loginPolicy?: LoginPolicy;
+  sessionTtlSeconds?: number;
+  codeTtlSeconds?: number;
 }
+
+const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
 
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
@@ -42,11 +53,13 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     minter: new TokenMinter(store, keys, clock, issuer),
     clients: new ClientAuthenticator(store.applications),
-    users: new UserAuthenticator(store.users),
+    users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT)),
+    codes: new AuthorizationCodes(store, clock, options.codeTtlSeconds),
     applicationAdmin: new ApplicationAdmin(store.applications, clock),
     userAdmin: new UserAdmin(store.users, clock),
     providerAdmin: new ProviderAdmin(store.providers, clock),
-    sessions: new SessionManager(store, clock),
+    sessions: new SessionManager(store, clock, options.sessionTtlSeconds),
+    pendingAuthorizations: new PendingAuthorizations(store.authorizationRequests, clock),
     adminToken: options.adminToken,
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
   };

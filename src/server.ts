@@ -7,6 +7,7 @@ import { systemClock, type Clock } from "./clock.js";
 import type { ServeConfig } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
+import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
 import { errorFields, stderrLogger, type Logger } from "./log.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
@@ -17,6 +18,7 @@ import { openDb, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
 import { listenOnePort } from "./transport.js";
 import { createLogoutHandler } from "./web/logout.js";
+import { createWebHandler } from "./web/handler.js";
 
 export interface ServerDeps {
   clock?: Clock;
@@ -94,6 +96,12 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         adminToken: config.adminToken,
         keyReloadMs,
         refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
+        loginPolicy: {
+          maxFailures: config.loginMaxFailures ?? DEFAULT_LOGIN_POLICY.maxFailures,
+          lockoutSeconds: config.loginLockoutSeconds ?? DEFAULT_LOGIN_POLICY.lockoutSeconds,
+        },
+        sessionTtlSeconds: config.sessionTtlSeconds,
+        codeTtlSeconds: config.codeTtlSeconds,
       });
       if (configFile) await applyConfigFile(configFile, domain);
       return { domain, demo: configFile ? undefined : await seedDemo(domain) };
@@ -112,7 +120,11 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
   const bindings = serviceBindings(domain);
   const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected };
   // Each answers the paths it owns and returns false for the rest.
-  const httpDoors = [createRestFacade(bindings, httpOptions), createLogoutHandler(domain, httpOptions)];
+  const httpDoors = [
+    createWebHandler(domain, httpOptions),
+    createRestFacade(bindings, httpOptions),
+    createLogoutHandler(domain, httpOptions),
+  ];
   const connect = connectNodeAdapter({
     routes(router) {
       for (const { service, impl } of bindings) router.service(service, impl);

@@ -1,5 +1,7 @@
+import { RESPONSE_MODES, RESPONSE_TYPES } from "./authorizeRequest.js";
 import { GRANTS } from "./grants/index.js";
 import { SIGNING_ALG } from "./keys.js";
+import { PKCE_METHOD } from "./pkce.js";
 import { SCOPE_CLAIMS, SUPPORTED_SCOPES } from "./scopes.js";
 
 /**
@@ -9,21 +11,26 @@ import { SCOPE_CLAIMS, SUPPORTED_SCOPES } from "./scopes.js";
 export function discoveryDocument(issuer: string) {
   return {
     issuer,
+    authorizationEndpoint: `${issuer}/login/oauth/authorize`,
     tokenEndpoint: `${issuer}/api/login/oauth/access_token`,
     introspectionEndpoint: `${issuer}/api/login/oauth/introspect`,
     userinfoEndpoint: `${issuer}/api/userinfo`,
     revocationEndpoint: `${issuer}/api/login/oauth/revoke`,
     endSessionEndpoint: `${issuer}/api/logout`,
     jwksUri: `${issuer}/.well-known/jwks`,
-    responseTypesSupported: ["code"],
-    grantTypesSupported: [...GRANTS.keys()],
+    responseTypesSupported: [...RESPONSE_TYPES],
+    responseModesSupported: [...RESPONSE_MODES],
+    // implicit has no token-endpoint handler: it is the token and id_token response types.
+    grantTypesSupported: [...GRANTS.keys(), "implicit"],
     subjectTypesSupported: ["public"],
     idTokenSigningAlgValuesSupported: [SIGNING_ALG],
     scopesSupported: [...SUPPORTED_SCOPES],
     claimsSupported: ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", ...SCOPE_CLAIMS],
-    tokenEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
+    // "none": a PKCE code exchange may leave the secret out (the spec).
+    tokenEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", "none"],
     introspectionEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
     revocationEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
-    codeChallengeMethodsSupported: ["S256"],
+    codeChallengeMethodsSupported: [PKCE_METHOD],
+    authorizationResponseIssParameterSupported: true,
   };
 }

@@ -31,6 +31,9 @@ export interface Grant {
   refreshToken: boolean;
 }
 
+/** What an ID token is made from. */
+export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "nonce"> & { user: UserRecord };
+
 /** RFC 6749 §5.1 token set, as the domain returns it. */
 export interface TokenSet {
   accessToken: string;
@@ -94,22 +97,7 @@ export class TokenMinter {
     const wantsIdToken = grant.idToken && user !== undefined && grant.scopes.includes("openid");
     const [accessToken, idToken] = await Promise.all([
       sign(accessClaims, "at+jwt"),
-      wantsIdToken
-        ? sign(
-            {
-              ...claimsForScopes(user, grant.scopes),
-              iss: this.issuer,
-              sub: user.id,
-              aud: app.clientId,
-              azp: app.clientId,
-              exp: now + expiresIn,
-              iat: now,
-              auth_time: authTime,
-              ...(grant.nonce ? { nonce: grant.nonce } : {}),
-            },
-            "JWT",
-          )
-        : undefined,
+      wantsIdToken ? sign(this.idTokenClaims({ ...grant, user }, now), "JWT") : undefined,
     ]);
     const refreshToken = grant.refreshToken && user ? randomToken() : undefined;
 
@@ -151,5 +139,30 @@ export class TokenMinter {
     });
 
     return { accessToken, idToken, refreshToken, tokenType: "Bearer", expiresIn, scope };
+  }
+
+  /**
+   * An ID token on its own, for response_type=id_token (OIDC Core §3.2).
+   * No access token goes with it, so nothing is stored.
+   */
+  async mintIdToken(grant: IdTokenGrant): Promise<string> {
+    const now = epochSeconds(this.clock);
+    const { kid, key } = await this.keys.signingKey();
+    return new SignJWT(this.idTokenClaims(grant, now)).setProtectedHeader({ alg: SIGNING_ALG, kid, typ: "JWT" }).sign(key);
+  }
+
+  private idTokenClaims(grant: IdTokenGrant, now: number): Record<string, unknown> {
+    const { app, user } = grant;
+    return {
+      ...claimsForScopes(user, grant.scopes),
+      iss: this.issuer,
+      sub: user.id,
+      aud: app.clientId,
+      azp: app.clientId,
+      exp: now + app.expireInHours * HOUR,
+      iat: now,
+      auth_time: grant.authTime ?? now,
+      ...(grant.nonce ? { nonce: grant.nonce } : {}),
+    };
   }
 }

@@ -1,17 +1,25 @@
 import type { UserRecord, UserRepository } from "../store/users.js";
 import { OAuthError } from "./errors.js";
+import type { LoginThrottle } from "./loginThrottle.js";
 import { DUMMY_SECRET_HASH, verifySecret } from "./secrets.js";
 
-/** Checks user passwords without revealing whether a user exists. */
+/**
+ * Checks user passwords for the password grant and the login form, without
+ * revealing whether a user exists, under one brute-force policy.
+ */
 export class UserAuthenticator {
-  constructor(private readonly users: UserRepository) {}
+  constructor(
+    private readonly users: UserRepository,
+    private readonly throttle: LoginThrottle,
+  ) {}
 
   async authenticate(username: string, password: string): Promise<UserRecord> {
-    const user = await this.users.findByName(username);
-    const matches = await verifySecret(password, user?.passwordHash ?? DUMMY_SECRET_HASH);
-    if (!user || !matches || user.disabled) {
-      throw new OAuthError("invalid_grant", "invalid username or password");
-    }
+    const user = await this.throttle.attempt(username, async () => {
+      const found = await this.users.findByName(username);
+      const matches = await verifySecret(password, found?.passwordHash ?? DUMMY_SECRET_HASH);
+      return found && matches && !found.disabled ? found : undefined;
+    });
+    if (!user) throw new OAuthError("invalid_grant", "invalid username or password");
     return user;
   }
 }

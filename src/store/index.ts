@@ -1,6 +1,9 @@
 import { ApplicationRepository } from "./applications.js";
+import { AuthorizationCodeRepository } from "./authorizationCodes.js";
+import { AuthorizationRequestRepository } from "./authorizationRequests.js";
 import type { Db } from "./db.js";
 import { SigningKeyRepository } from "./keys.js";
+import { LoginFailureRepository } from "./loginFailures.js";
 import { ProviderRepository } from "./providers.js";
 import { SessionRepository } from "./sessions.js";
 import { AccessTokenRepository, RefreshTokenRepository } from "./tokens.js";
@@ -16,6 +19,9 @@ export interface Store {
   refreshTokens: RefreshTokenRepository;
   providers: ProviderRepository;
   sessions: SessionRepository;
+  authorizationCodes: AuthorizationCodeRepository;
+  authorizationRequests: AuthorizationRequestRepository;
+  loginFailures: LoginFailureRepository;
 }
 
 export function createStore(db: Db): Store {
@@ -28,5 +34,8 @@ export function createStore(db: Db): Store {
     refreshTokens: new RefreshTokenRepository(db),
     providers: new ProviderRepository(db),
     sessions: new SessionRepository(db),
+    authorizationCodes: new AuthorizationCodeRepository(db),
+    authorizationRequests: new AuthorizationRequestRepository(db),
+    loginFailures: new LoginFailureRepository(db),
   };
 }

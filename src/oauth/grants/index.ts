@@ -1,3 +1,4 @@
+import { authorizationCodeGrant } from "./authorizationCode.js";
 import { clientCredentialsGrant } from "./clientCredentials.js";
 import { passwordGrant } from "./password.js";
 import { refreshTokenGrant } from "./refreshToken.js";
@@ -5,5 +6,5 @@ import type { GrantHandler } from "./types.js";
 
 /** Every grant the token endpoint knows, by grant_type. */
 export const GRANTS: ReadonlyMap<string, GrantHandler> = new Map(
-  [passwordGrant, clientCredentialsGrant, refreshTokenGrant].map((g) => [g.grantType, g]),
+  [authorizationCodeGrant, passwordGrant, clientCredentialsGrant, refreshTokenGrant].map((g) => [g.grantType, g]),
 );

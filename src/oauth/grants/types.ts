@@ -2,6 +2,7 @@ import type { Clock } from "../../clock.js";
 import type { ApplicationRecord } from "../../store/applications.js";
 import type { Store } from "../../store/index.js";
 import type { ClientAuthenticator } from "../clientAuth.js";
+import type { AuthorizationCodes } from "../codes.js";
 import type { TokenMinter, TokenSet } from "../tokens.js";
 import type { UserAuthenticator } from "../userAuth.js";
 
@@ -28,6 +29,7 @@ export interface GrantDeps {
   users: UserAuthenticator;
   /** How long a consumed refresh token may be presented again without revoking its family. */
   refreshReuseGraceSeconds: number;
+  codes: AuthorizationCodes;
 }
 
 /** One grant type, in its own module. */

@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import * as initial from "./001_initial.js";
+import * as authorization from "./003_authorization.js";
 import * as cleanupIndexes from "./006_cleanup_indexes.js";
 
 interface Migration {
@@ -12,6 +13,7 @@ interface Migration {
 // TypeScript sources and from the built JavaScript. Append new ones in order.
 const all: Migration[] = [
   { name: "001_initial", ...initial },
+  { name: "003_authorization", ...authorization },
   { name: "006_cleanup_indexes", ...cleanupIndexes },
 ];
 

@@ -1,0 +1,160 @@
+import type { ApplicationRecord, ApplicationRepository } from "../store/applications.js";
+import { OAuthError } from "./errors.js";
+import { parseChallenge, PKCE_METHOD } from "./pkce.js";
+import { redirectUriAllowed } from "./redirectUris.js";
+import { parseScope } from "./scopes.js";
+import { grantEnabled } from "./tokenEndpoint.js";
+
+export const RESPONSE_TYPES = ["code", "token", "id_token"] as const;
+export type ResponseType = (typeof RESPONSE_TYPES)[number];
+
+export const RESPONSE_MODES = ["query", "fragment"] as const;
+export type ResponseMode = (typeof RESPONSE_MODES)[number];
+
+/** A validated authorization request (RFC 6749 §4.1.1, §4.2.1; OIDC Core §3.1.2.1). */
+export interface AuthorizeRequest {
+  clientId: string;
+  redirectUri: string;
+  responseType: ResponseType;
+  responseMode: ResponseMode;
+  scopes: string[];
+  state: string;
+  nonce?: string;
+  codeChallenge?: string;
+  codeChallengeMethod?: typeof PKCE_METHOD;
+  /** OIDC `prompt` values, for example `login` to force the form. */
+  prompt: string[];
+  /** OIDC `max_age`: the oldest sign-in, in seconds, that may be reused. */
+  maxAge?: number;
+}
+
+/** Where an authorization response or error goes. */
+export interface ResponseTarget {
+  redirectUri: string;
+  responseMode: ResponseMode;
+  state?: string;
+}
+
+/**
+ * The outcome of validating an authorize request. An error with a target is
+ * sent back to the client; one without (unknown client, unregistered
+ * redirect_uri) must be shown to the user and never redirected.
+ */
+export type AuthorizeValidation =
+  | { ok: true; app: ApplicationRecord; request: AuthorizeRequest }
+  | { ok: false; error: OAuthError; target?: ResponseTarget };
+
+const MAX_NONCE_LENGTH = 512;
+const PROMPTS = new Set(["none", "login", "consent", "select_account"]);
+
+/**
+ * Find the application and check the redirect_uri. Nothing may be redirected
+ * before this succeeds (RFC 6749 §4.1.2.1).
+ */
+export async function resolveRedirect(
+  apps: ApplicationRepository,
+  clientId: string | undefined,
+  redirectUri: string | undefined,
+): Promise<ApplicationRecord> {
+  if (!clientId) throw new OAuthError("invalid_request", "missing parameter: client_id");
+  const app = await apps.findByClientId(clientId);
+  if (!app) throw new OAuthError("invalid_client", "unknown client_id");
+  if (!redirectUri) throw new OAuthError("invalid_request", "missing parameter: redirect_uri");
+  if (!redirectUriAllowed(app.redirectUris, redirectUri)) {
+    throw new OAuthError("invalid_request", "redirect_uri is not registered for this application");
+  }
+  return app;
+}
+
+export async function validateAuthorizeRequest(
+  params: ReadonlyMap<string, string>,
+  apps: ApplicationRepository,
+): Promise<AuthorizeValidation> {
+  const get = (name: string) => params.get(name) || undefined;
+  let app: ApplicationRecord;
+  try {
+    app = await resolveRedirect(apps, get("client_id"), get("redirect_uri"));
+  } catch (err) {
+    if (err instanceof OAuthError) return { ok: false, error: err };
+    throw err;
+  }
+  const responseType = get("response_type");
+  const target: ResponseTarget = {
+    redirectUri: get("redirect_uri")!,
+    // Tokens never travel in a query string, errors about them neither.
+    responseMode: responseType === "token" || responseType === "id_token" ? "fragment" : "query",
+    state: get("state"),
+  };
+  try {
+    return { ok: true, app, request: parseRequest(get, app, target) };
+  } catch (err) {
+    if (err instanceof OAuthError) return { ok: false, error: err, target };
+    throw err;
+  }
+}
+
+// The redirect_uri is trusted from here on, so these errors go back to the client.
+function parseRequest(
+  get: (name: string) => string | undefined,
+  app: ApplicationRecord,
+  target: ResponseTarget,
+): AuthorizeRequest {
+  const responseType = get("response_type");
+  if (!responseType) throw new OAuthError("invalid_request", "missing parameter: response_type");
+  if (!(RESPONSE_TYPES as readonly string[]).includes(responseType)) {
+    throw new OAuthError("unsupported_response_type", `unsupported response_type: ${responseType.slice(0, 64)}`);
+  }
+  const type = responseType as ResponseType;
+  const responseMode = parseResponseMode(get("response_mode"), type);
+  target.responseMode = responseMode;
+
+  const state = get("state");
+  if (!state) throw new OAuthError("invalid_request", "missing parameter: state");
+  if (type !== "code" && !grantEnabled(app.grantTypes, "implicit")) {
+    throw new OAuthError("unauthorized_client", "the implicit grant is not enabled for this application");
+  }
+  const scopes = parseScope(get("scope"));
+  const nonce = get("nonce");
+  if (nonce && nonce.length > MAX_NONCE_LENGTH) throw new OAuthError("invalid_request", "nonce is too long");
+  if (type === "id_token") {
+    if (!scopes.includes("openid")) throw new OAuthError("invalid_scope", "response_type=id_token needs the openid scope");
+    if (!nonce) throw new OAuthError("invalid_request", "nonce is required for response_type=id_token");
+  }
+  const codeChallenge = parseChallenge(get("code_challenge"), get("code_challenge_method"));
+  return {
+    clientId: app.clientId,
+    redirectUri: target.redirectUri,
+    responseType: type,
+    responseMode,
+    scopes,
+    state,
+    nonce,
+    ...(codeChallenge ? { codeChallenge, codeChallengeMethod: PKCE_METHOD } : {}),
+    prompt: parsePrompt(get("prompt")),
+    maxAge: parseMaxAge(get("max_age")),
+  };
+}
+
+function parseResponseMode(raw: string | undefined, type: ResponseType): ResponseMode {
+  if (!raw) return type === "code" ? "query" : "fragment";
+  if (!(RESPONSE_MODES as readonly string[]).includes(raw)) {
+    throw new OAuthError("invalid_request", `unsupported response_mode: ${raw.slice(0, 64)}`);
+  }
+  // OAuth 2.0 Multiple Response Type Encoding Practices §3.0.
+  if (raw === "query" && type !== "code") throw new OAuthError("invalid_request", "tokens are never sent in the query");
+  return raw as ResponseMode;
+}
+
+function parsePrompt(raw: string | undefined): string[] {
+  const values = [...new Set((raw ?? "").split(" ").filter((p) => PROMPTS.has(p)))];
+  if (values.includes("none") && values.length > 1) {
+    throw new OAuthError("invalid_request", "prompt=none cannot be combined with other prompt values");
+  }
+  return values;
+}
+
+function parseMaxAge(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(raw)) throw new OAuthError("invalid_request", "max_age must be a number of seconds");
+  return Number(raw);
+}

@@ -1,0 +1,114 @@
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../clock.js";
+import type { ApplicationRecord } from "../store/applications.js";
+import type { AuthorizationCodeRecord } from "../store/authorizationCodes.js";
+import type { Store } from "../store/index.js";
+import { revokeFamily } from "../store/tokens.js";
+import { OAuthError } from "./errors.js";
+import { verifyPkce } from "./pkce.js";
+import { randomToken, sha256 } from "./secrets.js";
+
+/** What a code is bound to when it is issued. */
+export interface CodeGrant {
+  clientId: string;
+  userId: string;
+  redirectUri: string;
+  scopes: readonly string[];
+  nonce?: string;
+  codeChallenge?: string;
+  codeChallengeMethod?: string;
+  /** Epoch seconds of the user's authentication. */
+  authTime: number;
+}
+
+/** What the token request presents with a code. */
+export interface CodeRedemption {
+  code: string;
+  /** Optional, as the spec's token request omits it; when sent it must match. */
+  redirectUri: string;
+  codeVerifier: string;
+}
+
+export const MAX_CODE_TTL_SECONDS = 600;
+
+// Expired codes are kept a day longer, so a late replay still revokes.
+const KEEP_EXPIRED_MS = 24 * 3600 * 1000;
+
+/**
+ * Authorization codes (RFC 6749 §4.1.2): 256 random bits, stored only as a
+ * SHA-256, bound to client, redirect_uri, scope, nonce and PKCE challenge,
+ * and redeemed exactly once.
+ */
+export class AuthorizationCodes {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    readonly ttlSeconds = 300,
+  ) {
+    if (ttlSeconds <= 0 || ttlSeconds > MAX_CODE_TTL_SECONDS) {
+      throw new Error(`authorization code lifetime must be 1-${MAX_CODE_TTL_SECONDS} seconds`);
+    }
+  }
+
+  async issue(grant: CodeGrant): Promise<string> {
+    const code = randomToken();
+    const now = this.clock.now();
+    await this.store.authorizationCodes.deleteExpired(now - KEEP_EXPIRED_MS);
+    await this.store.authorizationCodes.insert({
+      codeHash: sha256(code),
+      familyId: randomUUID(),
+      clientId: grant.clientId,
+      userId: grant.userId,
+      redirectUri: grant.redirectUri,
+      scope: grant.scopes.join(" "),
+      nonce: grant.nonce ?? null,
+      codeChallenge: grant.codeChallenge ?? null,
+      codeChallengeMethod: grant.codeChallengeMethod ?? null,
+      authTime: grant.authTime,
+      createdAt: now,
+      expiresAt: now + this.ttlSeconds * 1000,
+      consumedAt: null,
+      replayedAt: null,
+    });
+    return code;
+  }
+
+  /**
+   * Check the code against the request and mark it used. Checks come first,
+   * so a stolen code presented without its verifier is not burnt; the mark
+   * is one conditional UPDATE, so exactly one of any concurrent callers wins.
+   * A used code presented again revokes every token minted from it.
+   */
+  async redeem(app: ApplicationRecord, presented: CodeRedemption): Promise<AuthorizationCodeRecord> {
+    const record = await this.store.authorizationCodes.findByHash(sha256(presented.code));
+    if (!record) throw new OAuthError("invalid_grant", "authorization code is invalid");
+    if (record.consumedAt !== null) await this.replayed(record);
+    if (record.clientId !== app.clientId) throw new OAuthError("invalid_grant", "authorization code was issued to another client");
+    if (record.expiresAt <= this.clock.now()) throw new OAuthError("invalid_grant", "authorization code has expired");
+    if (presented.redirectUri && presented.redirectUri !== record.redirectUri) {
+      throw new OAuthError("invalid_grant", "redirect_uri differs from the one of the authorization request");
+    }
+    verifyPkce(record.codeChallenge, presented.codeVerifier);
+    if (!(await this.store.authorizationCodes.consume(record.codeHash, this.clock.now()))) await this.replayed(record);
+    return record;
+  }
+
+  /**
+   * Called by the winner after minting. A replay that raced the redemption
+   * may have revoked the family before the tokens existed; the replay marks
+   * the code before revoking and the winner mints before reading the mark,
+   * so one of the two always sees the other and the tokens end up revoked.
+   */
+  async revokeIfReplayed(record: AuthorizationCodeRecord): Promise<void> {
+    if (await this.store.authorizationCodes.wasReplayed(record.codeHash)) {
+      await revokeFamily(this.store.db, record.familyId, this.clock.now());
+    }
+  }
+
+  private async replayed(record: AuthorizationCodeRecord): Promise<never> {
+    const now = this.clock.now();
+    await this.store.authorizationCodes.markReplayed(record.codeHash, now);
+    await revokeFamily(this.store.db, record.familyId, now);
+    throw new OAuthError("invalid_grant", "authorization code was already used; tokens issued from it are revoked");
+  }
+}

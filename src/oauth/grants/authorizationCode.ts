@@ -1,0 +1,32 @@
+import { OAuthError } from "../errors.js";
+import { requireParam } from "./params.js";
+import type { GrantHandler } from "./types.js";
+
+/** Authorization Code (RFC 6749 §4.1.3), with PKCE (RFC 7636). */
+export const authorizationCodeGrant: GrantHandler = {
+  grantType: "authorization_code",
+  // The spec lets a PKCE client leave client_secret out; the code must then
+  // carry a challenge, which redeem() enforces.
+  allowsPublicClient: (params) => params.codeVerifier !== "",
+  async handle(app, params, deps) {
+    const code = await deps.codes.redeem(app, {
+      code: requireParam(params.code, "code"),
+      redirectUri: params.redirectUri,
+      codeVerifier: params.codeVerifier,
+    });
+    const user = await deps.store.users.findById(code.userId);
+    if (!user || user.disabled) throw new OAuthError("invalid_grant", "the user of this authorization code is no longer active");
+    const tokens = await deps.minter.mint({
+      app,
+      user,
+      scopes: code.scope.split(" "),
+      familyId: code.familyId,
+      authTime: code.authTime,
+      nonce: code.nonce ?? undefined,
+      idToken: true,
+      refreshToken: true,
+    });
+    await deps.codes.revokeIfReplayed(code);
+    return tokens;
+  },
+};

@@ -1,0 +1,30 @@
+/** Loopback hosts of RFC 8252 §7.3, where native apps pick a port at run time. */
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]"]);
+
+/**
+ * Whether `requested` may be used as a redirect target of an application
+ * that registered `registered`. The match is exact, character for character
+ * (RFC 9700 §4.1.3), except that an http loopback redirect may name any port
+ * (RFC 8252 §7.3).
+ */
+export function redirectUriAllowed(registered: readonly string[], requested: string): boolean {
+  if (registered.includes(requested)) return true;
+  const wanted = loopbackWithoutPort(requested);
+  return wanted !== undefined && registered.some((uri) => loopbackWithoutPort(uri) === wanted);
+}
+
+// The URI with its port removed, for http loopback URIs only. Both sides go
+// through the same WHATWG parser a browser uses, so equal results mean the
+// browser lands on the same path and query.
+function loopbackWithoutPort(uri: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== "http:" || !LOOPBACK_HOSTS.has(url.hostname)) return undefined;
+  if (url.username || url.password || url.hash) return undefined;
+  url.port = "";
+  return url.href;
+}

@@ -1,0 +1,94 @@
+import type { Db } from "./db.js";
+
+/** An issued authorization code, stored by the SHA-256 of its value. */
+export interface AuthorizationCodeRecord {
+  codeHash: string;
+  /** The token family every token minted from this code joins. */
+  familyId: string;
+  clientId: string;
+  userId: string;
+  redirectUri: string;
+  scope: string;
+  nonce: string | null;
+  codeChallenge: string | null;
+  codeChallengeMethod: string | null;
+  /** Epoch seconds of the user's authentication. */
+  authTime: number;
+  createdAt: number;
+  expiresAt: number;
+  consumedAt: number | null;
+  replayedAt: number | null;
+}
+
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+export class AuthorizationCodeRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(c: AuthorizationCodeRecord): Promise<void> {
+    await this.db("authorization_codes").insert({
+      code_hash: c.codeHash,
+      family_id: c.familyId,
+      client_id: c.clientId,
+      user_id: c.userId,
+      redirect_uri: c.redirectUri,
+      scope: c.scope,
+      nonce: c.nonce,
+      code_challenge: c.codeChallenge,
+      code_challenge_method: c.codeChallengeMethod,
+      auth_time: c.authTime,
+      created_at: c.createdAt,
+      expires_at: c.expiresAt,
+      consumed_at: c.consumedAt,
+      replayed_at: c.replayedAt,
+    });
+  }
+
+  async findByHash(codeHash: string): Promise<AuthorizationCodeRecord | undefined> {
+    const r = await this.db("authorization_codes").where({ code_hash: codeHash }).first();
+    if (!r) return undefined;
+    return {
+      codeHash: r.code_hash,
+      familyId: r.family_id,
+      clientId: r.client_id,
+      userId: r.user_id,
+      redirectUri: r.redirect_uri,
+      scope: r.scope,
+      nonce: r.nonce,
+      codeChallenge: r.code_challenge,
+      codeChallengeMethod: r.code_challenge_method,
+      authTime: Number(r.auth_time),
+      createdAt: Number(r.created_at),
+      expiresAt: Number(r.expires_at),
+      consumedAt: num(r.consumed_at),
+      replayedAt: num(r.replayed_at),
+    };
+  }
+
+  /**
+   * Mark the code used. One conditional UPDATE, so among any number of
+   * concurrent callers exactly one gets true.
+   */
+  async consume(codeHash: string, at: number): Promise<boolean> {
+    const updated = await this.db("authorization_codes")
+      .where({ code_hash: codeHash })
+      .whereNull("consumed_at")
+      .update({ consumed_at: at });
+    return updated === 1;
+  }
+
+  /** Record that a used code was presented again. */
+  async markReplayed(codeHash: string, at: number): Promise<void> {
+    await this.db("authorization_codes").where({ code_hash: codeHash }).whereNull("replayed_at").update({ replayed_at: at });
+  }
+
+  async wasReplayed(codeHash: string): Promise<boolean> {
+    const r = await this.db("authorization_codes").where({ code_hash: codeHash }).whereNotNull("replayed_at").first("code_hash");
+    return r !== undefined;
+  }
+
+  /** Drop codes that expired before `before`. */
+  async deleteExpired(before: number): Promise<void> {
+    await this.db("authorization_codes").where("expires_at", "<", before).delete();
+  }
+}

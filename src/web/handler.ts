@@ -1,0 +1,83 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Domain } from "../domain.js";
+import { OAuthError } from "../oauth/errors.js";
+import { collectParams, readBody } from "../rest/decode.js";
+import { sendPage } from "./http.js";
+import { errorPage, STYLESHEET_PATH } from "./pages.js";
+import { SignInPages } from "./signIn.js";
+import { STYLESHEET } from "./stylesheet.js";
+
+export interface WebHandlerOptions {
+  maxBodyBytes: number;
+  log: (err: unknown) => void;
+}
+
+interface Route {
+  methods: readonly string[];
+  serve(req: IncomingMessage, res: ServerResponse, url: URL, name: string): Promise<void> | void;
+}
+
+const PROVIDER_PATH = /^\/login\/oauth\/provider\/([A-Za-z0-9_.-]{1,100})$/;
+
+/**
+ * The hand-written browser front door: the authorize endpoint, the login
+ * form, provider buttons and the stylesheet. Returns false for any other
+ * path, so the request goes on to the REST facade.
+ */
+export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
+  const pages = new SignInPages(domain);
+  const css = Buffer.from(STYLESHEET);
+
+  // Query parameters, plus the form body of a POST; repeated ones are refused (RFC 6749 §3.1).
+  const params = async (req: IncomingMessage, url: URL) =>
+    collectParams(url, req.headers["content-type"], req.method === "POST" ? await readBody(req, options.maxBodyBytes) : "");
+
+  const routes: Record<string, Route> = {
+    // OIDC Core §3.1.2.1: the authorization endpoint takes GET and POST.
+    "/login/oauth/authorize": {
+      methods: ["GET", "POST"],
+      serve: async (req, res, url) => pages.authorize(req, res, await params(req, url)),
+    },
+    "/login": { methods: ["POST"], serve: async (req, res, url) => pages.login(req, res, await params(req, url)) },
+    [STYLESHEET_PATH]: {
+      methods: ["GET"],
+      serve: (_req, res) => {
+        res.writeHead(200, {
+          "content-type": "text/css; charset=utf-8",
+          "content-length": css.length,
+          "cache-control": "public, max-age=3600",
+          "x-content-type-options": "nosniff",
+        });
+        res.end(css);
+      },
+    },
+  };
+
+  const providerButton: Route = {
+    methods: ["POST"],
+    serve: async (req, _res, url, name) => pages.provider(req, name, await params(req, url)),
+  };
+
+  return async function handleWeb(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const providerName = PROVIDER_PATH.exec(url.pathname)?.[1];
+    const route = providerName ? providerButton : Object.hasOwn(routes, url.pathname) ? routes[url.pathname] : undefined;
+    if (!route) return false;
+    try {
+      if (!route.methods.includes(req.method ?? "GET")) {
+        res.setHeader("allow", route.methods.join(", "));
+        throw new OAuthError("invalid_request", `use ${route.methods.join(" or ")}`, 405);
+      }
+      await route.serve(req, res, url, providerName ?? "");
+    } catch (err) {
+      if (err instanceof OAuthError && !res.headersSent) {
+        pages.showError(res, err);
+      } else {
+        options.log(err);
+        if (res.headersSent) res.destroy();
+        else sendPage(res, 500, errorPage("Something went wrong", "The sign-in service had an internal error."));
+      }
+    }
+    return true;
+  };
+}

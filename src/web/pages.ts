@@ -1,0 +1,97 @@
+/** Escape text for HTML element content and double-quoted attributes. */
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+export const STYLESHEET_PATH = "/login/assets/login.css";
+
+function layout(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<link rel="stylesheet" href="${STYLESHEET_PATH}">
+</head>
+<body>
+<main class="card">
+${body}
+</main>
+</body>
+</html>
+`;
+}
+
+/** A provider button on the login page. */
+export interface ProviderButton {
+  name: string;
+  label: string;
+  favicon: string;
+}
+
+export interface LoginView {
+  appName: string;
+  /** The pending authorize request the form completes. */
+  requestId: string;
+  csrfToken: string;
+  providers: readonly ProviderButton[];
+  /** Prefilled after a failed attempt. */
+  username?: string;
+  error?: string;
+}
+
+/** Hidden fields every form of the login page posts: the pending request and the CSRF token. */
+function pendingFields(view: LoginView): string {
+  return (
+    `<input type="hidden" name="request" value="${escapeHtml(view.requestId)}">` +
+    `<input type="hidden" name="csrf_token" value="${escapeHtml(view.csrfToken)}">`
+  );
+}
+
+export function loginPage(view: LoginView): string {
+  const app = escapeHtml(view.appName);
+  const error = view.error
+    ? `<p class="error" id="login-error" role="alert">${escapeHtml(view.error)}</p>\n`
+    : "";
+  const describedBy = view.error ? ` aria-describedby="login-error"` : "";
+  // Focus goes where the user types next: the password after a failed attempt.
+  const focusUser = view.username ? "" : " autofocus";
+  const focusPassword = view.username ? " autofocus" : "";
+  const providers = view.providers.length
+    ? `<div class="divider"><span>or</span></div>
+<ul class="providers">
+${view.providers
+  .map(
+    (p) => `<li><form method="post" action="/login/oauth/provider/${encodeURIComponent(p.name)}">${pendingFields(view)}
+<button type="submit" class="provider"><img src="${escapeHtml(p.favicon)}" alt="" width="20" height="20"> Sign in with ${escapeHtml(p.label)}</button>
+</form></li>`,
+  )
+  .join("\n")}
+</ul>
+`
+    : "";
+  return layout(
+    `Sign in to ${view.appName}`,
+    `<h1>Sign in</h1>
+<p class="subtitle">to continue to <strong>${app}</strong></p>
+${error}<form method="post" action="/login" class="login">
+${pendingFields(view)}
+<label for="username">Username</label>
+<input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${escapeHtml(view.username ?? "")}"${focusUser}${describedBy}>
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required${focusPassword}${describedBy}>
+<button type="submit" class="primary">Sign in</button>
+</form>
+${providers}`,
+  );
+}
+
+export function errorPage(title: string, message: string, code?: string): string {
+  return layout(
+    title,
+    `<h1>${escapeHtml(title)}</h1>
+<p class="error" role="alert">${escapeHtml(message)}</p>
+${code ? `<p class="code">Error code: <code>${escapeHtml(code)}</code></p>\n` : ""}<p>Go back to the application and try again.</p>`,
+  );
+}

@@ -1,0 +1,145 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { epochSeconds } from "../clock.js";
+import type { Domain } from "../domain.js";
+import { authorizationLocation, errorLocation, signInSatisfies } from "../oauth/authorize.js";
+import { resolveRedirect, validateAuthorizeRequest } from "../oauth/authorizeRequest.js";
+import { OAuthError } from "../oauth/errors.js";
+import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
+import { constantTimeEqual, randomToken } from "../oauth/secrets.js";
+import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
+import type { ApplicationRecord } from "../store/applications.js";
+import type { UserRecord } from "../store/users.js";
+import { cookie, redirect, sendPage } from "./http.js";
+import { errorPage, loginPage, type LoginView } from "./pages.js";
+
+/** The cookie holding this browser's CSRF token; the login form echoes it. */
+export const CSRF_COOKIE = "identity_csrf";
+const CSRF_TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+/** The browser half of sign-in: the authorize endpoint and the login form. */
+export class SignInPages {
+  private readonly secure: boolean;
+
+  constructor(private readonly domain: Domain) {
+    this.secure = domain.issuer.startsWith("https:");
+  }
+
+  /** GET or POST /login/oauth/authorize (OIDC Core §3.1.2.1 allows both). */
+  async authorize(req: IncomingMessage, res: ServerResponse, params: ReadonlyMap<string, string>): Promise<void> {
+    const { domain } = this;
+    const validation = await validateAuthorizeRequest(params, domain.store.applications);
+    if (!validation.ok) {
+      // No trusted redirect_uri yet: tell the user, never redirect (no open redirect).
+      if (!validation.target) return this.showError(res, validation.error);
+      return redirect(res, errorLocation(validation.target, validation.error, domain.issuer));
+    }
+    const { app, request } = validation;
+    const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    if (signedIn && signInSatisfies(request, signedIn.session.authTime, epochSeconds(domain.clock))) {
+      const location = await authorizationLocation(app, request, signedIn.user, signedIn.session.authTime, domain);
+      return redirect(res, location);
+    }
+    if (request.prompt.includes("none")) {
+      const error = new OAuthError("login_required", "the user must sign in");
+      return redirect(res, errorLocation(request, error, domain.issuer));
+    }
+    const existing = cookieValue(req.headers.cookie, CSRF_COOKIE);
+    const csrfToken = existing && CSRF_TOKEN.test(existing) ? existing : randomToken();
+    const pending = await domain.pendingAuthorizations.create(request, csrfToken);
+    const cookies = csrfToken === existing ? [] : [cookie(CSRF_COOKIE, csrfToken, { secure: this.secure })];
+    await this.showLogin(res, 200, app, pending, { csrfToken }, cookies);
+  }
+
+  /** POST /login: the username and password form. */
+  async login(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>): Promise<void> {
+    const { pending, app, csrfToken } = await this.pendingFromForm(req, form);
+    const username = form.get("username") ?? "";
+    let user: UserRecord;
+    try {
+      user = await this.domain.users.authenticate(username, form.get("password") ?? "");
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      // The same words whether or not the user exists.
+      return this.showLogin(res, 400, app, pending, { csrfToken, username, error: sentence(err.description) });
+    }
+    await this.completeSignIn(req, res, pending, user);
+  }
+
+  /**
+   * POST /login/oauth/provider/<name>: a provider button. The federation
+   * issue makes it live; until then it checks the form like the login does
+   * and says the provider cannot be used yet.
+   */
+  async provider(req: IncomingMessage, name: string, form: ReadonlyMap<string, string>): Promise<void> {
+    const { app } = await this.pendingFromForm(req, form);
+    if (!app.providers.includes(name)) throw new OAuthError("invalid_request", "this application does not offer that provider", 404);
+    throw new OAuthError("temporarily_unavailable", `signing in with ${name} is not available yet`, 501);
+  }
+
+  /**
+   * Finish a pending authorize request for a user who has just signed in
+   * (by password here; by an upstream provider in federation): start a
+   * session, issue the response and send the browser to the client.
+   */
+  async completeSignIn(req: IncomingMessage, res: ServerResponse, pending: PendingAuthorization, user: UserRecord): Promise<void> {
+    const { domain } = this;
+    if (!(await domain.pendingAuthorizations.take(pending))) {
+      throw new OAuthError("invalid_request", "this sign-in was already completed");
+    }
+    // The application may have changed while the user was signing in.
+    const app = await resolveRedirect(domain.store.applications, pending.request.clientId, pending.request.redirectUri);
+    // A fresh session id at every sign-in (no session fixation).
+    await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    const { cookie: sessionId, session } = await domain.sessions.create(user);
+    const location = await authorizationLocation(app, pending.request, user, session.authTime, domain);
+    redirect(res, location, [
+      cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds }),
+    ]);
+  }
+
+  /**
+   * The pending request a login-page form refers to, after checking the
+   * form's CSRF token against the cookie (double submit) and the request's
+   * binding to that token. Throws an error to show otherwise.
+   */
+  async pendingFromForm(
+    req: IncomingMessage,
+    form: ReadonlyMap<string, string>,
+  ): Promise<{ pending: PendingAuthorization; app: ApplicationRecord; csrfToken: string }> {
+    const csrfToken = form.get("csrf_token");
+    const cookieToken = cookieValue(req.headers.cookie, CSRF_COOKIE);
+    if (!csrfToken || !cookieToken || !constantTimeEqual(csrfToken, cookieToken)) {
+      throw new OAuthError("access_denied", "the sign-in form is missing its security token or was not sent from this browser", 403);
+    }
+    const pending = await this.domain.pendingAuthorizations.findForBrowser(form.get("request"), csrfToken);
+    const app = pending && (await this.domain.store.applications.findByClientId(pending.request.clientId));
+    if (!pending || !app) throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
+    return { pending, app, csrfToken };
+  }
+
+  private async showLogin(
+    res: ServerResponse,
+    status: number,
+    app: ApplicationRecord,
+    pending: PendingAuthorization,
+    form: Pick<LoginView, "csrfToken" | "username" | "error">,
+    cookies: string[] = [],
+  ): Promise<void> {
+    const configured = await this.domain.store.providers.list();
+    const offered = app.providers
+      .map((name) => configured.find((p) => p.name === name))
+      .filter((p) => p !== undefined);
+    const providers = offered.map((p) => ({ name: p.name, label: p.displayName || p.name, favicon: p.favicon }));
+    const html = loginPage({ ...form, appName: app.name, requestId: pending.id, providers });
+    // Where a submitted form may end up after redirects: the client, or a provider's login page.
+    const formTargets = [pending.request.redirectUri, ...offered.map((p) => p.authUrl)].map((url) => new URL(url).origin);
+    sendPage(res, status, html, { cookies, formTargets });
+  }
+
+  /** The page for an error that must not (or cannot) go back to the client. */
+  showError(res: ServerResponse, error: OAuthError): void {
+    sendPage(res, error.status ?? 400, errorPage("Sign-in failed", sentence(error.description), error.code));
+  }
+}
+
+const sentence = (text: string) => (text ? `${text[0]!.toUpperCase()}${text.slice(1)}.` : text);
