@@ -18,18 +18,19 @@ export interface Sweep {
 export const SWEEPS: readonly Sweep[] = [
   // An expired access token is inactive whether its row exists or not.
   { table: "access_tokens", key: "token_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
-  // A consumed refresh token must outlive its own expiry while its family is
-  // alive: presenting it again is reuse, and revokes the family. The family
-  // goes as a whole once its last token has expired.
+  // A consumed refresh token must outlive its own expiry while anything of its
+  // family is alive: presenting it again is reuse, and revokes the family's
+  // live tokens, refresh and access alike (an access token can outlive every
+  // refresh token when expireInHours > refreshExpireInHours). The family goes
+  // as a whole once its last token of either kind has expired.
   {
     table: "refresh_tokens",
     key: "token_hash",
-    expired: (rows, now, db) =>
-      rows
-        .where("t.expires_at", "<=", now)
-        .whereNotExists(
-          db("refresh_tokens as live").select(db.raw("1")).where("live.family_id", db.ref("t.family_id")).where("live.expires_at", ">", now),
-        ),
+    expired: (rows, now, db) => {
+      const liveInFamily = (table: string) =>
+        db(`${table} as live`).select(db.raw("1")).where("live.family_id", db.ref("t.family_id")).where("live.expires_at", ">", now);
+      return rows.where("t.expires_at", "<=", now).whereNotExists(liveInFamily("refresh_tokens")).whereNotExists(liveInFamily("access_tokens"));
+    },
   },
   { table: "sessions", key: "id_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
 ];

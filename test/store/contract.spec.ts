@@ -382,6 +382,23 @@ describeEachBackend("storage contract", (ctx) => {
       assert.equal(await ctx.store.refreshTokens.findByHash(current.tokenHash), undefined);
     });
 
+    it("keeps a family's expired refresh tokens while one of its access tokens is live", async () => {
+      const now = clock.now();
+      const familyId = randomUUID();
+      const consumed = aRefreshToken({ familyId, consumedAt: now, expiresAt: now + 1000 });
+      const current = aRefreshToken({ familyId, expiresAt: now + 1000 });
+      const access = anAccessToken({ familyId, expiresAt: now + 5000 });
+      for (const t of [consumed, current]) await ctx.store.refreshTokens.insert(t);
+      await ctx.store.accessTokens.insert(access);
+
+      clock.advanceSeconds(1);
+      assert.deepEqual(await job().runOnce(), { access_tokens: 0, refresh_tokens: 0, sessions: 0 });
+      assert.ok(await ctx.store.refreshTokens.findByHash(consumed.tokenHash), "reuse must still revoke the live access token");
+
+      clock.advanceSeconds(4);
+      assert.deepEqual(await job().runOnce(), { access_tokens: 1, refresh_tokens: 2, sessions: 0 });
+    });
+
     it("deletes at most batchSize × maxBatches rows per table per run", async () => {
       const now = clock.now();
       for (let i = 0; i < 8; i++) await ctx.store.sessions.insert(aSession({ expiresAt: now }));
