@@ -4,7 +4,8 @@ import type { Clock } from "./clock.js";
 import { ProviderAdmin } from "./federation/providers.js";
 import { ClientAuthenticator } from "./oauth/clientAuth.js";
 import type { GrantDeps } from "./oauth/grants/types.js";
-import { KeyRing } from "./oauth/keys.js";
+import { KeyRing, type KeyPairGenerator } from "./oauth/keys.js";
+import type { ScryptCost } from "./oauth/secrets.js";
 import { SessionManager } from "./oauth/sessions.js";
 import { TokenMinter } from "./oauth/tokens.js";
 import { UserAuthenticator } from "./oauth/userAuth.js";
@@ -29,11 +30,15 @@ export interface DomainOptions {
   adminToken?: string;
   keyReloadMs?: number;
   refreshReuseGraceSeconds?: number;
+  /** Makes the key pairs of new signing keys (RSA by default; tests reuse one to save its cost). */
+  generateKeyPair?: KeyPairGenerator;
+  /** The scrypt cost of newly hashed passwords and client secrets (tests lower it). */
+  secretHashCost?: ScryptCost;
 }
 
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
-  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs);
+  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs, options.generateKeyPair);
   await keys.init();
   return {
     issuer,
@@ -43,8 +48,8 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     minter: new TokenMinter(store, keys, clock, issuer),
     clients: new ClientAuthenticator(store.applications),
     users: new UserAuthenticator(store.users),
-    applicationAdmin: new ApplicationAdmin(store.applications, clock),
-    userAdmin: new UserAdmin(store.users, clock),
+    applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost),
+    userAdmin: new UserAdmin(store.users, clock, options.secretHashCost),
     providerAdmin: new ProviderAdmin(store.providers, clock),
     sessions: new SessionManager(store, clock),
     adminToken: options.adminToken,

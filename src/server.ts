@@ -5,7 +5,7 @@ import { applyConfigFile, loadConfigFile } from "./accounts/configFile.js";
 import { seedDemo, type DemoCredentials } from "./accounts/seed.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { ServeConfig } from "./config.js";
-import { createDomain, type Domain } from "./domain.js";
+import { createDomain, type Domain, type DomainOptions } from "./domain.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
 import { errorFields, stderrLogger, type Logger } from "./log.js";
 import { sendJson } from "./rest/errors.js";
@@ -23,6 +23,9 @@ export interface ServerDeps {
   logger?: Logger;
   /** How often each instance re-reads the signing keys (ms); overrides config.keyReloadSeconds. */
   keyReloadMs?: number;
+  /** Test hooks for the two deliberately slow steps: key generation and password hashing. */
+  generateKeyPair?: DomainOptions["generateKeyPair"];
+  secretHashCost?: DomainOptions["secretHashCost"];
 }
 
 export interface RunningServer {
@@ -94,6 +97,8 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         adminToken: config.adminToken,
         keyReloadMs,
         refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
+        generateKeyPair: deps.generateKeyPair,
+        secretHashCost: deps.secretHashCost,
       });
       if (configFile) await applyConfigFile(configFile, domain);
       return { domain, demo: configFile ? undefined : await seedDemo(domain) };

@@ -21,8 +21,7 @@ describeEachDatabase(`${RACERS} concurrent refreshes of one token`, (ctx) => {
   const clock = new FakeClock();
   const servers = new Map<number, RunningServer>();
   before(async () => {
-    // Both servers use the backend's database (on :memory: each gets its own);
-    // the second finds the signing key made, which saves a key generation.
+    // Both servers use the backend's database (on :memory: each gets its own).
     for (const graceSeconds of GRACE_SECONDS) {
       const server = await startTestServer({
         clock,
