@@ -8,14 +8,14 @@ const costOf = (hash: string) => {
 };
 
 describe("secret hashing", () => {
-  it("hashes with scrypt N=2^15, r=8, p=1 by default, and verifies only the right secret", async () => {
+  // Two scrypt runs at full cost: the default parameters fit the memory limit.
+  it("hashes with scrypt N=2^15, r=8, p=1 by default, and verifies it", async () => {
     const hash = await hashSecret("pw-alice-123");
     assert.deepEqual(costOf(hash), { scheme: "scrypt", N: 32768, r: 8, p: 1 });
     assert.equal(await verifySecret("pw-alice-123", hash), true);
-    assert.equal(await verifySecret("pw-alice-124", hash), false);
   });
 
-  it("verifies at the cost a hash records, so a lower test cost changes nothing else", async () => {
+  it("verifies at the cost a hash records, and only the right secret", async () => {
     const hash = await hashSecret("secret-1", TEST_SECRET_HASH_COST);
     assert.deepEqual(costOf(hash), { scheme: "scrypt", ...TEST_SECRET_HASH_COST });
     assert.equal(await verifySecret("secret-1", hash), true);

@@ -116,8 +116,9 @@ export function describeEachDatabase(title: string, body: (ctx: DatabaseContext)
       database = backend.fresh();
       ctx.url = database.url;
     });
-    after(() => database?.dispose());
     body(ctx);
+    // Registered after the body's hooks, so it runs after they closed their servers.
+    after(() => database?.dispose());
   });
 }
 
@@ -140,11 +141,11 @@ export function describeEachBackend(title: string, body: (ctx: BackendContext) =
       const db = await openDb({ url: database.url });
       Object.assign(ctx, { url: database.url, db, store: createStore(db) });
     });
+    body(ctx);
     after(async () => {
       await ctx.db?.destroy();
       await database?.dispose();
     });
-    body(ctx);
   });
 }
 
