@@ -5,7 +5,8 @@ import { ProviderAdmin } from "./federation/providers.js";
 import { ClientAuthenticator } from "./oauth/clientAuth.js";
 import { AuthorizationCodes } from "./oauth/codes.js";
 import type { GrantDeps } from "./oauth/grants/types.js";
-import { KeyRing } from "./oauth/keys.js";
+import { KeyRing, type KeyPairGenerator } from "./oauth/keys.js";
+import type { ScryptCost } from "./oauth/secrets.js";
 import { LoginThrottle, type LoginPolicy } from "./oauth/loginThrottle.js";
 import { PendingAuthorizations } from "./oauth/pendingAuthorizations.js";
 import { SessionManager } from "./oauth/sessions.js";
@@ -38,13 +39,17 @@ export interface DomainOptions {
   loginPolicy?: LoginPolicy;
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
+  /** Makes the key pairs of new signing keys (RSA by default; tests reuse one to save its cost). */
+  generateKeyPair?: KeyPairGenerator;
+  /** The scrypt cost of newly hashed passwords and client secrets (tests lower it). */
+  secretHashCost?: ScryptCost;
 }
 
 const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
 
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
-  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs);
+  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs, options.generateKeyPair);
   await keys.init();
   return {
     issuer,
@@ -55,8 +60,8 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     clients: new ClientAuthenticator(store.applications),
     users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT)),
     codes: new AuthorizationCodes(store, clock, options.codeTtlSeconds),
-    applicationAdmin: new ApplicationAdmin(store.applications, clock),
-    userAdmin: new UserAdmin(store.users, clock),
+    applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost),
+    userAdmin: new UserAdmin(store.users, clock, options.secretHashCost),
     providerAdmin: new ProviderAdmin(store.providers, clock),
     sessions: new SessionManager(store, clock, options.sessionTtlSeconds),
     pendingAuthorizations: new PendingAuthorizations(store.authorizationRequests, clock),

@@ -5,7 +5,7 @@ import { applyConfigFile, loadConfigFile } from "./accounts/configFile.js";
 import { seedDemo, type DemoCredentials } from "./accounts/seed.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { ServeConfig } from "./config.js";
-import { createDomain, type Domain } from "./domain.js";
+import { createDomain, type Domain, type DomainOptions } from "./domain.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
 import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
 import { errorFields, stderrLogger, type Logger } from "./log.js";
@@ -25,6 +25,9 @@ export interface ServerDeps {
   logger?: Logger;
   /** How often each instance re-reads the signing keys (ms); overrides config.keyReloadSeconds. */
   keyReloadMs?: number;
+  /** Test hooks for the two deliberately slow steps: key generation and password hashing. */
+  generateKeyPair?: DomainOptions["generateKeyPair"];
+  secretHashCost?: DomainOptions["secretHashCost"];
 }
 
 export interface RunningServer {
@@ -102,6 +105,8 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         },
         sessionTtlSeconds: config.sessionTtlSeconds,
         codeTtlSeconds: config.codeTtlSeconds,
+        generateKeyPair: deps.generateKeyPair,
+        secretHashCost: deps.secretHashCost,
       });
       if (configFile) await applyConfigFile(configFile, domain);
       return { domain, demo: configFile ? undefined : await seedDemo(domain) };

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../clock.js";
 import { OAuthError } from "../oauth/errors.js";
-import { hashSecret, randomToken, verifySecret } from "../oauth/secrets.js";
+import { hashSecret, randomToken, SCRYPT_COST, verifySecret, type ScryptCost } from "../oauth/secrets.js";
 import type { ApplicationRecord, ApplicationRepository } from "../store/applications.js";
 import {
   absoluteHttpUrlProblem,
@@ -66,6 +66,7 @@ export class ApplicationAdmin {
   constructor(
     private readonly repo: ApplicationRepository,
     private readonly clock: Clock,
+    private readonly hashCost: ScryptCost = SCRYPT_COST,
   ) {}
 
   async create(input: ApplicationInput): Promise<SavedApplication> {
@@ -76,7 +77,7 @@ export class ApplicationAdmin {
       name: input.name,
       // 128 bits at least, as client ids and secrets must not be guessable.
       clientId: input.clientId ?? randomToken(16),
-      clientSecretHash: await hashSecret(clientSecret),
+      clientSecretHash: await hashSecret(clientSecret, this.hashCost),
       redirectUris: input.redirectUris ?? [],
       grantTypes: withCodeGrant(input.grantTypes ?? []),
       expireInHours: input.expireInHours ?? 1,
@@ -128,7 +129,7 @@ export class ApplicationAdmin {
   // Re-applying a config file at every start must not re-hash an unchanged
   // secret (and so invalidate verification caches) each time.
   private async rehash(current: ApplicationRecord, secret: string): Promise<string> {
-    return (await verifySecret(secret, current.clientSecretHash)) ? current.clientSecretHash : hashSecret(secret);
+    return (await verifySecret(secret, current.clientSecretHash)) ? current.clientSecretHash : hashSecret(secret, this.hashCost);
   }
 
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../clock.js";
 import { OAuthError } from "../oauth/errors.js";
-import { hashSecret, verifySecret } from "../oauth/secrets.js";
+import { hashSecret, SCRYPT_COST, verifySecret, type ScryptCost } from "../oauth/secrets.js";
 import type { UserRecord, UserRepository } from "../store/users.js";
 import { conflictsAsErrors, InvalidInputError, optionalBoolean, optionalString, rejectUnknownFields, requireName } from "./validation.js";
 
@@ -48,6 +48,7 @@ export class UserAdmin {
   constructor(
     private readonly repo: UserRepository,
     private readonly clock: Clock,
+    private readonly hashCost: ScryptCost = SCRYPT_COST,
   ) {}
 
   async create(input: UserInput): Promise<UserRecord> {
@@ -55,7 +56,7 @@ export class UserAdmin {
     const user: UserRecord = {
       id: randomUUID(),
       name: input.name,
-      passwordHash: input.password ? await hashSecret(input.password) : null,
+      passwordHash: input.password ? await hashSecret(input.password, this.hashCost) : null,
       displayName: input.displayName ?? "",
       email: input.email ?? "",
       emailVerified: input.emailVerified ?? false,
@@ -112,7 +113,7 @@ export class UserAdmin {
   // An unchanged password from a re-applied config file keeps its hash.
   private async rehash(current: UserRecord, password: string): Promise<string> {
     if (current.passwordHash && (await verifySecret(password, current.passwordHash))) return current.passwordHash;
-    return hashSecret(password);
+    return hashSecret(password, this.hashCost);
   }
 
 }

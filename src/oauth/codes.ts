@@ -31,9 +31,6 @@ export interface CodeRedemption {
 
 export const MAX_CODE_TTL_SECONDS = 600;
 
-// Expired codes are kept a day longer, so a late replay still revokes.
-const KEEP_EXPIRED_MS = 24 * 3600 * 1000;
-
 /**
  * Authorization codes (RFC 6749 §4.1.2): 256 random bits, stored only as a
  * SHA-256, bound to client, redirect_uri, scope, nonce and PKCE challenge,
@@ -53,7 +50,6 @@ export class AuthorizationCodes {
   async issue(grant: CodeGrant): Promise<string> {
     const code = randomToken();
     const now = this.clock.now();
-    await this.store.authorizationCodes.deleteExpired(now - KEEP_EXPIRED_MS);
     await this.store.authorizationCodes.insert({
       codeHash: sha256(code),
       familyId: randomUUID(),

@@ -11,6 +11,11 @@ export const SIGNING_ALG = "RS256";
 /** How often an instance re-reads the keys unless configured otherwise. */
 export const DEFAULT_KEY_RELOAD_MS = 10_000;
 
+/** Makes the key pair of a new signing key: the slow step of a rotation (tests share one). */
+export type KeyPairGenerator = () => ReturnType<typeof generateKeyPair>;
+
+export const generateSigningKeyPair: KeyPairGenerator = () => generateKeyPair(SIGNING_ALG, { extractable: true, modulusLength: 2048 });
+
 /** Whatever jose signs with on this platform (a WebCrypto key on Node). */
 export type PrivateSigningKey = Parameters<SignJWT["sign"]>[0];
 
@@ -38,6 +43,7 @@ export class KeyRing {
     private readonly repo: SigningKeyRepository,
     private readonly clock: Clock,
     private readonly reloadMs = DEFAULT_KEY_RELOAD_MS,
+    private readonly generateKeyPair: KeyPairGenerator = generateSigningKeyPair,
   ) {}
 
   /** Load the keys, creating the first one on a new database. */
@@ -64,7 +70,7 @@ export class KeyRing {
 
   /** Create a new key that signs from now on, and publish it. */
   async rotate(): Promise<SigningKeyRecord> {
-    const { privateKey, publicKey } = await generateKeyPair(SIGNING_ALG, { extractable: true, modulusLength: 2048 });
+    const { privateKey, publicKey } = await this.generateKeyPair();
     const kid = randomUUID();
     const now = this.clock.now();
     const record: SigningKeyRecord = {

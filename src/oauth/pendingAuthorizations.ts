@@ -27,7 +27,6 @@ export class PendingAuthorizations {
   async create(request: AuthorizeRequest, csrfToken: string): Promise<PendingAuthorization> {
     const now = this.clock.now();
     const pending = { id: randomToken(), request, expiresAt: now + this.ttlSeconds * 1000 };
-    await this.repo.deleteExpired(now);
     await this.repo.insert({
       id: pending.id,
       csrfHash: sha256(csrfToken),

@@ -22,29 +22,37 @@ export function constantTimeEqual(a: string, b: string): boolean {
   return timingSafeEqual(left, right);
 }
 
-// scrypt parameters (RFC 7914). N=2^15 costs ~50 ms and 32 MiB per hash.
-const SCRYPT = { N: 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+/** scrypt cost parameters (RFC 7914). Each hash records its own, so verifying follows the stored ones. */
+export interface ScryptCost {
+  N: number;
+  r: number;
+  p: number;
+}
+
+/** N=2^15 costs ~50 ms and 32 MiB per hash. */
+export const SCRYPT_COST: ScryptCost = { N: 32768, r: 8, p: 1 };
+const MAXMEM = 64 * 1024 * 1024;
 const KEY_LENGTH = 32;
 
-function scryptAsync(secret: string, salt: Buffer, params = SCRYPT): Promise<Buffer> {
+function scryptAsync(secret: string, salt: Buffer, cost: ScryptCost): Promise<Buffer> {
+  const params = { ...cost, maxmem: MAXMEM };
   return new Promise((resolve, reject) =>
     scrypt(secret, salt, KEY_LENGTH, params, (err, key) => (err ? reject(err) : resolve(key))),
   );
 }
 
 /** Hash a password or client secret as `scrypt$N$r$p$salt$hash`. */
-export async function hashSecret(secret: string): Promise<string> {
+export async function hashSecret(secret: string, cost: ScryptCost = SCRYPT_COST): Promise<string> {
   const salt = randomBytes(16);
-  const key = await scryptAsync(secret, salt);
-  return ["scrypt", SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString("base64url"), key.toString("base64url")].join("$");
+  const key = await scryptAsync(secret, salt, cost);
+  return ["scrypt", cost.N, cost.r, cost.p, salt.toString("base64url"), key.toString("base64url")].join("$");
 }
 
 /** Verify a secret against `hashSecret` output in constant time. */
 export async function verifySecret(secret: string, stored: string): Promise<boolean> {
   const [scheme, n, r, p, salt, hash] = stored.split("$");
   if (scheme !== "scrypt" || !salt || !hash) return false;
-  const params = { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem };
-  const key = await scryptAsync(secret, Buffer.from(salt, "base64url"), params);
+  const key = await scryptAsync(secret, Buffer.from(salt, "base64url"), { N: Number(n), r: Number(r), p: Number(p) });
   return timingSafeEqual(key, Buffer.from(hash, "base64url"));
 }
 

@@ -86,9 +86,4 @@ export class AuthorizationCodeRepository {
     const r = await this.db("authorization_codes").where({ code_hash: codeHash }).whereNotNull("replayed_at").first("code_hash");
     return r !== undefined;
   }
-
-  /** Drop codes that expired before `before`. */
-  async deleteExpired(before: number): Promise<void> {
-    await this.db("authorization_codes").where("expires_at", "<", before).delete();
-  }
 }

@@ -40,8 +40,4 @@ export class AuthorizationRequestRepository {
   async take(id: string): Promise<boolean> {
     return (await this.db("authorization_requests").where({ id }).delete()) === 1;
   }
-
-  async deleteExpired(before: number): Promise<void> {
-    await this.db("authorization_requests").where("expires_at", "<", before).delete();
-  }
 }

@@ -14,24 +14,39 @@ export interface Sweep {
   expired(rows: Knex.QueryBuilder, now: number, db: Db): Knex.QueryBuilder;
 }
 
+const DAY_MS = 24 * 3600 * 1000;
+const CODE_REPLAY_MEMORY_MS = DAY_MS;
+// Longer than any sensible --login-lockout-seconds, the window failures are counted in.
+const LOGIN_WINDOW_MEMORY_MS = DAY_MS;
+
 /** Every sweep the cleanup job runs. A new expiring table adds one entry here. */
 export const SWEEPS: readonly Sweep[] = [
   // An expired access token is inactive whether its row exists or not.
   { table: "access_tokens", key: "token_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
-  // A consumed refresh token must outlive its own expiry while its family is
-  // alive: presenting it again is reuse, and revokes the family. The family
-  // goes as a whole once its last token has expired.
+  // A consumed refresh token must outlive its own expiry while anything of its
+  // family is alive: presenting it again is reuse, and revokes the family's
+  // live tokens, refresh and access alike (an access token can outlive every
+  // refresh token when expireInHours > refreshExpireInHours). The family goes
+  // as a whole once its last token of either kind has expired.
   {
     table: "refresh_tokens",
     key: "token_hash",
-    expired: (rows, now, db) =>
-      rows
-        .where("t.expires_at", "<=", now)
-        .whereNotExists(
-          db("refresh_tokens as live").select(db.raw("1")).where("live.family_id", db.ref("t.family_id")).where("live.expires_at", ">", now),
-        ),
+    expired: (rows, now, db) => {
+      const liveInFamily = (table: string) =>
+        db(`${table} as live`).select(db.raw("1")).where("live.family_id", db.ref("t.family_id")).where("live.expires_at", ">", now);
+      return rows.where("t.expires_at", "<=", now).whereNotExists(liveInFamily("refresh_tokens")).whereNotExists(liveInFamily("access_tokens"));
+    },
   },
   { table: "sessions", key: "id_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+  // Codes stay a day past expiry, so a late replay is still recognised and revokes what the code minted.
+  { table: "authorization_codes", key: "code_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now - CODE_REPLAY_MEMORY_MS) },
+  { table: "authorization_requests", key: "id", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+  // A failure window that has ended and holds no lock-out counts for nothing.
+  {
+    table: "login_failures",
+    key: "key",
+    expired: (rows, now) => rows.where("t.locked_until", "<=", now).where("t.window_started_at", "<=", now - LOGIN_WINDOW_MEMORY_MS),
+  },
 ];
 
 export interface CleanupLimits {

@@ -6,27 +6,24 @@ import { TokenService } from "../../gen/identity/v1/token_pb.js";
 import { parseServeConfig } from "../../src/config.js";
 import { sha256 } from "../../src/oauth/secrets.js";
 import type { RunningServer } from "../../src/server.js";
-import { isPostgresUrl } from "../../src/store/db.js";
 import { authorizeUrl, browse, CookieJar, pkcePair, signIn } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
+import { describeEachDatabase, type DatabaseContext } from "../support/databases.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const OTHER_APP = { name: "code-grant-other", clientId: "code-grant-client-2", clientSecret: "secret-2", redirectUris: TEST_APP.redirectUris };
 const CALLBACK = TEST_APP.redirectUris[0]!;
 
-const postgresUrl = isPostgresUrl(process.env.DATABASE_URL ?? "") ? process.env.DATABASE_URL : undefined;
+// On PostgreSQL the races are real: many connections on one row.
+describeEachDatabase("authorization_code grant", (ctx) => codeGrantSuite(ctx));
 
-describe("authorization_code grant", () => codeGrantSuite(":memory:"));
-// Real concurrency: many connections racing on one row.
-(postgresUrl ? describe : describe.skip)("authorization_code grant on PostgreSQL (DATABASE_URL)", () => codeGrantSuite(postgresUrl!));
-
-function codeGrantSuite(database: string) {
+function codeGrantSuite(ctx: DatabaseContext) {
   const clock = new FakeClock();
   let server: RunningServer;
   let jar: CookieJar;
 
   before(async () => {
-    server = await startTestServer({ clock, database, config: { applications: [TEST_APP, OTHER_APP], users: [TEST_USER] } });
+    server = await startTestServer({ clock, database: ctx.url, config: { applications: [TEST_APP, OTHER_APP], users: [TEST_USER] } });
     ({ jar } = await signIn(server));
   });
   after(() => server.close());

@@ -3,6 +3,7 @@ import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet
 import * as oauth from "oauth4webapi";
 import { describePostgres, freshPostgresSchema, type PostgresSchema } from "../support/databases.js";
 import { startInstance, type Instance } from "../support/instances.js";
+import { getJson, refresh } from "../support/oauth.js";
 import { ADMIN_TOKEN, TEST_APP, TEST_USER, writeConfigFile } from "../support/server.js";
 
 // Behind a load balancer every instance must announce the same issuer.
@@ -10,9 +11,16 @@ const ISSUER = "http://identity.test";
 // The documented bound on a key rotation reaching another instance is the
 // reload interval; a small one keeps this test short.
 const KEY_RELOAD_SECONDS = 1;
+// The setting for a fleet whose clients refresh in parallel: a consumed refresh
+// token presented again within it is refused without revoking the winner's
+// chain. Far longer than the race below takes, even on a loaded machine.
+const REFRESH_REUSE_GRACE_SECONDS = 60;
+const RACERS = 100;
 
-const client: oauth.Client = { client_id: TEST_APP.clientId };
-const clientAuth = oauth.ClientSecretBasic(TEST_APP.clientSecret);
+const APP = { ...TEST_APP, refreshExpireInHours: 24 };
+
+const client: oauth.Client = { client_id: APP.clientId };
+const clientAuth = oauth.ClientSecretBasic(APP.clientSecret);
 const insecure = { [oauth.allowInsecureRequests]: true };
 
 /** One instance as an OAuth client sees it (the issuer is shared, the endpoints are this instance's). */
@@ -20,6 +28,8 @@ const serverOf = (instance: Instance): oauth.AuthorizationServer => ({
   issuer: ISSUER,
   token_endpoint: `${instance.url}/api/login/oauth/access_token`,
   introspection_endpoint: `${instance.url}/api/login/oauth/introspect`,
+  userinfo_endpoint: `${instance.url}/api/userinfo`,
+  revocation_endpoint: `${instance.url}/api/login/oauth/revoke`,
 });
 
 async function passwordGrant(instance: Instance): Promise<oauth.TokenEndpointResponse> {
@@ -33,6 +43,21 @@ async function passwordGrant(instance: Instance): Promise<oauth.TokenEndpointRes
 async function introspect(instance: Instance, token: string): Promise<oauth.IntrospectionResponse> {
   const as = serverOf(instance);
   return oauth.processIntrospectionResponse(as, client, await oauth.introspectionRequest(as, client, clientAuth, token, insecure));
+}
+
+async function refreshGrant(instance: Instance, refreshToken: string): Promise<oauth.TokenEndpointResponse> {
+  const as = serverOf(instance);
+  return oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, clientAuth, refreshToken, insecure));
+}
+
+async function userinfo(instance: Instance, accessToken: string, subject: string): Promise<oauth.UserInfoResponse> {
+  const as = serverOf(instance);
+  return oauth.processUserInfoResponse(as, client, subject, await oauth.userInfoRequest(as, client, accessToken, insecure));
+}
+
+async function revoke(instance: Instance, token: string): Promise<void> {
+  const as = serverOf(instance);
+  await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, clientAuth, token, insecure));
 }
 
 async function jwks(instance: Instance): Promise<JSONWebKeySet> {
@@ -61,10 +86,11 @@ describePostgres("several instances on one PostgreSQL database (real processes)"
     schema = freshPostgresSchema();
     const args = [
       "--database", schema.url,
-      "--config", writeConfigFile({ applications: [TEST_APP], users: [TEST_USER] }),
+      "--config", writeConfigFile({ applications: [APP], users: [TEST_USER] }),
       "--admin-token", ADMIN_TOKEN,
       "--issuer", ISSUER,
       "--key-reload-seconds", String(KEY_RELOAD_SECONDS),
+      "--refresh-reuse-grace-seconds", String(REFRESH_REUSE_GRACE_SECONDS),
     ];
     // Started together: migrations and provisioning must cope with it.
     const started = await Promise.allSettled([startInstance(args), startInstance(args)]);
@@ -85,7 +111,7 @@ describePostgres("several instances on one PostgreSQL database (real processes)"
       const result = await introspect(at, token);
       assert.equal(result.active, true, b.stderr());
       assert.equal(result.username, TEST_USER.name);
-      assert.equal(result.client_id, TEST_APP.clientId);
+      assert.equal(result.client_id, APP.clientId);
       assert.equal(result.iss, ISSUER);
     }
   });
@@ -115,10 +141,63 @@ describePostgres("several instances on one PostgreSQL database (real processes)"
     await jwtVerify(signedBefore.access_token, createLocalJWKSet(published), { issuer: ISSUER });
   });
 
-  // ---- Cases that need features from other branches; the lead fills them in after merging. ----
-  // issue 4 (refresh rotation, revocation):
-  it("revokes on B and the token is inactive on A at once (after issue 4)");
-  it("lets exactly one chain live when 100 concurrent refreshes of one token hit A and B (after issue 4)");
+  it("answers userinfo on B for a token issued on A", async () => {
+    const fromA = await passwordGrant(a);
+    const subject = oauth.getValidatedIdTokenClaims(fromA)!.sub;
+    // Checks sub against the ID token's and the JSON content type.
+    const claims = await userinfo(b, fromA.access_token, subject);
+    assert.equal(claims.iss, ISSUER);
+    assert.equal(claims.aud, APP.clientId);
+    assert.equal(claims.preferred_username, TEST_USER.name);
+    assert.equal(claims.name, TEST_USER.displayName);
+  });
+
+  it("revokes on B and A sees it at once: introspection, userinfo and refresh", async () => {
+    const fromA = await passwordGrant(a);
+    assert.equal((await introspect(a, fromA.access_token)).active, true);
+
+    await revoke(b, fromA.access_token);
+    assert.equal((await introspect(a, fromA.access_token)).active, false);
+    const rejected = await getJson(`${a.url}/api/userinfo`, { authorization: `Bearer ${fromA.access_token}` });
+    assert.equal(rejected.status, 401);
+    assert.match(rejected.headers.get("www-authenticate") ?? "", /error="invalid_token"/);
+
+    await revoke(b, fromA.refresh_token!);
+    const refused = await refresh(a, fromA.refresh_token!, {}, APP);
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.error, "invalid_grant");
+    assert.match(refused.body.error_description, /revoked/);
+  });
+
+  it(`lets exactly one chain live when ${RACERS} concurrent refreshes of one token hit A and B`, async function () {
+    this.timeout(60_000);
+    const original = await passwordGrant(a);
+    const results = await Promise.all(
+      Array.from({ length: RACERS }, async (_, i) => {
+        const at = i % 2 === 0 ? a : b;
+        return { at, ...(await refresh(at, original.refresh_token!, {}, APP)) };
+      }),
+    );
+    const winners = results.filter((r) => r.status === 200);
+    assert.equal(winners.length, 1, `${winners.length} refreshes succeeded`);
+    for (const loser of results.filter((r) => r.status !== 200)) {
+      assert.equal(loser.status, 400, JSON.stringify(loser.body));
+      assert.equal(loser.body.error, "invalid_grant");
+    }
+    // No loser got a token, so the winner's is the only chain; it lives on
+    // both instances and goes on through the one the winner did not use.
+    const winner = winners[0]!;
+    const other = winner.at === a ? b : a;
+    assert.equal((await introspect(other, winner.body.access_token)).active, true);
+    const next = await refreshGrant(other, winner.body.refresh_token);
+    assert.equal((await introspect(winner.at, next.access_token)).active, true);
+    // The original is spent for good: refused again, and (inside the grace window) the chain survives that.
+    assert.equal((await refresh(other, original.refresh_token!, {}, APP)).body.error, "invalid_grant");
+    assert.equal((await introspect(a, next.access_token)).active, true);
+    assert.equal((await introspect(b, next.access_token)).active, true);
+  });
+
+  // ---- Cases that need features from another branch; the lead fills them in after merging. ----
   // issue 3 (authorization code, browser sessions):
   it("redeems on B a code issued through A (after issue 3)");
   it("keeps a browser session signed in on A valid on B (after issue 3)");

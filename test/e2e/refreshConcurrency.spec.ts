@@ -1,15 +1,14 @@
 import assert from "node:assert/strict";
 import type { RunningServer } from "../../src/server.js";
-import { isPostgresUrl } from "../../src/store/db.js";
 import { FakeClock } from "../support/clock.js";
+import { describeEachDatabase } from "../support/databases.js";
 import { isActive, passwordTokens, refresh } from "../support/oauth.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
-// TEST_DATABASE_URL=postgres://... runs the same race on PostgreSQL.
-const DATABASE = process.env.TEST_DATABASE_URL ?? ":memory:";
 const RACERS = 50;
+const GRACE_SECONDS = [0, 10];
 
-/** Fire RACERS refreshes of one token at once; returns the winners' bodies and the losers' errors. */
+/** Fire RACERS refreshes of one token at once; returns the winners' bodies and the losers' answers. */
 async function race(server: RunningServer, refreshToken: string) {
   const results = await Promise.all(Array.from({ length: RACERS }, () => refresh(server, refreshToken)));
   const winners = results.filter((r) => r.status === 200).map((r) => r.body);
@@ -17,22 +16,28 @@ async function race(server: RunningServer, refreshToken: string) {
   return { winners, losers };
 }
 
-for (const graceSeconds of [0, 10]) {
-  describe(`${RACERS} concurrent refreshes of one token, grace ${graceSeconds} s (${isPostgresUrl(DATABASE) ? "PostgreSQL" : "SQLite"})`, () => {
-    const clock = new FakeClock();
-    let server: RunningServer;
-    before(async () => {
-      server = await startTestServer({
+describeEachDatabase(`${RACERS} concurrent refreshes of one token`, (ctx) => {
+  // One clock for both servers: they share the signing key, which must be active on both.
+  const clock = new FakeClock();
+  const servers = new Map<number, RunningServer>();
+  before(async () => {
+    // Both servers use the backend's database (on :memory: each gets its own).
+    for (const graceSeconds of GRACE_SECONDS) {
+      const server = await startTestServer({
         clock,
-        database: DATABASE,
+        database: ctx.url,
         config: { applications: [{ ...TEST_APP, refreshExpireInHours: 24 }], users: [TEST_USER] },
         overrides: { refreshReuseGraceSeconds: graceSeconds },
       });
-    });
-    after(() => server.close());
+      servers.set(graceSeconds, server);
+    }
+  });
+  after(() => Promise.all([...servers.values()].map((s) => s.close())));
 
+  for (const graceSeconds of GRACE_SECONDS) {
     const outcome = graceSeconds === 0 ? "then the family is revoked" : "and the winner's new tokens stay valid";
-    it(`lets exactly one win, answers all others 400 invalid_grant, ${outcome}`, async () => {
+    it(`grace ${graceSeconds} s: lets exactly one win, answers all others 400 invalid_grant, ${outcome}`, async () => {
+      const server = servers.get(graceSeconds)!;
       const original = await passwordTokens(server);
       const { winners, losers } = await race(server, original.refresh_token!);
       assert.equal(winners.length, 1);
@@ -59,5 +64,5 @@ for (const graceSeconds of [0, 10]) {
         assert.equal(await isActive(server, next.body.access_token), false);
       }
     });
-  });
-}
+  }
+});

@@ -127,6 +127,9 @@ const LOOKUP_PATHS: Record<string, string[]> = {
   access_tokens: ["token_hash", "family_id", "expires_at"],
   refresh_tokens: ["token_hash", "family_id", "expires_at"],
   sessions: ["id_hash", "expires_at"],
+  authorization_codes: ["code_hash", "expires_at"],
+  authorization_requests: ["id", "expires_at"],
+  login_failures: ["key", "window_started_at"],
 };
 
 /** "table.column" for the first column of every index (primary keys and unique constraints included). */
@@ -345,6 +348,20 @@ describeEachBackend("storage contract", (ctx) => {
       while (Object.values(await deleteExpired(ctx.db, clock.now(), { batchSize: 1000, maxBatches: 10 })).some((n) => n > 0));
     });
 
+    it("keeps an expired authorization code for a day, so a replay is still recognised, then deletes it", async () => {
+      const now = clock.now();
+      const code = {
+        codeHash: `code-${now}`, familyId: "code-family", clientId: "client", userId: "user", redirectUri: "http://127.0.0.1/cb",
+        scope: "openid", nonce: null, codeChallenge: null, codeChallengeMethod: null, authTime: Math.floor(now / 1000),
+        createdAt: now, expiresAt: now + 1000, consumedAt: now, replayedAt: null,
+      };
+      await ctx.store.authorizationCodes.insert(code);
+      clock.advanceSeconds(23 * 3600);
+      assert.equal((await job().runOnce()).authorization_codes, 0);
+      clock.advanceSeconds(3601);
+      assert.equal((await job().runOnce()).authorization_codes, 1);
+    });
+
     it("deletes expired access tokens and sessions, and keeps live ones", async () => {
       const now = clock.now();
       const expiredAccess = anAccessToken({ expiresAt: now + 1000 });
@@ -354,9 +371,9 @@ describeEachBackend("storage contract", (ctx) => {
       for (const t of [expiredAccess, liveAccess]) await ctx.store.accessTokens.insert(t);
       for (const s of [expiredSession, liveSession]) await ctx.store.sessions.insert(s);
 
-      assert.deepEqual(await job().runOnce(), { access_tokens: 0, refresh_tokens: 0, sessions: 0 });
+      assert.deepEqual(await job().runOnce(), { access_tokens: 0, refresh_tokens: 0, sessions: 0, authorization_codes: 0, authorization_requests: 0, login_failures: 0 });
       clock.advanceSeconds(1);
-      assert.deepEqual(await job().runOnce(), { access_tokens: 1, refresh_tokens: 0, sessions: 1 });
+      assert.deepEqual(await job().runOnce(), { access_tokens: 1, refresh_tokens: 0, sessions: 1, authorization_codes: 0, authorization_requests: 0, login_failures: 0 });
       assert.equal(await ctx.store.accessTokens.findByHash(expiredAccess.tokenHash), undefined);
       assert.equal(await ctx.store.sessions.findByHash(expiredSession.idHash), undefined);
       assert.ok(await ctx.store.accessTokens.findByHash(liveAccess.tokenHash));
@@ -380,6 +397,23 @@ describeEachBackend("storage contract", (ctx) => {
       assert.equal((await job().runOnce()).refresh_tokens, 2);
       assert.equal(await ctx.store.refreshTokens.findByHash(consumed.tokenHash), undefined);
       assert.equal(await ctx.store.refreshTokens.findByHash(current.tokenHash), undefined);
+    });
+
+    it("keeps a family's expired refresh tokens while one of its access tokens is live", async () => {
+      const now = clock.now();
+      const familyId = randomUUID();
+      const consumed = aRefreshToken({ familyId, consumedAt: now, expiresAt: now + 1000 });
+      const current = aRefreshToken({ familyId, expiresAt: now + 1000 });
+      const access = anAccessToken({ familyId, expiresAt: now + 5000 });
+      for (const t of [consumed, current]) await ctx.store.refreshTokens.insert(t);
+      await ctx.store.accessTokens.insert(access);
+
+      clock.advanceSeconds(1);
+      assert.deepEqual(await job().runOnce(), { access_tokens: 0, refresh_tokens: 0, sessions: 0, authorization_codes: 0, authorization_requests: 0, login_failures: 0 });
+      assert.ok(await ctx.store.refreshTokens.findByHash(consumed.tokenHash), "reuse must still revoke the live access token");
+
+      clock.advanceSeconds(4);
+      assert.deepEqual(await job().runOnce(), { access_tokens: 1, refresh_tokens: 2, sessions: 0, authorization_codes: 0, authorization_requests: 0, login_failures: 0 });
     });
 
     it("deletes at most batchSize × maxBatches rows per table per run", async () => {

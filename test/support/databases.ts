@@ -38,11 +38,11 @@ export function freshPostgresSchema(): PostgresSchema {
   };
 }
 
-/** An open, migrated database of one backend and how to throw it away. */
-export interface OpenedBackend {
-  db: Db;
-  /** The URL openDb was given, for a second connection to the same database. */
+/** A fresh, empty database of one backend, not opened yet. */
+export interface FreshDatabase {
+  /** What to give openDb or the server's `database` option. */
   url: string;
+  /** Remove it; call once everything using it has closed. */
   dispose(): Promise<void>;
 }
 
@@ -50,66 +50,39 @@ export interface Backend {
   name: string;
   /** Why the backend cannot run here, if it cannot. */
   unavailable?: string;
-  open(): Promise<OpenedBackend>;
+  /** A database no other run sees. */
+  fresh(): FreshDatabase;
 }
 
 /** Every storage backend, defined once. Suites run their whole body per entry. */
 export const BACKENDS: readonly Backend[] = [
   {
     name: "SQLite :memory:",
-    async open() {
-      const db = await openDb({ url: ":memory:" });
-      return { db, url: ":memory:", dispose: () => db.destroy() };
-    },
+    // Every connection to :memory: is a database of its own.
+    fresh: () => ({ url: ":memory:", dispose: async () => {} }),
   },
   {
     name: "SQLite file",
-    async open() {
+    fresh() {
       const dir = mkdtempSync(join(tmpdir(), "identity-store-"));
-      const url = join(dir, "identity.sqlite");
-      const db = await openDb({ url });
-      return {
-        db,
-        url,
-        async dispose() {
-          await db.destroy();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
+      return { url: join(dir, "identity.sqlite"), dispose: async () => rmSync(dir, { recursive: true, force: true }) };
     },
   },
   {
     name: "PostgreSQL",
     unavailable: POSTGRES_URL ? undefined : POSTGRES_SKIP_MESSAGE,
-    async open() {
+    fresh: () => {
       const schema = freshPostgresSchema();
-      const db = await openDb({ url: schema.url });
-      return {
-        db,
-        url: schema.url,
-        async dispose() {
-          await db.destroy();
-          await schema.drop();
-        },
-      };
+      return { url: schema.url, dispose: () => schema.drop() };
     },
   },
 ];
 
-/** What a suite body sees; filled in by the backend's `before` hook. */
-export interface BackendContext {
-  backend: Backend;
-  db: Db;
-  store: Store;
-  url: string;
-}
-
 /**
- * Define `body` once and run it against every backend: one `describe` per
- * backend, its database opened before and disposed after. A backend that
- * cannot run here shows up as a pending test that says why.
+ * One `describe` per backend around `body`; a backend that cannot run here
+ * shows up as a pending test that says why.
  */
-export function describeEachBackend(title: string, body: (ctx: BackendContext) => void, backends: readonly Backend[] = BACKENDS): void {
+function describePerBackend(title: string, backends: readonly Backend[], body: (backend: Backend) => void): void {
   describe(title, () => {
     for (const backend of backends) {
       describe(backend.name, () => {
@@ -117,16 +90,62 @@ export function describeEachBackend(title: string, body: (ctx: BackendContext) =
           it.skip(backend.unavailable);
           return;
         }
-        const ctx = { backend } as BackendContext;
-        let opened: OpenedBackend | undefined;
-        before(async () => {
-          opened = await backend.open();
-          Object.assign(ctx, { db: opened.db, store: createStore(opened.db), url: opened.url });
-        });
-        after(() => opened?.dispose());
-        body(ctx);
+        body(backend);
       });
     }
+  });
+}
+
+/** What a database suite sees; filled in by the backend's `before` hook. */
+export interface DatabaseContext {
+  backend: Backend;
+  /** A fresh database of this backend, for the suite's servers to share. */
+  url: string;
+}
+
+/**
+ * Define `body` once and run it against every backend, given a fresh
+ * database URL (removed after the suite) and nothing opened: for suites
+ * that start servers on it.
+ */
+export function describeEachDatabase(title: string, body: (ctx: DatabaseContext) => void, backends: readonly Backend[] = BACKENDS): void {
+  describePerBackend(title, backends, (backend) => {
+    const ctx = { backend } as DatabaseContext;
+    let database: FreshDatabase | undefined;
+    before(() => {
+      database = backend.fresh();
+      ctx.url = database.url;
+    });
+    body(ctx);
+    // Registered after the body's hooks, so it runs after they closed their servers.
+    after(() => database?.dispose());
+  });
+}
+
+/** What a storage suite sees; filled in by the backend's `before` hook. */
+export interface BackendContext extends DatabaseContext {
+  db: Db;
+  store: Store;
+}
+
+/**
+ * Define `body` once and run it against every backend, on a fresh database
+ * opened and migrated before the suite and disposed after it.
+ */
+export function describeEachBackend(title: string, body: (ctx: BackendContext) => void, backends: readonly Backend[] = BACKENDS): void {
+  describePerBackend(title, backends, (backend) => {
+    const ctx = { backend } as BackendContext;
+    let database: FreshDatabase | undefined;
+    before(async () => {
+      database = backend.fresh();
+      const db = await openDb({ url: database.url });
+      Object.assign(ctx, { url: database.url, db, store: createStore(db) });
+    });
+    body(ctx);
+    after(async () => {
+      await ctx.db?.destroy();
+      await database?.dispose();
+    });
   });
 }
 

@@ -3,6 +3,9 @@ import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } 
 import type { RunningServer } from "../../src/server.js";
 import { basicAuth, postForm, TEST_APP, TEST_USER } from "./server.js";
 
+/** Any running instance: an in-process server or a spawned process. */
+export type Reachable = Pick<RunningServer, "url">;
+
 export interface TestClient {
   clientId: string;
   clientSecret: string;
@@ -20,7 +23,7 @@ export interface Tokens {
 
 /** Tokens for TEST_USER through the password grant; fails the test on any error. */
 export async function passwordTokens(
-  server: RunningServer,
+  server: Reachable,
   options: { scope?: string; client?: TestClient; user?: { name: string; password: string } } = {},
 ): Promise<Tokens> {
   const client = options.client ?? TEST_APP;
@@ -39,7 +42,7 @@ export async function passwordTokens(
 
 /** POST /api/login/oauth/refresh_token with body credentials. */
 export function refresh(
-  server: RunningServer,
+  server: Reachable,
   refreshToken: string,
   extra: Record<string, string> = {},
   client: TestClient = TEST_APP,
@@ -54,7 +57,7 @@ export function refresh(
 }
 
 /** Whether introspection calls the token active. */
-export async function isActive(server: RunningServer, token: string, client: TestClient = TEST_APP): Promise<boolean> {
+export async function isActive(server: Reachable, token: string, client: TestClient = TEST_APP): Promise<boolean> {
   const res = await postForm(
     `${server.url}/api/login/oauth/introspect`,
     { token, token_type_hint: "access_token" },

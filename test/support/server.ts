@@ -4,6 +4,8 @@ import { join } from "node:path";
 import type { Clock } from "../../src/clock.js";
 import type { ServeConfig } from "../../src/config.js";
 import { silentLogger } from "../../src/log.js";
+import { generateSigningKeyPair, type KeyPairGenerator } from "../../src/oauth/keys.js";
+import type { ScryptCost } from "../../src/oauth/secrets.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 
 /** The application and user every end-to-end test can rely on. */
@@ -50,10 +52,23 @@ export function writeConfigFile(config: Record<string, unknown>): string {
   return path;
 }
 
+// The real service's two deliberately slow steps, made cheap for tests; what
+// they produce is used exactly as in production.
+// 1. scrypt at N=2^10 instead of 2^15 for the passwords and secrets a test
+//    server stores. Each hash records its cost and verification follows it;
+//    the default cost has its own test (test/oauth/secrets.spec.ts).
+export const TEST_SECRET_HASH_COST: ScryptCost = { N: 1024, r: 8, p: 1 };
+// 2. RSA key generation: the first key of every new test database is one
+//    pair per test process. Rotations after the start still make new ones.
+let sharedFirstKeyPair: ReturnType<KeyPairGenerator> | undefined;
+
 /** The real server on 127.0.0.1, a random port and an in-memory database. */
-export function startTestServer(options: TestServerOptions = {}): Promise<RunningServer> {
+export async function startTestServer(options: TestServerOptions = {}): Promise<RunningServer> {
   const config = options.config ?? { applications: [TEST_APP], users: [TEST_USER] };
-  return startServer(
+  // Only a new database's first key is made while the server starts.
+  let starting = true;
+  const generateKeyPair: KeyPairGenerator = () => (starting ? (sharedFirstKeyPair ??= generateSigningKeyPair()) : generateSigningKeyPair());
+  const server = await startServer(
     {
       port: 0,
       host: "127.0.0.1",
@@ -68,8 +83,10 @@ export function startTestServer(options: TestServerOptions = {}): Promise<Runnin
       codeTtlSeconds: 300,
       ...options.overrides,
     },
-    { clock: options.clock, logger: silentLogger },
+    { clock: options.clock, logger: silentLogger, generateKeyPair, secretHashCost: TEST_SECRET_HASH_COST },
   );
+  starting = false;
+  return server;
 }
 
 /** POST a form to the server and return status, headers and parsed JSON. */
