@@ -19,7 +19,7 @@ describe("cleanup job schedule", () => {
     const job = new CleanupJob(db, clock, logger, { intervalMs: 1, batchSize: 10, maxBatches: 1 });
     job.start();
     try {
-      assert.deepEqual(await deleted, { access_tokens: 0, refresh_tokens: 0, sessions: 1 });
+      assert.deepEqual(await deleted, { access_tokens: 0, refresh_tokens: 0, sessions: 1, federation_states: 0 });
     } finally {
       await job.stop();
     }

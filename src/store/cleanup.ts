@@ -32,6 +32,7 @@ export const SWEEPS: readonly Sweep[] = [
         ),
   },
   { table: "sessions", key: "id_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+  { table: "federation_states", key: "state_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
 ];
 
 export interface CleanupLimits {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Clock } from "../../src/clock.js";
 import type { ServeConfig } from "../../src/config.js";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger, type Logger } from "../../src/log.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 
 /** The application and user every end-to-end test can rely on. */
@@ -41,6 +41,22 @@ export interface TestServerOptions {
   clock?: Clock;
   database?: string;
   overrides?: Partial<ServeConfig>;
+  logger?: Logger;
+}
+
+/** A logger that keeps every line, for tests of what is (not) logged. */
+export class RecordingLogger implements Logger {
+  readonly lines: { level: "info" | "error"; message: string; fields?: Record<string, unknown> }[] = [];
+  info(message: string, fields?: Record<string, unknown>): void {
+    this.lines.push({ level: "info", message, fields });
+  }
+  error(message: string, fields?: Record<string, unknown>): void {
+    this.lines.push({ level: "error", message, fields });
+  }
+  /** Everything logged, as one searchable string. */
+  text(): string {
+    return this.lines.map((l) => JSON.stringify(l)).join("\n");
+  }
 }
 
 /** Write a config file to a fresh temporary folder and return its path. */
@@ -68,7 +84,7 @@ export function startTestServer(options: TestServerOptions = {}): Promise<Runnin
       codeTtlSeconds: 300,
       ...options.overrides,
     },
-    { clock: options.clock, logger: silentLogger },
+    { clock: options.clock, logger: options.logger ?? silentLogger },
   );
 }
 
