@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
 import type { ServerResponse } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { OAuthError } from "../../src/oauth/errors.js";
 import type { RunningServer } from "../../src/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
@@ -408,17 +412,37 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
   });
 });
 
-describe("provider secrets without IDENTITY_SECRET_KEY", () => {
-  it("are stored as given, with a warning at start-up", async () => {
+describe("provider secrets at start-up", () => {
+  let fake: FakeUpstream;
+  before(async () => (fake = await startFakeUpstream()));
+  after(() => fake.close());
+
+  it("without IDENTITY_SECRET_KEY are stored as given, with a warning", async () => {
     const logs = new RecordingLogger();
-    const fake = await startFakeUpstream();
     const server = await startTestServer({ logger: logs, config: { providers: [fake.provider("plain")] } });
     try {
       assert.equal((await server.domain.store.providers.findByName("plain"))!.clientSecret, FAKE_CLIENT.clientSecret);
       assert.ok(logs.lines.some((l) => l.level === "error" && /IDENTITY_SECRET_KEY is not set/.test(l.message)));
     } finally {
       await server.close();
-      await fake.close();
+    }
+  });
+
+  it("sealed under another key cannot be read: start-up says so, and sign-in fails without calling the provider", async () => {
+    const database = join(mkdtempSync(join(tmpdir(), "identity-federation-")), "identity.sqlite");
+    const first = await startTestServer({ database, config: { providers: [fake.provider("sealed")] }, overrides: { secretKey: SECRET_KEY } });
+    await first.close();
+    const logs = new RecordingLogger();
+    const server = await startTestServer({ database, logger: logs, config: {}, overrides: { secretKey: `${SECRET_KEY}-rotated` } });
+    try {
+      assert.ok(logs.lines.some((l) => /provider sealed: its client secret cannot be read \(it does not decrypt with this IDENTITY_SECRET_KEY\)/.test(l.message)));
+      const { federation } = server.domain;
+      const begun = await federation.begin("sealed", "caller secret");
+      const login = await federation.takeState(begun.state, { kind: "rpc", loginSecret: "caller secret" });
+      await assert.rejects(federation.complete(login, CODE), (err: OAuthError) => err.code === "server_error" && /misconfigured/.test(err.description));
+      assert.deepEqual(fake.requests, []);
+    } finally {
+      await server.close();
     }
   });
 });

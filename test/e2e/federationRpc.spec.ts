@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { FederationService, ProviderSchema } from "../../gen/identity/v1/federation_pb.js";
 import type { RunningServer } from "../../src/server.js";
+import { isPostgresUrl } from "../../src/store/db.js";
 import { FAKE_CLIENT, FAKE_PROFILE, sendJsonBody, startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";
 import { call, postJson } from "../support/oauth.js";
 import { ADMIN_TOKEN, startTestServer } from "../support/server.js";
@@ -181,5 +183,33 @@ describe("FederationService", () => {
       assert.deepEqual(await server.domain.store.federatedIdentities.listByUser(user!.id), []);
       assert.ok(await server.domain.store.users.findById(user!.id));
     });
+  });
+});
+
+// TEST_DATABASE_URL=postgres://... runs the same race on PostgreSQL.
+const DATABASE = process.env.TEST_DATABASE_URL ?? ":memory:";
+
+describe(`concurrent first sign-ins of one external account (${isPostgresUrl(DATABASE) ? "PostgreSQL" : "SQLite"})`, () => {
+  let fake: FakeUpstream;
+  let server: RunningServer;
+  before(async () => {
+    fake = await startFakeUpstream();
+    server = await startTestServer({ database: DATABASE, config: { providers: [fake.provider("racy")] } });
+  });
+  after(async () => {
+    await server?.close();
+    await fake?.close();
+  });
+
+  it("create one user and one link; every sign-in gets that user", async () => {
+    const federation = createClient(FederationService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+    const n = randomBytes(4).toString("hex");
+    fake.profile = { ...FAKE_PROFILE, sub: `racer-${n}`, preferred_username: `racer${n}` };
+    const begun = await Promise.all(Array.from({ length: 10 }, () => federation.beginLogin({ provider: "racy" })));
+    const done = await Promise.all(begun.map((b) => federation.completeLogin({ state: b.state, code: "c", loginSecret: b.loginSecret })));
+    assert.equal(new Set(done.map((d) => d.user!.id)).size, 1);
+    assert.equal(done.filter((d) => d.created).length, 1);
+    assert.equal(done[0]!.user!.name, `racer${n}`);
+    assert.equal((await server.domain.userAdmin.list()).filter((u) => u.name.startsWith(`racer${n}`)).length, 1);
   });
 });
