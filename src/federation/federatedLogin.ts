@@ -5,16 +5,12 @@ import type { AccountLinker, LinkResult } from "./linking.js";
 import type { LoginStates, Starter, TakenState } from "./loginStates.js";
 import type { ProviderAdmin } from "./providers.js";
 import { SecretBoxError } from "./secretBox.js";
-import { UpstreamError, type UpstreamClient } from "./upstream.js";
-
-/** Where the provider sends the browser back: `<issuer>/callback`, to register at the provider. */
-export const callbackUrl = (issuer: string) => `${issuer}/callback`;
+import { UpstreamError, type UpstreamClient, type UpstreamProfile } from "./upstream.js";
 
 export interface BegunLogin {
   /** The provider's Auth URL with the spec's parameters. */
   authUrl: string;
   state: string;
-  expiresAt: number;
 }
 
 /** A state that was taken, with its provider. */
@@ -28,6 +24,7 @@ export interface ReturnedLogin extends TakenState {
  * exchange the code, look the user up and link the account.
  */
 export class FederatedLogin {
+  /** Where the provider sends the browser back (the spec's `{base_url}/callback`): to register at the provider. */
   readonly redirectUri: string;
 
   constructor(
@@ -38,7 +35,7 @@ export class FederatedLogin {
     private readonly linker: AccountLinker,
     private readonly logger: Logger,
   ) {
-    this.redirectUri = callbackUrl(issuer);
+    this.redirectUri = `${issuer}/callback`;
   }
 
   get stateTtlSeconds(): number {
@@ -52,11 +49,11 @@ export class FederatedLogin {
    */
   async begin(name: string, binding: string, authorizationRequestId?: string): Promise<BegunLogin> {
     const provider = await this.providers.get(name);
-    const { state, expiresAt } = await this.states.create(provider.name, binding, authorizationRequestId);
+    const state = await this.states.create(provider.name, binding, authorizationRequestId);
     const url = new URL(provider.authUrl);
     const params = { client_id: provider.clientId, redirect_uri: this.redirectUri, response_type: "code", scope: provider.scope, state };
     for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
-    return { authUrl: url.href, state, expiresAt };
+    return { authUrl: url.href, state };
   }
 
   /** Use up the state the provider sent back, if `starter` is the one who began it. */
@@ -74,15 +71,24 @@ export class FederatedLogin {
   /** The provider's `error` response (RFC 6749 §4.1.2.1), as an error to show. */
   refused(login: ReturnedLogin, error: string, description: string | undefined): OAuthError {
     const printable = (text: string, max: number) => text.replace(/[^\x20-\x7e]/g, "").slice(0, max);
+    const code = printable(error, 64) || "no reason given";
     const detail = description ? `: ${printable(description, 200)}` : "";
-    this.logger.info("federated sign-in refused by the provider", { provider: login.provider, error: printable(error, 64) });
-    return new OAuthError("access_denied", `${labelOf(login.providerRecord)} did not sign you in (${printable(error, 64)}${detail})`);
+    this.logger.info("federated sign-in refused by the provider", { provider: login.provider, error: code });
+    return new OAuthError("access_denied", `${labelOf(login.providerRecord)} did not sign you in (${code}${detail})`);
   }
 
   /** Exchange the code, look the user up and link the account: the end of a round trip. */
   async complete(login: ReturnedLogin, code: string | undefined): Promise<LinkResult> {
     const provider = login.providerRecord;
     if (!code) throw new OAuthError("invalid_request", `${labelOf(provider)} sent no code back`);
+    const profile = await this.lookUp(provider, code);
+    const result = await this.linker.link(provider, profile);
+    this.logger.info("federated sign-in", { provider: provider.name, userId: result.user.id, created: result.created });
+    return result;
+  }
+
+  /** The provider's calls; a failure is logged (reason only) and becomes an error to show. */
+  private async lookUp(provider: ProviderRecord, code: string): Promise<UpstreamProfile> {
     let clientSecret: string;
     try {
       clientSecret = this.providers.clientSecret(provider);
@@ -91,24 +97,14 @@ export class FederatedLogin {
       this.logger.error("federated sign-in impossible: client secret unreadable", { provider: provider.name, reason: err.message });
       throw new OAuthError("server_error", `signing in with ${labelOf(provider)} is misconfigured`);
     }
-    let profile;
+    const { tokenUrl, userInfoUrl, clientId } = provider;
     try {
-      profile = await this.upstream.signIn({
-        tokenUrl: provider.tokenUrl,
-        userInfoUrl: provider.userInfoUrl,
-        clientId: provider.clientId,
-        clientSecret,
-        code,
-        redirectUri: this.redirectUri,
-      });
+      return await this.upstream.signIn({ tokenUrl, userInfoUrl, clientId, clientSecret, code, redirectUri: this.redirectUri });
     } catch (err) {
       if (!(err instanceof UpstreamError)) throw err;
       this.logger.error("federated sign-in failed at the provider", { provider: provider.name, step: err.step, reason: err.reason });
       throw new OAuthError("temporarily_unavailable", `signing in with ${labelOf(provider)} failed: ${err.message}`, 502);
     }
-    const result = await this.linker.link(provider, profile);
-    this.logger.info("federated sign-in", { provider: provider.name, userId: result.user.id, created: result.created });
-    return result;
   }
 }
 

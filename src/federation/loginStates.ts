@@ -38,19 +38,19 @@ export class LoginStates {
     readonly ttlSeconds = STATE_TTL_SECONDS,
   ) {}
 
-  async create(provider: string, binding: string, authorizationRequestId?: string): Promise<{ state: string; expiresAt: number }> {
+  /** A new state for a sign-in with `provider`, bound to `binding` and, from a browser, to its authorize request. */
+  async create(provider: string, binding: string, authorizationRequestId?: string): Promise<string> {
     const state = randomToken();
     const now = this.clock.now();
-    const expiresAt = now + this.ttlSeconds * 1000;
     await this.repo.insert({
       stateHash: sha256(state),
       provider,
       bindingHash: sha256(binding),
       authorizationRequestId: authorizationRequestId ?? null,
       createdAt: now,
-      expiresAt,
+      expiresAt: now + this.ttlSeconds * 1000,
     });
-    return { state, expiresAt };
+    return state;
   }
 
   /** Use up a state presented by `starter`; throws an error to show when it may not be used. */

@@ -21,8 +21,8 @@ const PROVIDER_PATH = /^\/login\/oauth\/provider\/([A-Za-z0-9_.-]{1,100})$/;
 
 /**
  * The hand-written browser front door: the authorize endpoint, the login
- * form, provider buttons, the providers' callback and the stylesheet. Returns false for any other
- * path, so the request goes on to the REST facade.
+ * form, provider buttons, the providers' callback and the stylesheet.
+ * Returns false for any other path, so the request goes on to the REST facade.
  */
 export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
   const pages = new SignInPages(domain);

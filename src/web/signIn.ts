@@ -16,7 +16,7 @@ import { errorPage, loginPage, type LoginView } from "./pages.js";
 export const CSRF_COOKIE = "identity_csrf";
 const CSRF_TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
-/** The browser half of sign-in: the authorize endpoint and the login form. */
+/** The browser half of sign-in: the authorize endpoint, the login form and the providers' round trip. */
 export class SignInPages {
   private readonly secure: boolean;
 
@@ -98,8 +98,8 @@ export class SignInPages {
 
   /**
    * Finish a pending authorize request for a user who has just signed in
-   * (by password, or through a provider): start a
-   * session, issue the response and send the browser to the client.
+   * (by password, or through a provider): start a session, issue the
+   * response and send the browser to the client.
    */
   async completeSignIn(req: IncomingMessage, res: ServerResponse, pending: PendingAuthorization, user: UserRecord): Promise<void> {
     const { domain } = this;
