@@ -4,10 +4,12 @@ import { parseUserInput } from "./accounts/users.js";
 import { systemClock } from "./clock.js";
 import { SERVE_OPTIONS } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
+import { parseProviderInput, parseProviderPatch } from "./federation/providers.js";
 import { OAuthError } from "./oauth/errors.js";
 import { openDb } from "./store/db.js";
 import type { ApplicationRecord } from "./store/applications.js";
 import { createStore } from "./store/index.js";
+import type { ProviderRecord } from "./store/providers.js";
 import type { UserRecord } from "./store/users.js";
 
 /** Flags shared by the admin commands, mapped onto the config-file field names. */
@@ -35,6 +37,14 @@ const ADMIN_FLAGS = {
   "no-admin": { type: "boolean" },
   "no-disabled": { type: "boolean" },
   kid: { type: "string" },
+  type: { type: "string" },
+  scope: { type: "string" },
+  "auth-url": { type: "string" },
+  "token-url": { type: "string" },
+  "user-info-url": { type: "string" },
+  favicon: { type: "string" },
+  "trust-email": { type: "boolean" },
+  "no-trust-email": { type: "boolean" },
 } as const;
 
 const DEFAULT_DATABASE = SERVE_OPTIONS.find((o) => o.key === "database")!.default;
@@ -44,7 +54,8 @@ const PLURAL: Record<string, string> = { redirectUri: "redirectUris", grantType:
 const NUMERIC = new Set(["expireInHours", "refreshExpireInHours"]);
 
 /**
- * `identity app|user|keys <verb> [flags]`, run directly on the database.
+ * `identity app|user|provider|keys <verb> [flags]`, run directly on the database.
+ * Provider client secrets are sealed with IDENTITY_SECRET_KEY from `env`, as `serve` does.
  * Returns what to print; bad input throws an OAuthError naming the field.
  */
 export async function runAdminCommand(noun: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
@@ -61,7 +72,12 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   }
   const db = await openDb({ url: values.database || env.DATABASE_URL || DEFAULT_DATABASE });
   try {
-    const domain = await createDomain({ store: createStore(db), clock: systemClock, issuer: "http://localhost" });
+    const domain = await createDomain({
+      store: createStore(db),
+      clock: systemClock,
+      issuer: "http://localhost",
+      secretKey: env.IDENTITY_SECRET_KEY || undefined,
+    });
     const result = await runAdmin(domain, noun, verb, fields, values.kid);
     return typeof result === "string" ? result : JSON.stringify(result, null, 2) + "\n";
   } finally {
@@ -76,6 +92,10 @@ async function runAdmin(domain: Domain, noun: string, verb: string | undefined, 
   };
   const publicApp = ({ clientSecretHash: _h, ...app }: ApplicationRecord) => app;
   const publicUser = ({ passwordHash: _h, ...user }: UserRecord) => user;
+  const publicProvider = (provider: ProviderRecord) => {
+    const { clientSecret: _s, ...rest } = provider;
+    return { ...rest, clientSecretEncrypted: domain.providerAdmin.isEncrypted(provider) };
+  };
   const key = `${noun} ${verb}`;
   switch (key) {
     case "app create":
@@ -101,6 +121,17 @@ async function runAdmin(domain: Domain, noun: string, verb: string | undefined, 
       return publicUser(await domain.userAdmin.get(name()));
     case "user delete":
       await domain.userAdmin.delete(name());
+      return { deleted: name() };
+    case "provider create":
+      return publicProvider(await domain.providerAdmin.create(parseProviderInput(fields)));
+    case "provider update":
+      return publicProvider(await domain.providerAdmin.update(parseProviderPatch(fields)));
+    case "provider list":
+      return (await domain.providerAdmin.list()).map(publicProvider);
+    case "provider show":
+      return publicProvider(await domain.providerAdmin.get(name()));
+    case "provider delete":
+      await domain.providerAdmin.delete(name());
       return { deleted: name() };
     case "keys list": {
       const { kid: signing } = await domain.keys.signingKey();

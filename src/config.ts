@@ -4,6 +4,8 @@ import { DEFAULT_KEY_RELOAD_MS } from "./oauth/keys.js";
 import { POSTGRES_DEFAULTS } from "./store/db.js";
 import { MAX_CODE_TTL_SECONDS } from "./oauth/codes.js";
 import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
+import { MIN_SECRET_KEY_LENGTH } from "./federation/secretBox.js";
+import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./federation/upstream.js";
 
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
@@ -32,6 +34,10 @@ export interface ServeConfig {
   loginLockoutSeconds?: number;
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
+  /** Encrypts provider client secrets at rest; unset stores them as given. */
+  secretKey?: string;
+  /** Deadline of each call to an upstream login provider. */
+  federationTimeoutMs?: number;
 }
 
 interface OptionSpec {
@@ -64,6 +70,10 @@ const secondsUpTo = (max: number) => (raw: string) => {
   return n;
 };
 const text = (raw: string) => raw;
+const secretKey = (raw: string) => {
+  if (raw.length < MIN_SECRET_KEY_LENGTH) throw new Error(`must be at least ${MIN_SECRET_KEY_LENGTH} characters (for example \`openssl rand -base64 32\`)`);
+  return raw;
+};
 const url = (raw: string) => {
   const parsed = new URL(raw);
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`issuer must be http(s): ${raw}`);
@@ -151,6 +161,15 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "codeTtlSeconds", flag: "code-ttl-seconds", env: "IDENTITY_CODE_TTL_SECONDS", default: "300",
     description: "lifetime of an authorization code (at most 600)", parse: secondsUpTo(MAX_CODE_TTL_SECONDS),
+  },
+  {
+    key: "secretKey", flag: "secret-key", env: "IDENTITY_SECRET_KEY", default: "",
+    description: "key that encrypts provider client secrets at rest (AES-256-GCM); unset stores them unencrypted", parse: secretKey,
+  },
+  {
+    key: "federationTimeoutMs", flag: "federation-timeout-ms", env: "IDENTITY_FEDERATION_TIMEOUT_MS",
+    default: String(DEFAULT_UPSTREAM_TIMEOUT_MS),
+    description: "longest wait for each call to an upstream login provider", parse: positiveInt,
   },
 ];
 

@@ -1,7 +1,13 @@
 import { ApplicationAdmin } from "./accounts/applications.js";
 import { UserAdmin } from "./accounts/users.js";
 import type { Clock } from "./clock.js";
+import { FederatedLogin } from "./federation/federatedLogin.js";
+import { AccountLinker } from "./federation/linking.js";
+import { LoginStates } from "./federation/loginStates.js";
 import { ProviderAdmin } from "./federation/providers.js";
+import { SecretBox } from "./federation/secretBox.js";
+import { DEFAULT_UPSTREAM_TIMEOUT_MS, MAX_UPSTREAM_BODY_BYTES, UpstreamClient } from "./federation/upstream.js";
+import { silentLogger, type Logger } from "./log.js";
 import { ClientAuthenticator } from "./oauth/clientAuth.js";
 import { AuthorizationCodes } from "./oauth/codes.js";
 import type { GrantDeps } from "./oauth/grants/types.js";
@@ -24,6 +30,8 @@ export interface Domain extends GrantDeps {
   sessions: SessionManager;
   /** Authorize requests waiting for a sign-in. */
   pendingAuthorizations: PendingAuthorizations;
+  /** Sign-in through Custom providers. */
+  federation: FederatedLogin;
   /** Bearer token for the admin RPCs; undefined keeps them closed. */
   adminToken?: string;
 }
@@ -43,6 +51,12 @@ export interface DomainOptions {
   generateKeyPair?: KeyPairGenerator;
   /** The scrypt cost of newly hashed passwords and client secrets (tests lower it). */
   secretHashCost?: ScryptCost;
+  /** IDENTITY_SECRET_KEY: encrypts provider client secrets at rest; unset stores them as given. */
+  secretKey?: string;
+  /** Deadline of each call to a provider. */
+  federationTimeoutMs?: number;
+  /** Where federation failures are logged (never with secrets). */
+  logger?: Logger;
 }
 
 const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
@@ -51,6 +65,19 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
   const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs, options.generateKeyPair);
   await keys.init();
+  const providerAdmin = new ProviderAdmin(store.providers, clock, new SecretBox(options.secretKey));
+  const upstream = new UpstreamClient({
+    timeoutMs: options.federationTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS,
+    maxBodyBytes: MAX_UPSTREAM_BODY_BYTES,
+  });
+  const federation = new FederatedLogin(
+    issuer,
+    providerAdmin,
+    new LoginStates(store.federationStates, clock),
+    upstream,
+    new AccountLinker(store, clock),
+    options.logger ?? silentLogger,
+  );
   return {
     issuer,
     store,
@@ -62,9 +89,10 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     codes: new AuthorizationCodes(store, clock, options.codeTtlSeconds),
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost),
-    providerAdmin: new ProviderAdmin(store.providers, clock),
+    providerAdmin,
     sessions: new SessionManager(store, clock, options.sessionTtlSeconds),
     pendingAuthorizations: new PendingAuthorizations(store.authorizationRequests, clock),
+    federation,
     adminToken: options.adminToken,
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
   };

@@ -12,9 +12,12 @@ const USAGE = `usage: identity <command>
   serve [options]                      run the service
   app create|list|show|update|delete   manage applications
   user create|list|show|update|delete  manage users
+  provider create|list|show|update|delete
+                                       manage Custom login providers
   keys list|rotate|export              manage signing keys
 
 Admin commands work directly on the database named by --database / DATABASE_URL.
+Provider client secrets are encrypted with IDENTITY_SECRET_KEY when it is set.
 
 serve options (a flag beats its environment variable):
 ${SERVE_OPTIONS.map((o) => `  --${o.flag.padEnd(FLAG_WIDTH)} ${o.env.padEnd(ENV_WIDTH)} ${o.description} (default: ${o.default || "none"})`).join("\n")}
@@ -27,6 +30,7 @@ async function main(argv: string[]): Promise<number> {
       return serve(rest);
     case "app":
     case "user":
+    case "provider":
     case "keys":
       process.stdout.write(await runAdminCommand(command, rest, process.env));
       return 0;

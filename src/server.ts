@@ -107,10 +107,14 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         codeTtlSeconds: config.codeTtlSeconds,
         generateKeyPair: deps.generateKeyPair,
         secretHashCost: deps.secretHashCost,
+        secretKey: config.secretKey,
+        federationTimeoutMs: config.federationTimeoutMs,
+        logger,
       });
       if (configFile) await applyConfigFile(configFile, domain);
       return { domain, demo: configFile ? undefined : await seedDemo(domain) };
     });
+    for (const warning of await domain.providerAdmin.secretWarnings()) logger.error(warning);
     ready = frontDoors(domain, config, logger);
     if (cleanupIntervalSeconds > 0) cleanup.start();
     return { url, port: listener.port, issuer, domain, demo, close };

@@ -24,4 +24,14 @@ describe("serve configuration", () => {
     assert.throws(() => parseServeConfig(["--db-pool-max", "1"], {}), /--db-pool-max \/ IDENTITY_DB_POOL_MAX: must be a whole number of at least 2/);
     assert.throws(() => parseServeConfig(["--key-reload-seconds", "-1"], {}), /--key-reload-seconds/);
   });
+
+  it("reads the federation options: IDENTITY_SECRET_KEY of at least 32 characters, a 10 s provider timeout by default", () => {
+    assert.equal(parseServeConfig([], {}).secretKey, undefined);
+    assert.equal(parseServeConfig([], {}).federationTimeoutMs, 10_000);
+    const key = "k".repeat(32);
+    assert.equal(parseServeConfig([], { IDENTITY_SECRET_KEY: key, IDENTITY_FEDERATION_TIMEOUT_MS: "2500" }).secretKey, key);
+    assert.equal(parseServeConfig(["--federation-timeout-ms", "750"], { IDENTITY_FEDERATION_TIMEOUT_MS: "2500" }).federationTimeoutMs, 750);
+    assert.throws(() => parseServeConfig([], { IDENTITY_SECRET_KEY: "short" }), /--secret-key \/ IDENTITY_SECRET_KEY: must be at least 32 characters/);
+    assert.throws(() => parseServeConfig(["--federation-timeout-ms", "0"], {}), /--federation-timeout-ms/);
+  });
 });

@@ -6,89 +6,120 @@ import {
   optionalBoolean,
   optionalString,
   rejectUnknownFields,
-  requireName,
 } from "../accounts/validation.js";
 import { OAuthError } from "../oauth/errors.js";
 import type { ProviderRecord, ProviderRepository } from "../store/providers.js";
+import { SecretBox, SecretBoxError } from "./secretBox.js";
 
 export const PROVIDER_FIELDS = [
   "name", "type", "displayName", "clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon", "trustEmail",
 ] as const;
 
+/** The spec's fields: every one is required to create a provider. */
+const SPEC_FIELDS = ["clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon"] as const;
+type SpecField = (typeof SPEC_FIELDS)[number];
+const URL_FIELDS: ReadonlySet<SpecField> = new Set(["authUrl", "tokenUrl", "userInfoUrl", "favicon"]);
+
 /** A Custom provider as configured: all the spec's fields are required. */
-export interface ProviderInput {
+export interface ProviderInput extends Record<SpecField, string> {
   name: string;
   type: "Custom";
   displayName?: string;
-  clientId: string;
-  clientSecret: string;
-  authUrl: string;
-  scope: string;
-  tokenUrl: string;
-  userInfoUrl: string;
-  favicon: string;
   trustEmail?: boolean;
 }
 
-function required(raw: Record<string, unknown>, field: string): string {
-  const value = optionalString(raw[field], field, 2000);
-  if (!value) throw new InvalidInputError(field, "is required");
+/** The fields of an update; absent ones keep their value. */
+export type ProviderPatch = Partial<Omit<ProviderInput, "name">> & { name: string };
+
+// The name is a path segment of the login page's button (/login/oauth/provider/<name>).
+function providerName(value: unknown): string {
+  if (typeof value !== "string" || !/^[A-Za-z0-9_.-]{1,100}$/.test(value)) {
+    throw new InvalidInputError("name", "must be 1-100 letters, digits or _ . -");
+  }
   return value;
 }
 
-function requiredUrl(raw: Record<string, unknown>, field: string): string {
-  const value = required(raw, field);
-  const problem = absoluteHttpUrlProblem(value);
-  if (problem) throw new InvalidInputError(field, problem);
-  return value;
-}
-
-export function parseProviderInput(raw: Record<string, unknown>): ProviderInput {
+/** Check the fields that are present, naming the first bad one. */
+export function parseProviderPatch(raw: Record<string, unknown>): ProviderPatch {
   rejectUnknownFields(raw, PROVIDER_FIELDS);
-  const name = requireName(raw.name);
-  if (raw.type !== "Custom") throw new InvalidInputError("type", 'must be "Custom"');
-  return {
-    name,
-    type: "Custom",
-    displayName: optionalString(raw.displayName, "displayName", 200),
-    clientId: required(raw, "clientId"),
-    clientSecret: required(raw, "clientSecret"),
-    authUrl: requiredUrl(raw, "authUrl"),
-    scope: required(raw, "scope"),
-    tokenUrl: requiredUrl(raw, "tokenUrl"),
-    userInfoUrl: requiredUrl(raw, "userInfoUrl"),
-    favicon: requiredUrl(raw, "favicon"),
-    trustEmail: optionalBoolean(raw.trustEmail, "trustEmail"),
-  };
+  const patch: ProviderPatch = { name: providerName(raw.name) };
+  if (raw.type !== undefined) {
+    if (raw.type !== "Custom") throw new InvalidInputError("type", 'must be "Custom"');
+    patch.type = "Custom";
+  }
+  patch.displayName = optionalString(raw.displayName, "displayName", 200);
+  for (const field of SPEC_FIELDS) {
+    const value = optionalString(raw[field], field, 2000);
+    if (value === undefined) continue;
+    if (value === "") throw new InvalidInputError(field, "is required");
+    const problem = URL_FIELDS.has(field) ? absoluteHttpUrlProblem(value) : undefined;
+    if (problem) throw new InvalidInputError(field, problem);
+    patch[field] = value;
+  }
+  patch.trustEmail = optionalBoolean(raw.trustEmail, "trustEmail");
+  return patch;
 }
 
-/** Provider management shared by the config file, the CLI and FederationService. */
+/** Check a whole provider (config file, create). */
+export function parseProviderInput(raw: Record<string, unknown>): ProviderInput {
+  const patch = parseProviderPatch(raw);
+  if (patch.type === undefined) throw new InvalidInputError("type", 'must be "Custom"');
+  for (const field of SPEC_FIELDS) if (patch[field] === undefined) throw new InvalidInputError(field, "is required");
+  return patch as ProviderInput;
+}
+
+/** What seals a provider's secret: the provider's name, so a sealed value opens only in its own row. */
+const secretContext = (name: string) => `provider/${name}`;
+
+/**
+ * Provider management shared by the config file, the CLI and
+ * FederationService. The client secret is sealed by the SecretBox before it
+ * is stored, and only `clientSecret()` opens it, for the token exchange.
+ */
 export class ProviderAdmin {
   constructor(
     private readonly repo: ProviderRepository,
     private readonly clock: Clock,
+    private readonly box: SecretBox,
   ) {}
 
-  async upsert(input: ProviderInput): Promise<ProviderRecord> {
-    const current = await this.repo.findByName(input.name);
+  async create(input: ProviderInput): Promise<ProviderRecord> {
     const now = this.clock.now();
     const record: ProviderRecord = {
       name: input.name,
       type: input.type,
-      displayName: input.displayName ?? current?.displayName ?? "",
+      displayName: input.displayName ?? "",
       clientId: input.clientId,
-      clientSecret: input.clientSecret,
+      clientSecret: this.box.seal(input.clientSecret, secretContext(input.name)),
       authUrl: input.authUrl,
       scope: input.scope,
       tokenUrl: input.tokenUrl,
       userInfoUrl: input.userInfoUrl,
       favicon: input.favicon,
-      trustEmail: input.trustEmail ?? current?.trustEmail ?? false,
-      createdAt: current?.createdAt ?? now,
+      trustEmail: input.trustEmail ?? false,
+      createdAt: now,
       updatedAt: now,
     };
-    await conflictsAsErrors(() => (current ? this.repo.update(record) : this.repo.insert(record)));
+    await conflictsAsErrors(() => this.repo.insert(record));
     return record;
+  }
+
+  async update(patch: ProviderPatch): Promise<ProviderRecord> {
+    const current = await this.get(patch.name);
+    const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+    const record: ProviderRecord = {
+      ...current,
+      ...defined,
+      clientSecret: patch.clientSecret === undefined ? current.clientSecret : this.resealed(current, patch.clientSecret),
+      updatedAt: this.clock.now(),
+    };
+    await this.repo.update(record);
+    return record;
+  }
+
+  /** Create or update by name: the config file, applied at every start. */
+  async upsert(input: ProviderInput): Promise<ProviderRecord> {
+    return (await this.repo.findByName(input.name)) ? this.update(input) : this.create(input);
   }
 
   async get(name: string): Promise<ProviderRecord> {
@@ -103,5 +134,46 @@ export class ProviderAdmin {
 
   async delete(name: string): Promise<void> {
     if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no provider named ${name}`);
+  }
+
+  /** The client secret in clear, for the token exchange. Throws SecretBoxError when it cannot be opened. */
+  clientSecret(provider: ProviderRecord): string {
+    return this.box.open(provider.clientSecret, secretContext(provider.name));
+  }
+
+  isEncrypted(provider: ProviderRecord): boolean {
+    return SecretBox.isSealed(provider.clientSecret);
+  }
+
+  /** Problems with the stored secrets an operator should hear about at start-up. */
+  async secretWarnings(): Promise<string[]> {
+    const providers = await this.repo.list();
+    const warnings: string[] = [];
+    if (!this.box.encrypting && providers.length > 0) {
+      warnings.push("IDENTITY_SECRET_KEY is not set: provider client secrets are stored unencrypted");
+    }
+    for (const provider of providers) {
+      try {
+        this.clientSecret(provider);
+      } catch (err) {
+        if (!(err instanceof SecretBoxError)) throw err;
+        warnings.push(`provider ${provider.name}: its client secret cannot be read (${err.message}); sign-in with it fails`);
+        continue;
+      }
+      if (this.box.encrypting && !this.isEncrypted(provider)) {
+        warnings.push(`provider ${provider.name}: its client secret was stored before IDENTITY_SECRET_KEY was set; update it to encrypt it`);
+      }
+    }
+    return warnings;
+  }
+
+  // An unchanged secret (a config file applied again) keeps its stored form.
+  private resealed(current: ProviderRecord, secret: string): string {
+    try {
+      if (this.clientSecret(current) === secret && this.isEncrypted(current) === this.box.encrypting) return current.clientSecret;
+    } catch (err) {
+      if (!(err instanceof SecretBoxError)) throw err;
+    }
+    return this.box.seal(secret, secretContext(current.name));
   }
 }

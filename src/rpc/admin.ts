@@ -1,4 +1,4 @@
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import {
   ApplicationAdminService,
   KeyAdminService,
@@ -10,40 +10,28 @@ import { parseApplicationInput } from "../accounts/applications.js";
 import { parseUserInput } from "../accounts/users.js";
 import type { Domain } from "../domain.js";
 import { OAuthError } from "../oauth/errors.js";
-import { constantTimeEqual } from "../oauth/secrets.js";
 import type { ApplicationRecord } from "../store/applications.js";
 import type { SigningKeyRecord } from "../store/keys.js";
 import type { UserRecord } from "../store/users.js";
-
-/** Admin RPCs need `authorization: Bearer <IDENTITY_ADMIN_TOKEN>`; none configured means closed. */
-function requireAdmin(domain: Domain, ctx: HandlerContext): void {
-  if (!domain.adminToken) throw new OAuthError("access_denied", "admin RPCs are closed: IDENTITY_ADMIN_TOKEN is not set");
-  const match = /^Bearer\s+(\S+)$/i.exec(ctx.requestHeader.get("authorization") ?? "");
-  if (!match?.[1] || !constantTimeEqual(match[1], domain.adminToken)) {
-    throw new OAuthError("invalid_token", "a valid admin token is required");
-  }
-}
-
-// The contract's times are epoch seconds; storage keeps milliseconds.
-const seconds = (ms: number) => BigInt(Math.floor(ms / 1000));
+import { epochSecondsOf, requireAdmin } from "./adminAuth.js";
 
 function applicationOut(app: ApplicationRecord) {
   const { clientSecretHash: _secret, id: _id, createdAt, updatedAt, ...rest } = app;
-  return { ...rest, createdTime: seconds(createdAt), updatedTime: seconds(updatedAt) };
+  return { ...rest, createdTime: epochSecondsOf(createdAt), updatedTime: epochSecondsOf(updatedAt) };
 }
 
 function userOut(user: UserRecord) {
   const { passwordHash: _hash, properties: _props, createdAt, updatedAt, ...rest } = user;
-  return { ...rest, createdTime: seconds(createdAt), updatedTime: seconds(updatedAt) };
+  return { ...rest, createdTime: epochSecondsOf(createdAt), updatedTime: epochSecondsOf(updatedAt) };
 }
 
 function keyOut(key: SigningKeyRecord, signingKid: string) {
   return {
     kid: key.kid,
     alg: key.alg,
-    createdTime: seconds(key.createdAt),
-    activeFrom: seconds(key.activeFrom),
-    retiredTime: seconds(key.retiredAt ?? 0),
+    createdTime: epochSecondsOf(key.createdAt),
+    activeFrom: epochSecondsOf(key.activeFrom),
+    retiredTime: epochSecondsOf(key.retiredAt ?? 0),
     signing: key.kid === signingKid,
   };
 }

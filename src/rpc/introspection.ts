@@ -10,7 +10,7 @@ import { introspectToken } from "../oauth/introspection.js";
 import { revokeToken } from "../oauth/revocation.js";
 import { CLEARED_SESSION_COOKIE } from "../oauth/sessions.js";
 import { userInfo } from "../oauth/userinfo.js";
-import type { UserRecord } from "../store/users.js";
+import { accountOf } from "./account.js";
 import { authorizationOf, bearerTokenOf, noStore, sessionCookieOf } from "./headers.js";
 
 /** RFC 6750 §2: a token in the message and another in the header is one method too many. */
@@ -20,25 +20,6 @@ function oneAccessToken(fromMessage: string, ctx: HandlerContext): string | unde
     throw new OAuthError("invalid_request", "send the access token either as accessToken or as a Bearer header, not both");
   }
   return fromMessage || fromHeader;
-}
-
-/** The get-account user object. Only what is listed here leaves the service. */
-function accountOf(user: UserRecord) {
-  return {
-    id: user.id,
-    name: user.name,
-    displayName: user.displayName,
-    email: user.email,
-    emailVerified: user.emailVerified,
-    avatar: user.avatar,
-    phone: user.phone,
-    address: user.address ? [user.address] : [],
-    createdTime: new Date(user.createdAt).toISOString(),
-    updatedTime: new Date(user.updatedAt).toISOString(),
-    isAdmin: user.isAdmin,
-    linkedIdentities: [],
-    properties: user.properties,
-  };
 }
 
 export function introspectionService(domain: Domain): ServiceImpl<typeof IntrospectionService> {
@@ -65,7 +46,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
     async getAccount(_req, ctx) {
       noStore(ctx);
       const user = await signedInUser(domain, { accessToken: bearerTokenOf(ctx), sessionCookie: sessionCookieOf(ctx) });
-      return { status: "ok", msg: "", data: accountOf(user) };
+      return { status: "ok", msg: "", data: accountOf(user, await domain.store.federatedIdentities.listByUser(user.id)) };
     },
     async endSession(req, ctx) {
       noStore(ctx);

@@ -2,6 +2,8 @@ import { ApplicationRepository } from "./applications.js";
 import { AuthorizationCodeRepository } from "./authorizationCodes.js";
 import { AuthorizationRequestRepository } from "./authorizationRequests.js";
 import type { Db } from "./db.js";
+import { FederatedIdentityRepository } from "./federatedIdentities.js";
+import { FederationStateRepository } from "./federationStates.js";
 import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
 import { ProviderRepository } from "./providers.js";
@@ -22,6 +24,8 @@ export interface Store {
   authorizationCodes: AuthorizationCodeRepository;
   authorizationRequests: AuthorizationRequestRepository;
   loginFailures: LoginFailureRepository;
+  federationStates: FederationStateRepository;
+  federatedIdentities: FederatedIdentityRepository;
 }
 
 export function createStore(db: Db): Store {
@@ -37,5 +41,7 @@ export function createStore(db: Db): Store {
     authorizationCodes: new AuthorizationCodeRepository(db),
     authorizationRequests: new AuthorizationRequestRepository(db),
     loginFailures: new LoginFailureRepository(db),
+    federationStates: new FederationStateRepository(db),
+    federatedIdentities: new FederatedIdentityRepository(db),
   };
 }

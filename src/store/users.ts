@@ -72,8 +72,9 @@ const toRow = (u: UserRecord): Row => ({
 export class UserRepository {
   constructor(private readonly db: Db) {}
 
-  async findById(id: string): Promise<UserRecord | undefined> {
-    const row = await this.db<Row>("users").where({ id }).first();
+  /** `conn` lets a read or insert join a caller's transaction. */
+  async findById(id: string, conn: Db = this.db): Promise<UserRecord | undefined> {
+    const row = await conn<Row>("users").where({ id }).first();
     return row && fromRow(row);
   }
 
@@ -86,8 +87,19 @@ export class UserRepository {
     return (await this.db<Row>("users").orderBy("name")).map(fromRow);
   }
 
-  async insert(user: UserRecord): Promise<void> {
-    await guardUnique("user", "name", () => this.db("users").insert(toRow(user)));
+  /** Users whose email is exactly `email` and verified. */
+  async findByVerifiedEmail(email: string, conn: Db = this.db): Promise<UserRecord[]> {
+    return (await conn<Row>("users").where({ email, email_verified: true }).orderBy("name")).map(fromRow);
+  }
+
+  /** Which of `names` are taken. */
+  async takenNames(names: readonly string[], conn: Db = this.db): Promise<Set<string>> {
+    const rows = await conn<Row>("users").whereIn("name", [...names]).select("name");
+    return new Set(rows.map((r) => r.name));
+  }
+
+  async insert(user: UserRecord, conn: Db = this.db): Promise<void> {
+    await guardUnique("user", "name", () => conn("users").insert(toRow(user)));
   }
 
   async update(user: UserRecord): Promise<void> {

@@ -21,8 +21,8 @@ const PROVIDER_PATH = /^\/login\/oauth\/provider\/([A-Za-z0-9_.-]{1,100})$/;
 
 /**
  * The hand-written browser front door: the authorize endpoint, the login
- * form, provider buttons and the stylesheet. Returns false for any other
- * path, so the request goes on to the REST facade.
+ * form, provider buttons, the providers' callback and the stylesheet.
+ * Returns false for any other path, so the request goes on to the REST facade.
  */
 export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
   const pages = new SignInPages(domain);
@@ -39,6 +39,8 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       serve: async (req, res, url) => pages.authorize(req, res, await params(req, url)),
     },
     "/login": { methods: ["POST"], serve: async (req, res, url) => pages.login(req, res, await params(req, url)) },
+    // Where Custom providers send the browser back (the spec's {base_url}/callback).
+    "/callback": { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, await params(req, url)) },
     [STYLESHEET_PATH]: {
       methods: ["GET"],
       serve: (_req, res) => {
@@ -55,7 +57,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
 
   const providerButton: Route = {
     methods: ["POST"],
-    serve: async (req, _res, url, name) => pages.provider(req, name, await params(req, url)),
+    serve: async (req, res, url, name) => pages.provider(req, res, name, await params(req, url)),
   };
 
   return async function handleWeb(req: IncomingMessage, res: ServerResponse): Promise<boolean> {

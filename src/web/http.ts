@@ -21,33 +21,28 @@ export function cookie(name: string, value: string, options: CookieOptions): str
 /**
  * Headers of every page: no script at all, styles only from our origin, no
  * framing (clickjacking), no Referer leaking codes or request ids, no caching.
- * `formTargets` lists the origins a form may end up at after redirects
- * (Chromium applies form-action to them).
+ *
+ * No `form-action`: Chromium applies it to every redirect after a form
+ * submission, and after the login form the chain goes on wherever the client
+ * sends the browser next. A downstream service that uses this one as its
+ * login provider redirects again, to its own client, which no list here
+ * could name. Without script and with every value escaped, there is no
+ * injected form for it to stop.
  */
-function pageHeaders(formTargets: readonly string[]): Record<string, string> {
-  const formAction = ["'self'", ...new Set(formTargets)].join(" ");
-  return {
-    "content-security-policy":
-      `default-src 'none'; style-src 'self'; img-src 'self' https: http: data:; form-action ${formAction}; ` +
-      "frame-ancestors 'none'; base-uri 'none'",
-    "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
-    "x-content-type-options": "nosniff",
-    "cache-control": "no-store",
-  };
-}
+const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self' https: http: data:; frame-ancestors 'none'; base-uri 'none'",
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+  "x-content-type-options": "nosniff",
+  "cache-control": "no-store",
+};
 
-export interface PageOptions {
-  cookies?: string[];
-  formTargets?: readonly string[];
-}
-
-export function sendPage(res: ServerResponse, status: number, html: string, options: PageOptions = {}): void {
+export function sendPage(res: ServerResponse, status: number, html: string, cookies: string[] = []): void {
   res.writeHead(status, {
-    ...pageHeaders(options.formTargets ?? []),
+    ...PAGE_HEADERS,
     "content-type": "text/html; charset=utf-8",
     "content-length": Buffer.byteLength(html),
-    ...(options.cookies?.length ? { "set-cookie": options.cookies } : {}),
+    ...(cookies.length ? { "set-cookie": cookies } : {}),
   });
   res.end(html);
 }

@@ -16,7 +16,7 @@ import { errorPage, loginPage, type LoginView } from "./pages.js";
 export const CSRF_COOKIE = "identity_csrf";
 const CSRF_TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
-/** The browser half of sign-in: the authorize endpoint and the login form. */
+/** The browser half of sign-in: the authorize endpoint, the login form and the providers' round trip. */
 export class SignInPages {
   private readonly secure: boolean;
 
@@ -66,20 +66,40 @@ export class SignInPages {
   }
 
   /**
-   * POST /login/oauth/provider/<name>: a provider button. The federation
-   * issue makes it live; until then it checks the form like the login does
-   * and says the provider cannot be used yet.
+   * POST /login/oauth/provider/<name>: a provider button. Sends the browser
+   * to the provider's Auth URL with a state bound to this browser's CSRF
+   * cookie and to the pending authorize request.
    */
-  async provider(req: IncomingMessage, name: string, form: ReadonlyMap<string, string>): Promise<void> {
-    const { app } = await this.pendingFromForm(req, form);
+  async provider(req: IncomingMessage, res: ServerResponse, name: string, form: ReadonlyMap<string, string>): Promise<void> {
+    const { pending, app, csrfToken } = await this.pendingFromForm(req, form);
     if (!app.providers.includes(name)) throw new OAuthError("invalid_request", "this application does not offer that provider", 404);
-    throw new OAuthError("temporarily_unavailable", `signing in with ${name} is not available yet`, 501);
+    const { authUrl } = await this.domain.federation.begin(name, csrfToken, pending.id);
+    redirect(res, authUrl);
+  }
+
+  /**
+   * GET /callback: the provider sends the browser back. The state must be
+   * one this browser started; then the provider's error is shown, or the
+   * code is exchanged, the account linked and the pending authorize request
+   * finished as if the user had typed a password.
+   */
+  async callback(req: IncomingMessage, res: ServerResponse, params: ReadonlyMap<string, string>): Promise<void> {
+    const { federation, pendingAuthorizations } = this.domain;
+    const csrfToken = cookieValue(req.headers.cookie, CSRF_COOKIE);
+    const login = await federation.takeState(params.get("state"), { kind: "browser", csrfToken });
+    const error = params.get("error");
+    if (error !== undefined) throw federation.refused(login, error, params.get("error_description"));
+    // Checked before calling the provider: nothing is created for a request that cannot finish.
+    const pending = await pendingAuthorizations.findForBrowser(login.authorizationRequestId, csrfToken);
+    if (!pending) throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
+    const { user } = await federation.complete(login, params.get("code"));
+    await this.completeSignIn(req, res, pending, user);
   }
 
   /**
    * Finish a pending authorize request for a user who has just signed in
-   * (by password here; by an upstream provider in federation): start a
-   * session, issue the response and send the browser to the client.
+   * (by password, or through a provider): start a session, issue the
+   * response and send the browser to the client.
    */
   async completeSignIn(req: IncomingMessage, res: ServerResponse, pending: PendingAuthorization, user: UserRecord): Promise<void> {
     const { domain } = this;
@@ -130,10 +150,7 @@ export class SignInPages {
       .map((name) => configured.find((p) => p.name === name))
       .filter((p) => p !== undefined);
     const providers = offered.map((p) => ({ name: p.name, label: p.displayName || p.name, favicon: p.favicon }));
-    const html = loginPage({ ...form, appName: app.name, requestId: pending.id, providers });
-    // Where a submitted form may end up after redirects: the client, or a provider's login page.
-    const formTargets = [pending.request.redirectUri, ...offered.map((p) => p.authUrl)].map((url) => new URL(url).origin);
-    sendPage(res, status, html, { cookies, formTargets });
+    sendPage(res, status, loginPage({ ...form, appName: app.name, requestId: pending.id, providers }), cookies);
   }
 
   /** The page for an error that must not (or cannot) go back to the client. */

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import type { RunningServer } from "../../src/server.js";
 import { authorizeUrl, pkcePair } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
+import { freshPage, launchChromium } from "../support/chromium.js";
 import { postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const SCREENSHOTS = "test-output/screenshots";
@@ -22,7 +23,7 @@ describe("browser sign-in in headless Chromium", function () {
     mkdirSync(SCREENSHOTS, { recursive: true });
     callback = await startCallbackServer();
     const clientOrigin = new URL(callback.url).origin;
-    // A provider, so the page shows its button (the round trip itself is the federation issue's).
+    // A provider, so the page shows its button (federationBrowser.spec.ts runs the round trip).
     const provider = {
       name: "acme", type: "Custom", displayName: "Acme", clientId: "acme", clientSecret: "acme-secret", scope: "openid",
       authUrl: `${clientOrigin}/authorize`, tokenUrl: `${clientOrigin}/token`, userInfoUrl: `${clientOrigin}/userinfo`,
@@ -35,10 +36,7 @@ describe("browser sign-in in headless Chromium", function () {
         providers: [provider],
       },
     });
-    browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run"],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();
@@ -48,13 +46,7 @@ describe("browser sign-in in headless Chromium", function () {
 
   // A fresh profile per test: no cookies carried over.
   beforeEach(async () => {
-    context = await browser.newContext();
-    page = await context.newPage();
-    page.setDefaultTimeout(10_000);
-    cspViolations = [];
-    page.on("console", (message) => {
-      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-    });
+    ({ context, page, cspViolations } = await freshPage(browser));
   });
   afterEach(async () => {
     assert.deepEqual(cspViolations, [], "the pages work under their own CSP");

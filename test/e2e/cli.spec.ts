@@ -5,6 +5,8 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runAdminCommand } from "../../src/adminCommands.js";
+import { openDb } from "../../src/store/db.js";
+import { createStore } from "../../src/store/index.js";
 import { cleanEnv, ensureBuilt, runCli } from "../support/cli.js";
 import { startTestServer, TEST_APP, writeConfigFile } from "../support/server.js";
 
@@ -157,6 +159,41 @@ describe("command line", function () {
       assert.deepEqual(await json("user", "delete", "--name", "carol"), { deleted: "carol" });
       await assert.rejects(admin("user", "show", "--name", "carol"), /no user named carol/);
       await assert.rejects(admin("user", "create", "--name", "dave", "--client-id", "x"), /clientId: is not a known field/);
+    });
+
+    it("provider create|list|show|update|delete: the secret is encrypted with IDENTITY_SECRET_KEY and never printed", async () => {
+      const env = { IDENTITY_SECRET_KEY: "cli-test-key-0123456789abcdef-0123" };
+      const provider = (...args: string[]) => runAdminCommand("provider", [...args, "--database", database], env);
+      const secret = "upstream-secret-42";
+      const created = JSON.parse(
+        await provider(
+          "create", "--name", "idp", "--type", "Custom", "--client-id", "ours", "--client-secret", secret,
+          "--auth-url", "https://idp.example/auth", "--token-url", "https://idp.example/token",
+          "--user-info-url", "https://idp.example/userinfo", "--favicon", "https://idp.example/favicon.ico", "--scope", "openid profile email",
+        ),
+      );
+      assert.equal(created.userInfoUrl, "https://idp.example/userinfo");
+      assert.equal(created.clientSecretEncrypted, true);
+      assert.equal(created.trustEmail, false);
+      assert.equal(created.clientSecret, undefined);
+
+      const db = await openDb({ url: database });
+      try {
+        const stored = (await createStore(db).providers.findByName("idp"))!.clientSecret;
+        assert.match(stored, /^aes256gcm:v1:/);
+        assert.ok(!stored.includes(secret));
+      } finally {
+        await db.destroy();
+      }
+
+      const updated = JSON.parse(await provider("update", "--name", "idp", "--display-name", "The IdP", "--trust-email"));
+      assert.deepEqual([updated.displayName, updated.trustEmail, updated.clientId], ["The IdP", true, "ours"]);
+      assert.equal(JSON.parse(await provider("update", "--name", "idp", "--no-trust-email")).trustEmail, false);
+      for (const output of [await provider("show", "--name", "idp"), await provider("list")]) assert.ok(!output.includes(secret), output);
+      await assert.rejects(provider("update", "--name", "idp", "--token-url", "ftp://x"), /tokenUrl: must use http or https/);
+      await assert.rejects(provider("create", "--name", "half", "--type", "Custom", "--client-id", "x"), /clientSecret: is required/);
+      assert.deepEqual(JSON.parse(await provider("delete", "--name", "idp")), { deleted: "idp" });
+      await assert.rejects(provider("show", "--name", "idp"), /no provider named idp/);
     });
 
     it("keys list|rotate, and export through the identity bin: PEM and a certificate of the same key", async () => {

@@ -3,8 +3,10 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { CleanupJob } from "../../src/housekeeping.js";
 import { silentLogger } from "../../src/log.js";
 import type { ApplicationRecord } from "../../src/store/applications.js";
-import { deleteExpired } from "../../src/store/cleanup.js";
+import { deleteExpired, SWEEPS } from "../../src/store/cleanup.js";
 import { ConflictError } from "../../src/store/errors.js";
+import type { FederatedIdentityRecord } from "../../src/store/federatedIdentities.js";
+import type { FederationStateRecord } from "../../src/store/federationStates.js";
 import type { ProviderRecord } from "../../src/store/providers.js";
 import type { SessionRecord } from "../../src/store/sessions.js";
 import { revokeFamily, type AccessTokenRecord, type RefreshTokenRecord } from "../../src/store/tokens.js";
@@ -12,6 +14,9 @@ import type { UserRecord } from "../../src/store/users.js";
 import { isPostgres, type Db } from "../../src/store/db.js";
 import { FakeClock } from "../support/clock.js";
 import { describeEachBackend } from "../support/databases.js";
+
+/** What a cleanup run reports when it deleted nothing, table by table. */
+const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.table, 0]));
 
 /**
  * The storage contract: what every repository promises, checked on every
@@ -115,13 +120,23 @@ const aSession = (over: Partial<SessionRecord> = {}): SessionRecord => ({
   ...over,
 });
 
+const aFederationState = (over: Partial<FederationStateRecord> = {}): FederationStateRecord => ({
+  stateHash: hash(),
+  provider: `provider-${id()}`,
+  bindingHash: hash(),
+  authorizationRequestId: id(),
+  createdAt: T0,
+  expiresAt: T0 + HOUR,
+  ...over,
+});
+
 /**
  * Every column a query finds rows by, per table. Each must lead an index, or
  * a lookup scans the table. A new repository lists its lookup columns here.
  */
 const LOOKUP_PATHS: Record<string, string[]> = {
   applications: ["id", "client_id", "name"],
-  users: ["id", "name"],
+  users: ["id", "name", "email"],
   signing_keys: ["kid"],
   providers: ["name"],
   access_tokens: ["token_hash", "family_id", "expires_at"],
@@ -130,6 +145,9 @@ const LOOKUP_PATHS: Record<string, string[]> = {
   authorization_codes: ["code_hash", "expires_at"],
   authorization_requests: ["id", "expires_at"],
   login_failures: ["key", "window_started_at"],
+  federation_states: ["state_hash", "expires_at"],
+  // Found by (provider, external_id_type, external_id), listed by user; users by verified email.
+  federated_identities: ["provider", "user_id"],
 };
 
 /** "table.column" for the first column of every index (primary keys and unique constraints included). */
@@ -221,6 +239,16 @@ describeEachBackend("storage contract", (ctx) => {
       await ctx.store.users.insert(user);
       await assertConflict(ctx.store.users.insert(aUser({ name: user.name })), "user");
     });
+
+    it("finds users by exact verified email, and tells which names are taken", async () => {
+      const email = `${id()}@example.com`;
+      const verified = aUser({ email });
+      const unverified = aUser({ email, emailVerified: false });
+      const otherCase = aUser({ email: email.toUpperCase() });
+      for (const u of [verified, unverified, otherCase]) await ctx.store.users.insert(u);
+      assert.deepEqual(await ctx.store.users.findByVerifiedEmail(email), [verified]);
+      assert.deepEqual(await ctx.store.users.takenNames([verified.name, `free-${id()}`]), new Set([verified.name]));
+    });
   });
 
   describe("providers", () => {
@@ -239,6 +267,87 @@ describeEachBackend("storage contract", (ctx) => {
       const provider = aProvider();
       await ctx.store.providers.insert(provider);
       await assertConflict(ctx.store.providers.insert(aProvider({ name: provider.name })), "provider");
+    });
+  });
+
+  describe("federation states", () => {
+    it("round-trips by hash, with or without a pending request", async () => {
+      const browser = aFederationState();
+      const rpc = aFederationState({ authorizationRequestId: null });
+      for (const s of [browser, rpc]) await ctx.store.federationStates.insert(s);
+      assert.deepEqual(await ctx.store.federationStates.findByHash(browser.stateHash), browser);
+      assert.deepEqual(await ctx.store.federationStates.findByHash(rpc.stateHash), rpc);
+      assert.equal(await ctx.store.federationStates.findByHash(hash()), undefined);
+    });
+
+    it("lets exactly one of 50 concurrent takes of one state win", async () => {
+      const state = aFederationState();
+      await ctx.store.federationStates.insert(state);
+      const results = await Promise.all(Array.from({ length: 50 }, () => ctx.store.federationStates.take(state.stateHash)));
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal(await ctx.store.federationStates.findByHash(state.stateHash), undefined);
+    });
+  });
+
+  describe("federated identities", () => {
+    const aLink = (provider: ProviderRecord, user: UserRecord, over: Partial<FederatedIdentityRecord> = {}): FederatedIdentityRecord => ({
+      provider: provider.name,
+      externalIdType: "sub",
+      externalId: `ext-${id()}`,
+      userId: user.id,
+      username: "upstream-name",
+      createdAt: T0,
+      updatedAt: T0,
+      ...over,
+    });
+
+    it("round-trips, lists by user, updates the username, and refuses a second link of one account", async () => {
+      const provider = aProvider();
+      const user = aUser();
+      await ctx.store.providers.insert(provider);
+      await ctx.store.users.insert(user);
+      const bySub = aLink(provider, user);
+      const byName = aLink(provider, user, { externalIdType: "preferred_username", externalId: bySub.externalId });
+      await ctx.store.federatedIdentities.insert(bySub);
+      await ctx.store.federatedIdentities.insert(byName);
+      assert.deepEqual(await ctx.store.federatedIdentities.find(bySub), bySub);
+      assert.deepEqual(await ctx.store.federatedIdentities.find(byName), byName, "a sub never passes for a preferred_username");
+      assert.deepEqual(await ctx.store.federatedIdentities.listByUser(user.id), [byName, bySub]);
+      await ctx.store.federatedIdentities.updateUsername(bySub, "renamed", T0 + 5);
+      assert.deepEqual(await ctx.store.federatedIdentities.find(bySub), { ...bySub, username: "renamed", updatedAt: T0 + 5 });
+      await assertConflict(ctx.store.federatedIdentities.insert(aLink(provider, aUser(), { externalId: bySub.externalId })), "federated identity");
+    });
+
+    it("goes with its user or its provider", async () => {
+      const provider = aProvider();
+      const [kept, deleted] = [aUser(), aUser()];
+      await ctx.store.providers.insert(provider);
+      for (const u of [kept, deleted]) await ctx.store.users.insert(u);
+      const [keptLink, deletedLink] = [aLink(provider, kept), aLink(provider, deleted)];
+      for (const l of [keptLink, deletedLink]) await ctx.store.federatedIdentities.insert(l);
+      await ctx.store.users.deleteByName(deleted.name);
+      assert.equal(await ctx.store.federatedIdentities.find(deletedLink), undefined);
+      assert.ok(await ctx.store.federatedIdentities.find(keptLink));
+      await ctx.store.providers.deleteByName(provider.name);
+      assert.equal(await ctx.store.federatedIdentities.find(keptLink), undefined);
+      assert.ok(await ctx.store.users.findById(kept.id), "the user stays");
+    });
+
+    it("joins a caller's transaction: a rolled-back user and link leave no row", async () => {
+      const provider = aProvider();
+      await ctx.store.providers.insert(provider);
+      const user = aUser();
+      const link = aLink(provider, user);
+      await assert.rejects(
+        ctx.db.transaction(async (trx) => {
+          await ctx.store.users.insert(user, trx);
+          await ctx.store.federatedIdentities.insert(link, trx);
+          throw new Error("roll back");
+        }),
+        /roll back/,
+      );
+      assert.equal(await ctx.store.users.findById(user.id), undefined);
+      assert.equal(await ctx.store.federatedIdentities.find(link), undefined);
     });
   });
 
@@ -362,22 +471,27 @@ describeEachBackend("storage contract", (ctx) => {
       assert.equal((await job().runOnce()).authorization_codes, 1);
     });
 
-    it("deletes expired access tokens and sessions, and keeps live ones", async () => {
+    it("deletes expired access tokens, sessions and federation states, and keeps live ones", async () => {
       const now = clock.now();
       const expiredAccess = anAccessToken({ expiresAt: now + 1000 });
       const liveAccess = anAccessToken({ expiresAt: now + HOUR });
       const expiredSession = aSession({ expiresAt: now + 1000 });
       const liveSession = aSession({ expiresAt: now + HOUR });
+      const expiredState = aFederationState({ expiresAt: now + 1000 });
+      const liveState = aFederationState({ expiresAt: now + HOUR });
       for (const t of [expiredAccess, liveAccess]) await ctx.store.accessTokens.insert(t);
       for (const s of [expiredSession, liveSession]) await ctx.store.sessions.insert(s);
+      for (const s of [expiredState, liveState]) await ctx.store.federationStates.insert(s);
 
-      assert.deepEqual(await job().runOnce(), { access_tokens: 0, refresh_tokens: 0, sessions: 0, authorization_codes: 0, authorization_requests: 0, login_failures: 0 });
+      assert.deepEqual(await job().runOnce(), NOTHING_SWEPT);
       clock.advanceSeconds(1);
-      assert.deepEqual(await job().runOnce(), { access_tokens: 1, refresh_tokens: 0, sessions: 1, authorization_codes: 0, authorization_requests: 0, login_failures: 0 });
+      assert.deepEqual(await job().runOnce(), { ...NOTHING_SWEPT, access_tokens: 1, sessions: 1, federation_states: 1 });
       assert.equal(await ctx.store.accessTokens.findByHash(expiredAccess.tokenHash), undefined);
       assert.equal(await ctx.store.sessions.findByHash(expiredSession.idHash), undefined);
+      assert.equal(await ctx.store.federationStates.findByHash(expiredState.stateHash), undefined);
       assert.ok(await ctx.store.accessTokens.findByHash(liveAccess.tokenHash));
       assert.ok(await ctx.store.sessions.findByHash(liveSession.idHash));
+      assert.ok(await ctx.store.federationStates.findByHash(liveState.stateHash));
     });
 
     it("keeps an expired refresh token while its family still has a live one", async () => {
@@ -409,11 +523,11 @@ describeEachBackend("storage contract", (ctx) => {
       await ctx.store.accessTokens.insert(access);
 
       clock.advanceSeconds(1);
-      assert.deepEqual(await job().runOnce(), { access_tokens: 0, refresh_tokens: 0, sessions: 0, authorization_codes: 0, authorization_requests: 0, login_failures: 0 });
+      assert.deepEqual(await job().runOnce(), NOTHING_SWEPT);
       assert.ok(await ctx.store.refreshTokens.findByHash(consumed.tokenHash), "reuse must still revoke the live access token");
 
       clock.advanceSeconds(4);
-      assert.deepEqual(await job().runOnce(), { access_tokens: 1, refresh_tokens: 2, sessions: 0, authorization_codes: 0, authorization_requests: 0, login_failures: 0 });
+      assert.deepEqual(await job().runOnce(), { ...NOTHING_SWEPT, access_tokens: 1, refresh_tokens: 2 });
     });
 
     it("deletes at most batchSize × maxBatches rows per table per run", async () => {

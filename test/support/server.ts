@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Clock } from "../../src/clock.js";
 import type { ServeConfig } from "../../src/config.js";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger, type Logger } from "../../src/log.js";
 import { generateSigningKeyPair, type KeyPairGenerator } from "../../src/oauth/keys.js";
 import type { ScryptCost } from "../../src/oauth/secrets.js";
 import { startServer, type RunningServer } from "../../src/server.js";
@@ -43,6 +43,22 @@ export interface TestServerOptions {
   clock?: Clock;
   database?: string;
   overrides?: Partial<ServeConfig>;
+  logger?: Logger;
+}
+
+/** A logger that keeps every line, for tests of what is (not) logged. */
+export class RecordingLogger implements Logger {
+  readonly lines: { level: "info" | "error"; message: string; fields?: Record<string, unknown> }[] = [];
+  info(message: string, fields?: Record<string, unknown>): void {
+    this.lines.push({ level: "info", message, fields });
+  }
+  error(message: string, fields?: Record<string, unknown>): void {
+    this.lines.push({ level: "error", message, fields });
+  }
+  /** Everything logged, as one searchable string. */
+  text(): string {
+    return this.lines.map((l) => JSON.stringify(l)).join("\n");
+  }
 }
 
 /** Write a config file to a fresh temporary folder and return its path. */
@@ -83,7 +99,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       codeTtlSeconds: 300,
       ...options.overrides,
     },
-    { clock: options.clock, logger: silentLogger, generateKeyPair, secretHashCost: TEST_SECRET_HASH_COST },
+    { clock: options.clock, logger: options.logger ?? silentLogger, generateKeyPair, secretHashCost: TEST_SECRET_HASH_COST },
   );
   starting = false;
   return server;

@@ -2,6 +2,7 @@ import type { Knex } from "knex";
 import * as initial from "./001_initial.js";
 import * as authorization from "./003_authorization.js";
 import * as cleanupIndexes from "./006_cleanup_indexes.js";
+import * as federation from "./007_federation.js";
 
 interface Migration {
   name: string;
@@ -15,6 +16,7 @@ const all: Migration[] = [
   { name: "001_initial", ...initial },
   { name: "003_authorization", ...authorization },
   { name: "006_cleanup_indexes", ...cleanupIndexes },
+  { name: "007_federation", ...federation },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

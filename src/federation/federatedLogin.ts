@@ -1,0 +1,111 @@
+import type { Logger } from "../log.js";
+import { OAuthError } from "../oauth/errors.js";
+import type { ProviderRecord } from "../store/providers.js";
+import type { AccountLinker, LinkResult } from "./linking.js";
+import type { LoginStates, Starter, TakenState } from "./loginStates.js";
+import type { ProviderAdmin } from "./providers.js";
+import { SecretBoxError } from "./secretBox.js";
+import { UpstreamError, type UpstreamClient, type UpstreamProfile } from "./upstream.js";
+
+export interface BegunLogin {
+  /** The provider's Auth URL with the spec's parameters. */
+  authUrl: string;
+  state: string;
+}
+
+/** A state that was taken, with its provider. */
+export interface ReturnedLogin extends TakenState {
+  providerRecord: ProviderRecord;
+}
+
+/**
+ * The login round trip with a Custom provider, shared by the login page and
+ * FederationService: begin (state + Auth URL), take the state back, then
+ * exchange the code, look the user up and link the account.
+ */
+export class FederatedLogin {
+  /** Where the provider sends the browser back (the spec's `{base_url}/callback`): to register at the provider. */
+  readonly redirectUri: string;
+
+  constructor(
+    issuer: string,
+    private readonly providers: ProviderAdmin,
+    private readonly states: LoginStates,
+    private readonly upstream: UpstreamClient,
+    private readonly linker: AccountLinker,
+    private readonly logger: Logger,
+  ) {
+    this.redirectUri = `${issuer}/callback`;
+  }
+
+  get stateTtlSeconds(): number {
+    return this.states.ttlSeconds;
+  }
+
+  /**
+   * Start a sign-in with provider `name`, bound to `binding` (the browser's
+   * CSRF token or an RPC caller's login secret) and, from the login page, to
+   * the pending authorize request.
+   */
+  async begin(name: string, binding: string, authorizationRequestId?: string): Promise<BegunLogin> {
+    const provider = await this.providers.get(name);
+    const state = await this.states.create(provider.name, binding, authorizationRequestId);
+    const url = new URL(provider.authUrl);
+    const params = { client_id: provider.clientId, redirect_uri: this.redirectUri, response_type: "code", scope: provider.scope, state };
+    for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
+    return { authUrl: url.href, state };
+  }
+
+  /** Use up the state the provider sent back, if `starter` is the one who began it. */
+  async takeState(state: string | undefined, starter: Starter): Promise<ReturnedLogin> {
+    const taken = await this.states.take(state, starter);
+    const providerRecord = await this.providers.get(taken.provider).catch((err: unknown) => {
+      if (err instanceof OAuthError && err.code === "not_found") {
+        throw new OAuthError("invalid_request", `the provider ${taken.provider} is no longer configured`);
+      }
+      throw err;
+    });
+    return { ...taken, providerRecord };
+  }
+
+  /** The provider's `error` response (RFC 6749 §4.1.2.1), as an error to show. */
+  refused(login: ReturnedLogin, error: string, description: string | undefined): OAuthError {
+    const printable = (text: string, max: number) => text.replace(/[^\x20-\x7e]/g, "").slice(0, max);
+    const code = printable(error, 64) || "no reason given";
+    const detail = description ? `: ${printable(description, 200)}` : "";
+    this.logger.info("federated sign-in refused by the provider", { provider: login.provider, error: code });
+    return new OAuthError("access_denied", `${labelOf(login.providerRecord)} did not sign you in (${code}${detail})`);
+  }
+
+  /** Exchange the code, look the user up and link the account: the end of a round trip. */
+  async complete(login: ReturnedLogin, code: string | undefined): Promise<LinkResult> {
+    const provider = login.providerRecord;
+    if (!code) throw new OAuthError("invalid_request", `${labelOf(provider)} sent no code back`);
+    const profile = await this.lookUp(provider, code);
+    const result = await this.linker.link(provider, profile);
+    this.logger.info("federated sign-in", { provider: provider.name, userId: result.user.id, created: result.created });
+    return result;
+  }
+
+  /** The provider's calls; a failure is logged (reason only) and becomes an error to show. */
+  private async lookUp(provider: ProviderRecord, code: string): Promise<UpstreamProfile> {
+    let clientSecret: string;
+    try {
+      clientSecret = this.providers.clientSecret(provider);
+    } catch (err) {
+      if (!(err instanceof SecretBoxError)) throw err;
+      this.logger.error("federated sign-in impossible: client secret unreadable", { provider: provider.name, reason: err.message });
+      throw new OAuthError("server_error", `signing in with ${labelOf(provider)} is misconfigured`);
+    }
+    const { tokenUrl, userInfoUrl, clientId } = provider;
+    try {
+      return await this.upstream.signIn({ tokenUrl, userInfoUrl, clientId, clientSecret, code, redirectUri: this.redirectUri });
+    } catch (err) {
+      if (!(err instanceof UpstreamError)) throw err;
+      this.logger.error("federated sign-in failed at the provider", { provider: provider.name, step: err.step, reason: err.reason });
+      throw new OAuthError("temporarily_unavailable", `signing in with ${labelOf(provider)} failed: ${err.message}`, 502);
+    }
+  }
+}
+
+const labelOf = (provider: ProviderRecord) => provider.displayName || provider.name;

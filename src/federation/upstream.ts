@@ -1,0 +1,181 @@
+/** Which call to the provider failed. */
+export type UpstreamStep = "token" | "userinfo";
+
+/**
+ * A provider call that failed. `reason` is our own wording (never the
+ * provider's body or any credential), so it is safe to log and to show.
+ */
+export class UpstreamError extends Error {
+  constructor(
+    readonly step: UpstreamStep,
+    readonly reason: string,
+  ) {
+    super(`the provider's ${step === "token" ? "token endpoint" : "UserInfo endpoint"} ${reason}`);
+    this.name = "UpstreamError";
+  }
+}
+
+export interface UpstreamOptions {
+  /** Longest wait for each call, body included. */
+  timeoutMs: number;
+  /** Largest response body read. */
+  maxBodyBytes: number;
+}
+
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 10_000;
+export const MAX_UPSTREAM_BODY_BYTES = 1024 * 1024;
+/** The longest `sub` or preferred_username kept as an account's key. */
+export const MAX_EXTERNAL_ID_LENGTH = 255;
+
+/** The user as the provider's UserInfo URL describes them. */
+export interface UpstreamProfile {
+  /** The provider's stable id for the user, when it sends one. */
+  sub?: string;
+  name: string;
+  preferredUsername: string;
+  email: string;
+  /** False when the provider says the email is not verified. */
+  emailVerified?: boolean;
+  picture: string;
+}
+
+export interface CodeExchange {
+  tokenUrl: string;
+  userInfoUrl: string;
+  clientId: string;
+  clientSecret: string;
+  code: string;
+  redirectUri: string;
+}
+
+/** RFC 6749 §2.3.1: each half is form-urlencoded, then the pair is base64-encoded. */
+export function basicCredentials(clientId: string, clientSecret: string): string {
+  const formEncode = (value: string) => new URLSearchParams({ v: value }).toString().slice(2);
+  return "Basic " + Buffer.from(`${formEncode(clientId)}:${formEncode(clientSecret)}`).toString("base64");
+}
+
+/**
+ * The spec's calls to a Custom provider: the token exchange (HTTP Basic,
+ * form fields code, grant_type and redirect_uri) and the user lookup
+ * (Bearer). Every call has a deadline and a body size cap and never follows
+ * a redirect, so a misbehaving provider costs at most one bounded request.
+ * The provider's access token lives only in this call; it is never stored.
+ */
+export class UpstreamClient {
+  constructor(private readonly options: UpstreamOptions) {}
+
+  async signIn(exchange: CodeExchange): Promise<UpstreamProfile> {
+    const accessToken = await this.exchangeCode(exchange);
+    return this.userInfo(exchange.userInfoUrl, accessToken);
+  }
+
+  private async exchangeCode(exchange: CodeExchange): Promise<string> {
+    const body = await this.requestJson("token", exchange.tokenUrl, {
+      method: "POST",
+      headers: {
+        authorization: basicCredentials(exchange.clientId, exchange.clientSecret),
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({ code: exchange.code, grant_type: "authorization_code", redirect_uri: exchange.redirectUri }).toString(),
+    });
+    // Some providers answer 200 with an OAuth error body.
+    if (typeof body.error === "string") throw new UpstreamError("token", `refused the code (${errorCode(body.error)})`);
+    if (typeof body.access_token !== "string" || body.access_token === "") throw new UpstreamError("token", "sent no access_token");
+    if (typeof body.token_type !== "string") throw new UpstreamError("token", "sent no token_type");
+    // RFC 6749 §7.1: the type is case-insensitive; only Bearer can be used at UserInfo URL.
+    if (body.token_type.toLowerCase() !== "bearer") {
+      throw new UpstreamError("token", `sent token_type ${errorCode(body.token_type)}, not Bearer`);
+    }
+    // refresh_token, expires_in and scope are not needed: upstream tokens are used once and never stored.
+    return body.access_token;
+  }
+
+  private async userInfo(userInfoUrl: string, accessToken: string): Promise<UpstreamProfile> {
+    const body = await this.requestJson("userinfo", userInfoUrl, { method: "GET", headers: { authorization: `Bearer ${accessToken}` } });
+    const text = (field: string): string => {
+      const value = body[field];
+      if (typeof value !== "string") throw new UpstreamError("userinfo", `sent no ${field}`);
+      return value;
+    };
+    const profile: UpstreamProfile = {
+      name: text("name"),
+      preferredUsername: text("preferred_username"),
+      email: text("email"),
+      picture: text("picture"),
+    };
+    if (profile.preferredUsername === "") throw new UpstreamError("userinfo", "sent an empty preferred_username");
+    const sub = body.sub;
+    if (typeof sub === "string" && sub !== "") profile.sub = sub;
+    else if (typeof sub === "number" && Number.isSafeInteger(sub)) profile.sub = String(sub);
+    else if (sub !== undefined && sub !== null) throw new UpstreamError("userinfo", "sent a sub that is neither a string nor an integer");
+    if ((profile.sub ?? profile.preferredUsername).length > MAX_EXTERNAL_ID_LENGTH) {
+      throw new UpstreamError("userinfo", `sent an account id longer than ${MAX_EXTERNAL_ID_LENGTH} characters`);
+    }
+    if (typeof body.email_verified === "boolean") profile.emailVerified = body.email_verified;
+    return profile;
+  }
+
+  /** One request whose answer must be a 2xx JSON object. */
+  private async requestJson(step: UpstreamStep, url: string, init: RequestInit): Promise<Record<string, unknown>> {
+    const { timeoutMs, maxBodyBytes } = this.options;
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(url, {
+        ...init,
+        headers: { accept: "application/json", ...init.headers },
+        redirect: "manual",
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      if (res.status >= 300 && res.status < 400) {
+        await res.body?.cancel();
+        throw new UpstreamError(step, `answered with a redirect (HTTP ${res.status}), which is not followed`);
+      }
+      text = await readLimited(res, maxBodyBytes, step);
+    } catch (err) {
+      if (err instanceof UpstreamError) throw err;
+      const name = (err as Error)?.name;
+      if (name === "TimeoutError" || name === "AbortError") throw new UpstreamError(step, `gave no complete answer within ${timeoutMs} ms`);
+      const code = (err as { cause?: { code?: unknown } })?.cause?.code;
+      throw new UpstreamError(step, `could not be reached${typeof code === "string" ? ` (${code})` : ""}`);
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    const object = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+    if (!res.ok) {
+      const code = typeof object?.error === "string" ? ` (${errorCode(object.error)})` : "";
+      throw new UpstreamError(step, `answered HTTP ${res.status}${code}`);
+    }
+    if (!object) throw new UpstreamError(step, "answered with something other than a JSON object");
+    return object;
+  }
+}
+
+/** The body as text, refusing more than `limit` bytes whether or not Content-Length says so. */
+async function readLimited(res: Response, limit: number, step: UpstreamStep): Promise<string> {
+  const tooLarge = () => new UpstreamError(step, `answered with more than ${limit} bytes`);
+  if (Number(res.headers.get("content-length") ?? 0) > limit) {
+    await res.body?.cancel();
+    throw tooLarge();
+  }
+  if (!res.body) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    // Leaving the loop cancels the stream: the rest is never downloaded.
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** A provider's error code, trimmed to something safe to log and show. */
+function errorCode(value: string): string {
+  const clean = value.replace(/[^\x20-\x7e]/g, "").slice(0, 64);
+  return clean || "no code";
+}

@@ -1,0 +1,71 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { FederationService, type ProviderInput as ProviderInputMessage } from "../../gen/identity/v1/federation_pb.js";
+import type { Domain } from "../domain.js";
+import { parseProviderInput, parseProviderPatch } from "../federation/providers.js";
+import { OAuthError } from "../oauth/errors.js";
+import { randomToken } from "../oauth/secrets.js";
+import type { ProviderRecord } from "../store/providers.js";
+import { accountOf, linkedIdentityOf } from "./account.js";
+import { epochSecondsOf, requireAdmin } from "./adminAuth.js";
+import { noStore } from "./headers.js";
+
+/** Proto input to the plain object the shared validation reads; unset stays unset. */
+function providerFields(input: ProviderInputMessage | undefined): Record<string, unknown> {
+  if (!input) throw new OAuthError("invalid_request", "provider: is required");
+  const { $typeName: _t, $unknown: _u, ...fields } = input;
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+}
+
+export function federationService(domain: Domain): ServiceImpl<typeof FederationService> {
+  const { providerAdmin: admin, federation } = domain;
+
+  // Everything but the secret, which never leaves the service.
+  const providerOut = (provider: ProviderRecord) => {
+    const { clientSecret: _secret, createdAt, updatedAt, ...rest } = provider;
+    return {
+      ...rest,
+      clientSecretEncrypted: admin.isEncrypted(provider),
+      createdTime: epochSecondsOf(createdAt),
+      updatedTime: epochSecondsOf(updatedAt),
+    };
+  };
+
+  return {
+    async createProvider(req, ctx) {
+      requireAdmin(domain, ctx);
+      return { provider: providerOut(await admin.create(parseProviderInput(providerFields(req.provider)))) };
+    },
+    async getProvider(req, ctx) {
+      requireAdmin(domain, ctx);
+      return { provider: providerOut(await admin.get(req.name)) };
+    },
+    async listProviders(_req, ctx) {
+      requireAdmin(domain, ctx);
+      return { providers: (await admin.list()).map(providerOut) };
+    },
+    async updateProvider(req, ctx) {
+      requireAdmin(domain, ctx);
+      return { provider: providerOut(await admin.update(parseProviderPatch(providerFields(req.provider)))) };
+    },
+    async deleteProvider(req, ctx) {
+      requireAdmin(domain, ctx);
+      await admin.delete(req.name);
+      return {};
+    },
+    async beginLogin(req, ctx) {
+      noStore(ctx);
+      if (!req.provider) throw new OAuthError("invalid_request", "provider: is required");
+      // Plays the part of the browser's CSRF cookie: only the caller holds it.
+      const loginSecret = randomToken();
+      const begun = await federation.begin(req.provider, loginSecret);
+      return { authUrl: begun.authUrl, state: begun.state, loginSecret, expiresIn: BigInt(federation.stateTtlSeconds) };
+    },
+    async completeLogin(req, ctx) {
+      noStore(ctx);
+      const login = await federation.takeState(req.state, { kind: "rpc", loginSecret: req.loginSecret });
+      const { user, identity, created } = await federation.complete(login, req.code);
+      const links = await domain.store.federatedIdentities.listByUser(user.id);
+      return { user: accountOf(user, links), identity: linkedIdentityOf(identity), created };
+    },
+  };
+}

@@ -1,0 +1,160 @@
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { FederationService } from "../../gen/identity/v1/federation_pb.js";
+import type { RunningServer } from "../../src/server.js";
+import { authorizeUrl } from "../support/browserless.js";
+import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
+import { freshPage, launchChromium } from "../support/chromium.js";
+import { getJson } from "../support/oauth.js";
+import { ADMIN_TOKEN, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+
+const SCREENSHOTS = "test-output/screenshots";
+
+/** Our registration at the upstream; the secret needs RFC 6749 §2.3.1 encoding in Basic auth. */
+const AT_UPSTREAM = { name: "downstream", clientId: "downstream-client", clientSecret: "downstream secret: with space+plus", grantTypes: [] };
+
+/**
+ * The whole round trip in headless Chromium, with a second instance of this
+ * service as the Custom provider: its login page, its token endpoint and its
+ * userinfo are what the spec asks of an upstream.
+ */
+describe("federated sign-in in headless Chromium, with this service as the upstream", function () {
+  this.timeout(60_000);
+  let browser: Browser;
+  let callback: CallbackServer;
+  let ours: RunningServer;
+  let upstream: RunningServer;
+  let context: BrowserContext;
+  let page: Page;
+  let cspViolations: string[];
+
+  before(async () => {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    callback = await startCallbackServer();
+    // Ours has its own alice (password sign-in), so the federated alice needs another name.
+    ours = await startTestServer({ config: { applications: [{ ...TEST_APP, redirectUris: [callback.url] }], users: [TEST_USER] } });
+    // The upstream must know our callback, which names our port: so it starts second.
+    upstream = await startTestServer({
+      config: { applications: [{ ...AT_UPSTREAM, redirectUris: [`${ours.issuer}/callback`] }], users: [TEST_USER] },
+    });
+    const federation = createClient(FederationService, createConnectTransport({ baseUrl: ours.url, httpVersion: "1.1" }));
+    await federation.createProvider(
+      {
+        provider: {
+          name: "upstream",
+          type: "Custom",
+          displayName: "Upstream ID",
+          clientId: AT_UPSTREAM.clientId,
+          clientSecret: AT_UPSTREAM.clientSecret,
+          authUrl: `${upstream.url}/login/oauth/authorize`,
+          scope: "openid profile email",
+          tokenUrl: `${upstream.url}/api/login/oauth/access_token`,
+          userInfoUrl: `${upstream.url}/api/userinfo`,
+          favicon: `${new URL(callback.url).origin}/favicon.svg`,
+        },
+      },
+      { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+    );
+    await ours.domain.applicationAdmin.update({ name: TEST_APP.name, providers: ["upstream"] });
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await ours?.close();
+    await upstream?.close();
+    await callback?.close();
+  });
+
+  beforeEach(async () => {
+    ({ context, page, cspViolations } = await freshPage(browser));
+  });
+  afterEach(async () => {
+    assert.deepEqual(cspViolations, [], "the pages work under their own CSP");
+    await context.close();
+  });
+
+  /**
+   * From the client's authorize request to the client's redirect_uri: the
+   * provider button, the upstream's login form, back through our /callback.
+   * The browser talks to us at our issuer, the host the upstream returns to.
+   */
+  async function signInThroughUpstream(state: string, screenshot?: string): Promise<string> {
+    await page.goto(authorizeUrl(ours.issuer, { redirect_uri: callback.url, scope: "openid profile email", state }));
+    const button = page.getByRole("button", { name: "Sign in with Upstream ID" });
+    assert.ok(await button.locator("img").evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), "favicon loads");
+    await button.click();
+    await page.waitForURL((url) => url.href.startsWith(`${upstream.url}/login/oauth/authorize`));
+    assert.equal(await page.title(), `Sign in to ${AT_UPSTREAM.name}`, "the upstream's own login page");
+    if (screenshot) await page.screenshot({ path: `${SCREENSHOTS}/${screenshot}`, fullPage: true });
+    await page.getByLabel("Username").fill(TEST_USER.name);
+    await page.getByLabel("Password").fill(TEST_USER.password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.waitForURL((url) => url.href.startsWith(callback.url));
+    const landed = new URL(page.url());
+    assert.equal(landed.searchParams.get("state"), state);
+    assert.equal(landed.searchParams.get("iss"), ours.issuer);
+    return landed.searchParams.get("code")!;
+  }
+
+  /** The client's side: exchange the code at our token endpoint and ask our userinfo and get-account. */
+  async function clientSees(code: string) {
+    const tokens = await postForm(`${ours.url}/api/login/oauth/access_token`, {
+      grant_type: "authorization_code",
+      client_id: TEST_APP.clientId,
+      client_secret: TEST_APP.clientSecret,
+      code,
+    });
+    assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+    const bearer = { authorization: `Bearer ${tokens.body.access_token}` };
+    return {
+      userinfo: (await getJson(`${ours.url}/api/userinfo`, bearer)).body,
+      account: (await getJson(`${ours.url}/api/get-account`, bearer)).body.data,
+    };
+  }
+
+  it("first sign-in creates a local user, the second reuses it, and the client sees the federated user", async () => {
+    const upstreamAlice = await upstream.domain.userAdmin.get(TEST_USER.name);
+    const localAlice = await ours.domain.userAdmin.get(TEST_USER.name);
+    const usersBefore = (await ours.domain.userAdmin.list()).length;
+
+    const first = await clientSees(await signInThroughUpstream("first-visit", "upstream-login-page.png"));
+    assert.notEqual(first.userinfo.sub, localAlice.id, "never linked to the local alice by name or email");
+    assert.deepEqual(first.userinfo, {
+      sub: first.userinfo.sub,
+      iss: ours.issuer,
+      aud: TEST_APP.clientId,
+      name: TEST_USER.displayName,
+      preferred_username: `${TEST_USER.name}-2`,
+      picture: TEST_USER.avatar,
+      email: TEST_USER.email,
+      email_verified: false,
+    });
+    assert.deepEqual(first.account.linkedIdentities, [{ provider: "upstream", externalId: upstreamAlice.id, username: TEST_USER.name }]);
+    assert.equal((await ours.domain.userAdmin.list()).length, usersBefore + 1);
+
+    // A fresh profile: no session at either service, so both sign-ins happen again.
+    await context.close();
+    ({ context, page, cspViolations } = await freshPage(browser));
+    const second = await clientSees(await signInThroughUpstream("second-visit"));
+    assert.equal(second.userinfo.sub, first.userinfo.sub);
+    assert.equal((await ours.domain.userAdmin.list()).length, usersBefore + 1);
+  });
+
+  it("shows the upstream's refusal on our error page", async () => {
+    await page.goto(authorizeUrl(ours.issuer, { redirect_uri: callback.url, scope: "openid", state: "refused" }));
+    // The upstream refuses a scope it does not know, back at our /callback with error=invalid_scope.
+    await ours.domain.providerAdmin.update({ name: "upstream", scope: "openid no-such-scope" });
+    try {
+      await page.getByRole("button", { name: "Sign in with Upstream ID" }).click();
+      await page.waitForURL((url) => url.href.startsWith(`${ours.issuer}/callback`));
+      assert.equal(await page.title(), "Sign-in failed");
+      assert.match((await page.getByRole("alert").textContent())!, /Upstream ID did not sign you in \(invalid_scope: unsupported scope: no-such-scope\)/);
+      await page.screenshot({ path: `${SCREENSHOTS}/federation-refused.png`, fullPage: true });
+    } finally {
+      await ours.domain.providerAdmin.update({ name: "upstream", scope: "openid profile email" });
+    }
+  });
+});
