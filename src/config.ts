@@ -1,5 +1,11 @@
 import { parseArgs } from "node:util";
 
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Where /metrics is served: not at all, on the main port, or on its own port. */
+export type MetricsMode = "off" | "same" | { port: number };
+
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
   port: number;
@@ -10,6 +16,12 @@ export interface ServeConfig {
   configFile?: string;
   adminToken?: string;
   maxBodyBytes: number;
+  metrics: MetricsMode;
+  logLevel: LogLevel;
+  logPretty: boolean;
+  shutdownTimeoutSeconds: number;
+  keyActivationDelaySeconds: number;
+  keyReloadSeconds: number;
 }
 
 interface OptionSpec {
@@ -19,11 +31,13 @@ interface OptionSpec {
   default: string;
   description: string;
   parse: (raw: string) => unknown;
+  /** A flag that takes no value; its variable reads true/false. */
+  boolean?: true;
 }
 
 const port = (raw: string) => {
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`invalid port: ${raw}`);
+  if (!/^\d+$/.test(raw) || n > 65535) throw new Error(`invalid port: ${raw}`);
   return n;
 };
 const positiveInt = (raw: string) => {
@@ -31,12 +45,26 @@ const positiveInt = (raw: string) => {
   if (!Number.isInteger(n) || n <= 0) throw new Error(`invalid number: ${raw}`);
   return n;
 };
+const seconds = (raw: string) => {
+  if (!/^\d+$/.test(raw)) throw new Error(`invalid number of seconds: ${raw}`);
+  return Number(raw);
+};
 const text = (raw: string) => raw;
 const url = (raw: string) => {
   const parsed = new URL(raw);
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`issuer must be http(s): ${raw}`);
   return raw.replace(/\/+$/, "");
 };
+const bool = (raw: string) => {
+  if (/^(true|1|yes)$/i.test(raw)) return true;
+  if (/^(false|0|no)$/i.test(raw)) return false;
+  throw new Error(`expected true or false: ${raw}`);
+};
+const logLevel = (raw: string) => {
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new Error(`expected one of ${LOG_LEVELS.join(", ")}: ${raw}`);
+  return raw;
+};
+const metricsMode = (raw: string): MetricsMode => (raw === "off" || raw === "same" ? raw : { port: port(raw) });
 
 /**
  * Every option, once: flag, environment variable, default and meaning. The
@@ -65,25 +93,71 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     key: "maxBodyBytes", flag: "max-body-bytes", env: "IDENTITY_MAX_BODY_BYTES", default: "65536",
     description: "largest accepted REST request body, in bytes", parse: positiveInt,
   },
+  {
+    key: "metrics", flag: "metrics", env: "IDENTITY_METRICS", default: "same",
+    description: "Prometheus `/metrics`: `off`, `same` (on the main port) or a port number of its own (0 picks a free one)",
+    parse: metricsMode,
+  },
+  {
+    key: "logLevel", flag: "log-level", env: "LOG_LEVEL", default: "info",
+    description: `least severe log level written: ${LOG_LEVELS.join(", ")}`, parse: logLevel,
+  },
+  {
+    key: "logPretty", flag: "log-pretty", env: "IDENTITY_LOG_PRETTY", default: "false",
+    description: "human-friendly colored logs instead of JSON lines (development)", parse: bool, boolean: true,
+  },
+  {
+    key: "shutdownTimeoutSeconds", flag: "shutdown-timeout-seconds", env: "IDENTITY_SHUTDOWN_TIMEOUT_SECONDS", default: "10",
+    description: "on SIGTERM/SIGINT, how long in-flight requests may take before their connections are cut", parse: seconds,
+  },
+  {
+    key: "keyActivationDelaySeconds", flag: "key-activation-delay-seconds", env: "IDENTITY_KEY_ACTIVATION_DELAY_SECONDS", default: "600",
+    description: "a rotated signing key is published at once and signs only after this delay", parse: seconds,
+  },
+  {
+    key: "keyReloadSeconds", flag: "key-reload-seconds", env: "IDENTITY_KEY_RELOAD_SECONDS", default: "10",
+    description: "how often each instance re-reads the signing keys and retires spent ones", parse: positiveInt,
+  },
 ];
+
+/** One option's value from its flag's raw value, else its variable, else its default. */
+function optionValue(option: OptionSpec, flagValue: string | boolean | undefined, env: NodeJS.ProcessEnv): unknown {
+  const raw = (typeof flagValue === "boolean" ? String(flagValue) : flagValue) ?? env[option.env] ?? option.default;
+  if (raw === "" || raw.includes("<")) return undefined;
+  try {
+    return option.parse(raw);
+  } catch (err) {
+    throw new Error(`--${option.flag} / ${option.env}: ${(err as Error).message}`);
+  }
+}
 
 /** Flags beat environment variables, which beat defaults. */
 export function parseServeConfig(args: string[], env: NodeJS.ProcessEnv): ServeConfig {
   const { values } = parseArgs({
     args,
-    options: Object.fromEntries(SERVE_OPTIONS.map((o) => [o.flag, { type: "string" as const }])),
+    options: Object.fromEntries(SERVE_OPTIONS.map((o) => [o.flag, { type: o.boolean ? ("boolean" as const) : ("string" as const) }])),
     strict: true,
     allowPositionals: false,
   });
   const config: Record<string, unknown> = {};
   for (const option of SERVE_OPTIONS) {
-    const raw = (values[option.flag] as string | undefined) ?? env[option.env] ?? option.default;
-    if (raw === "" || raw.includes("<")) continue;
-    try {
-      config[option.key] = option.parse(raw);
-    } catch (err) {
-      throw new Error(`--${option.flag} / ${option.env}: ${(err as Error).message}`);
-    }
+    const value = optionValue(option, values[option.flag], env);
+    if (value !== undefined) config[option.key] = value;
   }
   return config as unknown as ServeConfig;
+}
+
+/** A single serve option as an admin command sees it: its flag's value, else its variable, else its default. */
+export function resolveServeOption<K extends keyof ServeConfig>(key: K, flagValue: string | undefined, env: NodeJS.ProcessEnv): ServeConfig[K] {
+  const option = SERVE_OPTIONS.find((o) => o.key === key)!;
+  return optionValue(option, flagValue, env) as ServeConfig[K];
+}
+
+/** The options as a Markdown table: the README's reference and `identity serve --help`. */
+export function optionsTable(): string {
+  const cell = (s: string) => s.replace(/\|/g, "\\|");
+  const rows = SERVE_OPTIONS.map(
+    (o) => `| \`--${o.flag}\` | \`${o.env}\` | ${o.default ? `\`${cell(o.default)}\`` : "(none)"} | ${cell(o.description)} |`,
+  );
+  return ["| Flag | Environment variable | Default | Meaning |", "|---|---|---|---|", ...rows].join("\n") + "\n";
 }

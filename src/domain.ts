@@ -1,10 +1,12 @@
 import { ApplicationAdmin } from "./accounts/applications.js";
 import { UserAdmin } from "./accounts/users.js";
 import type { Clock } from "./clock.js";
+import { parseServeConfig } from "./config.js";
 import { ProviderAdmin } from "./federation/providers.js";
 import { ClientAuthenticator } from "./oauth/clientAuth.js";
 import type { GrantDeps } from "./oauth/grants/types.js";
 import { KeyRing } from "./oauth/keys.js";
+import { noMetrics, type Metrics } from "./oauth/metrics.js";
 import { SessionManager } from "./oauth/sessions.js";
 import { TokenMinter } from "./oauth/tokens.js";
 import { UserAuthenticator } from "./oauth/userAuth.js";
@@ -27,21 +29,32 @@ export interface DomainOptions {
   clock: Clock;
   issuer: string;
   adminToken?: string;
+  /** Defaults to the `--key-reload-seconds` default. */
   keyReloadMs?: number;
+  /** Defaults to the `--key-activation-delay-seconds` default. */
+  keyActivationDelayMs?: number;
+  /** Where domain events are counted; nowhere by default. */
+  metrics?: Metrics;
 }
 
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
-  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs);
+  const metrics = options.metrics ?? noMetrics;
+  const defaults = parseServeConfig([], {});
+  const keys = new KeyRing(store.signingKeys, clock, {
+    reloadMs: options.keyReloadMs ?? defaults.keyReloadSeconds * 1000,
+    activationDelayMs: options.keyActivationDelayMs ?? defaults.keyActivationDelaySeconds * 1000,
+  });
   await keys.init();
   return {
     issuer,
     store,
     clock,
     keys,
+    metrics,
     minter: new TokenMinter(store, keys, clock, issuer),
     clients: new ClientAuthenticator(store.applications),
-    users: new UserAuthenticator(store.users),
+    users: new UserAuthenticator(store.users, metrics),
     applicationAdmin: new ApplicationAdmin(store.applications, clock),
     userAdmin: new UserAdmin(store.users, clock),
     providerAdmin: new ProviderAdmin(store.providers, clock),

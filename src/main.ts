@@ -3,14 +3,19 @@ import { parseApplicationInput } from "./accounts/applications.js";
 import type { DemoCredentials } from "./accounts/seed.js";
 import { parseUserInput } from "./accounts/users.js";
 import { systemClock } from "./clock.js";
-import { parseServeConfig, SERVE_OPTIONS } from "./config.js";
+import { optionsTable, parseServeConfig, resolveServeOption } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
+import { createLogger } from "./log.js";
 import { OAuthError } from "./oauth/errors.js";
 import { startServer } from "./server.js";
 import { openDb } from "./store/db.js";
 import type { ApplicationRecord } from "./store/applications.js";
 import { createStore } from "./store/index.js";
 import type { UserRecord } from "./store/users.js";
+
+const SERVE_HELP = `serve options (a flag beats its environment variable):
+
+${optionsTable()}`;
 
 const USAGE = `usage: identity <command>
 
@@ -20,10 +25,9 @@ const USAGE = `usage: identity <command>
   keys list|rotate|export              manage signing keys
 
 Admin commands work directly on the database named by --database / DATABASE_URL.
+\`keys rotate\` takes --key-activation-delay-seconds (or its variable, as for serve).
 
-serve options (a flag beats its environment variable):
-${SERVE_OPTIONS.map((o) => `  --${o.flag.padEnd(16)} ${o.env.padEnd(24)} ${o.description} (default: ${o.default || "none"})`).join("\n")}
-`;
+${SERVE_HELP}`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -46,15 +50,39 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function serve(args: string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(SERVE_HELP);
+    return 0;
+  }
   const config = parseServeConfig(args, process.env);
-  const server = await startServer(config);
+  const logger = createLogger({ level: config.logLevel, pretty: config.logPretty });
+  const server = await startServer(config, { logger });
   process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
+  if (server.metricsUrl) process.stdout.write(`metrics on ${server.metricsUrl}\n`);
   if (server.demo) process.stdout.write(demoBanner(server.url, server.demo));
-  const stop = () => {
-    server.close().then(() => process.exit(0), () => process.exit(1));
+
+  // First signal: drain and exit 0. Second signal: exit at once.
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn("second signal: exiting without waiting", { signal });
+      process.exit(signal === "SIGINT" ? 130 : 143);
+    }
+    stopping = true;
+    logger.info("shutting down", { signal, timeout_seconds: config.shutdownTimeoutSeconds });
+    server.close().then(
+      () => {
+        logger.info("stopped");
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error("shutdown failed", { error: err instanceof Error ? err.message : String(err) });
+        process.exit(1);
+      },
+    );
   };
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   return new Promise(() => {}); // runs until a signal
 }
 
@@ -92,6 +120,7 @@ const ADMIN_FLAGS = {
   admin: { type: "boolean" },
   disabled: { type: "boolean" },
   kid: { type: "string" },
+  "key-activation-delay-seconds": { type: "string" },
 } as const;
 
 const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
@@ -103,13 +132,18 @@ async function admin(noun: string, args: string[]): Promise<number> {
   const { values } = parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
   const fields: Record<string, unknown> = {};
   for (const [flag, value] of Object.entries(values)) {
-    if (flag === "database" || flag === "kid") continue;
+    if (flag === "database" || flag === "kid" || flag === "key-activation-delay-seconds") continue;
     const key = PLURAL[camel(flag)] ?? camel(flag);
     fields[key] = NUMERIC.has(key) ? Number(value) : value;
   }
-  const db = await openDb({ url: (values.database as string | undefined) ?? process.env.DATABASE_URL ?? "./data/identity.sqlite" });
+  const db = await openDb({ url: resolveServeOption("database", values.database, process.env) });
   try {
-    const domain = await createDomain({ store: createStore(db), clock: systemClock, issuer: "http://localhost" });
+    const domain = await createDomain({
+      store: createStore(db),
+      clock: systemClock,
+      issuer: "http://localhost",
+      keyActivationDelayMs: resolveServeOption("keyActivationDelaySeconds", values["key-activation-delay-seconds"], process.env) * 1000,
+    });
     const result = await runAdmin(domain, noun, verb, fields, values.kid as string | undefined);
     process.stdout.write(typeof result === "string" ? result : JSON.stringify(result, null, 2) + "\n");
     return 0;
@@ -153,7 +187,10 @@ async function runAdmin(domain: Domain, noun: string, verb: string | undefined, 
       return { deleted: name() };
     case "keys list": {
       const { kid: signing } = await domain.keys.signingKey();
-      return (await domain.keys.list()).map(({ privateJwk: _p, publicJwk: _j, ...k }) => ({ ...k, signing: k.kid === signing }));
+      const now = Date.now();
+      const state = (k: { kid: string; activeFrom: number; retiredAt: number | null }) =>
+        k.retiredAt !== null ? "retired" : k.kid === signing ? "signing" : k.activeFrom > now ? "pending" : "retiring";
+      return (await domain.keys.list()).map(({ privateJwk: _p, publicJwk: _j, ...k }) => ({ ...k, state: state(k) }));
     }
     case "keys rotate": {
       const { privateJwk: _p, ...record } = await domain.keys.rotate();

@@ -6,7 +6,13 @@ import { seedDemo, type DemoCredentials } from "./accounts/seed.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { ServeConfig } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
-import { errorFields, stderrLogger, type Logger } from "./log.js";
+import { createLogger, errorFields, type Logger } from "./log.js";
+import { listenMetrics, opsEndpoints, OPS_PATHS, type Lifecycle, type MetricsListener } from "./ops/endpoints.js";
+import { BackgroundJobs } from "./ops/jobs.js";
+import { PromMetrics } from "./ops/metrics.js";
+import { observeRequests } from "./ops/observe.js";
+import { routeNamer } from "./ops/routes.js";
+import { annotateRequest, currentRequest } from "./requestContext.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
@@ -18,9 +24,8 @@ import { listenOnePort } from "./transport.js";
 
 export interface ServerDeps {
   clock?: Clock;
+  /** Replaces the logger the config describes (tests capture or silence it). */
   logger?: Logger;
-  /** How often each instance re-reads the signing keys (ms). */
-  keyReloadMs?: number;
 }
 
 export interface RunningServer {
@@ -31,6 +36,12 @@ export interface RunningServer {
   domain: Domain;
   /** Credentials of the demo application and user, only on a new database. */
   demo?: DemoCredentials;
+  /** Where /metrics is served when it has a port of its own. */
+  metricsUrl?: string;
+  /**
+   * Graceful stop: refuse new connections, let requests in flight finish
+   * (within --shutdown-timeout-seconds), stop background jobs, close the pool.
+   */
   close(): Promise<void>;
 }
 
@@ -39,7 +50,7 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 /** The composition root: config -> store -> domain -> front doors -> one port. */
 export async function startServer(config: ServeConfig, deps: ServerDeps = {}): Promise<RunningServer> {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger ?? stderrLogger;
+  const logger = deps.logger ?? createLogger({ level: config.logLevel, pretty: config.logPretty });
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
   const db = await openDb({ url: config.database });
 
@@ -59,26 +70,60 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${listener.port}`;
   const issuer = config.issuer ?? `http://localhost:${listener.port}`;
 
+  const lifecycle: Lifecycle = { draining: false };
+  const jobs = new BackgroundJobs(logger);
+  let metricsListener: MetricsListener | undefined;
   const close = async () => {
-    await listener.close();
+    lifecycle.draining = true;
+    await jobs.stop();
+    await listener.close(config.shutdownTimeoutSeconds * 1000);
+    await metricsListener?.close();
     await db.destroy();
   };
 
   try {
-    const domain = await createDomain({ store: createStore(db), clock, issuer, adminToken: config.adminToken, keyReloadMs: deps.keyReloadMs });
+    const metrics = config.metrics === "off" ? undefined : new PromMetrics(db);
+    const keyReloadMs = config.keyReloadSeconds * 1000;
+    const domain = await createDomain({
+      store: createStore(db),
+      clock,
+      issuer,
+      adminToken: config.adminToken,
+      keyReloadMs,
+      keyActivationDelayMs: config.keyActivationDelaySeconds * 1000,
+      metrics,
+    });
     if (configFile) await applyConfigFile(configFile, domain);
     const demo = configFile ? undefined : await seedDemo(domain);
-    ready = frontDoors(domain, config, logger);
-    return { url, port: listener.port, issuer, domain, demo, close };
+    // Re-reading the keys off the request path also retires spent ones while idle.
+    jobs.every("signing keys", keyReloadMs, () => domain.keys.refresh());
+    if (metrics && typeof config.metrics === "object") {
+      metricsListener = await listenMetrics(metrics, config.host, config.metrics.port, logger);
+    }
+    ready = frontDoors(domain, config, logger, { metrics, lifecycle });
+    return { url, port: listener.port, issuer, domain, demo, metricsUrl: metricsListener?.url, close };
   } catch (err) {
     await close();
     throw err;
   }
 }
 
-function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handler {
-  const logUnexpected = (err: unknown) => logger.error("unexpected error", errorFields(err));
+/**
+ * The request chain: observation (request id, log line, metrics) around
+ * probes -> REST facade -> Connect adapter -> 404.
+ */
+function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, ops: { metrics?: PromMetrics; lifecycle: Lifecycle }): Handler {
+  // Inside a request the error goes on its log line, with the request id.
+  const logUnexpected = (err: unknown) =>
+    currentRequest() ? annotateRequest({ unexpected: err }) : logger.error("unexpected error", errorFields(err));
   const bindings = serviceBindings(domain);
+  const probes = opsEndpoints({
+    db: domain.store.db,
+    keys: domain.keys,
+    lifecycle: ops.lifecycle,
+    logger,
+    metrics: config.metrics === "same" ? ops.metrics : undefined,
+  });
   const rest = createRestFacade(bindings, { maxBodyBytes: config.maxBodyBytes, log: logUnexpected });
   const connect = connectNodeAdapter({
     routes(router) {
@@ -90,7 +135,8 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
     fallback: (_req, res) => sendJson(res as ServerResponse, 404, { error: "not_found", error_description: "no such path" }),
   });
 
-  return (req, res) => {
+  const chain: Handler = (req, res) => {
+    if (probes(req, res)) return;
     rest(req, res)
       .then((handled) => {
         if (!handled) connect(req, res);
@@ -101,4 +147,10 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
         else res.destroy();
       });
   };
+  return observeRequests(chain, {
+    logger,
+    metrics: ops.metrics,
+    routeOf: routeNamer(bindings, OPS_PATHS),
+    quietRoutes: new Set(OPS_PATHS),
+  });
 }

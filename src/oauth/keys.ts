@@ -21,10 +21,28 @@ interface LoadedKey {
   publicJwk: PublicJwk;
 }
 
+export interface KeyRingOptions {
+  /** How often the keys are re-read from the database (ms): the bound on a rotation reaching this instance. */
+  reloadMs: number;
+  /** How long a rotated key is published before it signs (ms), so caches of the JWKS pick it up first. */
+  activationDelayMs: number;
+}
+
+/**
+ * Allowance, after a key is superseded, for clocks that differ between
+ * instances and for tokens being minted at that moment, before the key may
+ * be retired.
+ */
+const SIGNING_GRACE_MS = 60_000;
+
 /**
  * The signing keys, shared through the database so every instance signs and
  * publishes the same set. Each instance re-reads them at most `reloadMs`
  * apart, which bounds how long a rotation takes to reach it.
+ *
+ * A key's life: rotated in (published, not yet signing) -> signing once its
+ * `activeFrom` comes -> superseded by a newer active key (still published) ->
+ * retired when the last token it signed has expired (no longer published).
  */
 export class KeyRing {
   private keys: LoadedKey[] = [];
@@ -34,22 +52,26 @@ export class KeyRing {
   constructor(
     private readonly repo: SigningKeyRepository,
     private readonly clock: Clock,
-    private readonly reloadMs = 10_000,
+    private readonly options: KeyRingOptions,
   ) {}
 
-  /** Load the keys, creating the first one on a new database. */
+  /** Load the keys, creating the first one, signing at once, on a new database. */
   async init(): Promise<void> {
-    if ((await this.repo.list()).length === 0) await this.rotate();
-    await this.reload();
+    if ((await this.repo.list()).length === 0) await this.rotate(0);
+    await this.refresh();
   }
 
   /** The newest key whose activation time has come. */
   async signingKey(): Promise<{ kid: string; key: PrivateSigningKey }> {
     await this.fresh();
-    const now = this.clock.now();
-    const key = this.keys.find((k) => k.record.activeFrom <= now && k.record.retiredAt === null);
+    const key = this.current();
     if (!key) throw new OAuthError("temporarily_unavailable", "no signing key is active");
     return { kid: key.record.kid, key: key.privateKey };
+  }
+
+  /** Whether the loaded keys include one that signs now (readiness). */
+  hasSigningKey(): boolean {
+    return this.current() !== undefined;
   }
 
   /** Public keys still published (not retired). */
@@ -62,8 +84,11 @@ export class KeyRing {
     return this.repo.list();
   }
 
-  /** Create a new key that signs from now on, and publish it. */
-  async rotate(): Promise<SigningKeyRecord> {
+  /**
+   * Create a new key. It is published at once and signs once `delayMs` has
+   * passed; every instance sees it within `reloadMs`.
+   */
+  async rotate(delayMs = this.options.activationDelayMs): Promise<SigningKeyRecord> {
     const { privateKey, publicKey } = await generateKeyPair(SIGNING_ALG, { extractable: true, modulusLength: 2048 });
     const kid = randomUUID();
     const now = this.clock.now();
@@ -73,7 +98,7 @@ export class KeyRing {
       privateJwk: JSON.stringify(await exportJWK(privateKey)),
       publicJwk: JSON.stringify({ ...(await exportJWK(publicKey)), kid, use: "sig", alg: SIGNING_ALG }),
       createdAt: now,
-      activeFrom: now,
+      activeFrom: now + delayMs,
       retiredAt: null,
     };
     await this.repo.insert(record);
@@ -81,10 +106,33 @@ export class KeyRing {
     return record;
   }
 
+  /** Retire keys whose tokens have all expired, then re-read the set. */
+  async refresh(): Promise<void> {
+    const now = this.clock.now();
+    const records = await this.repo.list();
+    for (const record of this.spent(records, now)) {
+      if (await this.repo.retireIfUnused(record.kid, now)) record.retiredAt = now;
+    }
+    const loaded = new Map(this.keys.map((k) => [k.record.kid, k]));
+    this.keys = await Promise.all(
+      records.map(async (record) => {
+        const known = loaded.get(record.kid);
+        if (known) return { ...known, record };
+        return {
+          record,
+          privateKey: (await importJWK(JSON.parse(record.privateJwk), record.alg)) as PrivateSigningKey,
+          publicJwk: JSON.parse(record.publicJwk) as PublicJwk,
+        };
+      }),
+    );
+    this.loadedAt = now;
+  }
+
   /** PEM public key and a self-signed certificate for one key, or the signing one. */
   async export(kid?: string): Promise<{ kid: string; publicKeyPem: string; certificatePem: string }> {
     const records = await this.repo.list();
-    const record = kid ? records.find((r) => r.kid === kid) : records.find((r) => r.activeFrom <= this.clock.now());
+    const now = this.clock.now();
+    const record = kid ? records.find((r) => r.kid === kid) : records.find((r) => r.activeFrom <= now && r.retiredAt === null);
     if (!record) throw new OAuthError("not_found", `no signing key ${kid ?? ""}`.trim());
     const publicKeyPem = createPublicKey({ key: JSON.parse(record.publicJwk), format: "jwk" })
       .export({ type: "spki", format: "pem" })
@@ -93,22 +141,29 @@ export class KeyRing {
     return { kid: record.kid, publicKeyPem, certificatePem };
   }
 
-  private async fresh(): Promise<void> {
-    if (this.clock.now() - this.loadedAt < this.reloadMs) return;
-    // One reload at a time; concurrent callers share it.
-    this.loading ??= this.reload().finally(() => (this.loading = undefined));
-    await this.loading;
+  private current(): LoadedKey | undefined {
+    const now = this.clock.now();
+    return this.keys.find((k) => k.record.activeFrom <= now && k.record.retiredAt === null);
   }
 
-  private async reload(): Promise<void> {
-    const records = await this.repo.list();
-    this.keys = await Promise.all(
-      records.map(async (record) => ({
-        record,
-        privateKey: (await importJWK(JSON.parse(record.privateJwk), record.alg)) as PrivateSigningKey,
-        publicJwk: JSON.parse(record.publicJwk) as PublicJwk,
-      })),
-    );
-    this.loadedAt = this.clock.now();
+  /**
+   * Unretired keys that no instance can still be signing with: a newer key
+   * became active (and every instance had loaded it) more than the grace ago.
+   * Whether their tokens have expired is the database's to say.
+   */
+  private spent(records: SigningKeyRecord[], now: number): SigningKeyRecord[] {
+    return records.filter((record, index) => {
+      if (record.retiredAt !== null) return false;
+      const newer = records.slice(0, index).filter((r) => r.retiredAt === null);
+      const lastSigning = Math.min(...newer.map((r) => Math.max(r.activeFrom, r.createdAt + this.options.reloadMs)));
+      return now >= lastSigning + SIGNING_GRACE_MS;
+    });
+  }
+
+  private async fresh(): Promise<void> {
+    if (this.clock.now() - this.loadedAt < this.options.reloadMs) return;
+    // One reload at a time; concurrent callers share it.
+    this.loading ??= this.refresh().finally(() => (this.loading = undefined));
+    await this.loading;
   }
 }

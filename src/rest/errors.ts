@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { httpStatusOf, OAuthError } from "../oauth/errors.js";
+import { annotateRequest } from "../requestContext.js";
 
 /** Write a JSON body with the headers every API response carries. */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -27,6 +28,7 @@ export function sendError(res: ServerResponse, err: unknown, log: (err: unknown)
     sendJson(res, 500, { error: "server_error", error_description: "internal error" });
     return;
   }
+  annotateRequest({ oauthError: err.code });
   const headers: Record<string, string> = {};
   if (err.code === "invalid_client") headers["www-authenticate"] = 'Basic realm="identity"';
   if (err.code === "invalid_token") {

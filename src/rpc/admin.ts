@@ -35,12 +35,14 @@ function userOut(user: UserRecord) {
 }
 
 function keyOut(key: SigningKeyRecord, signingKid: string) {
+  // The contract gives active_from and retired_time in epoch seconds.
+  const seconds = (ms: number | null) => BigInt(Math.floor((ms ?? 0) / 1000));
   return {
     kid: key.kid,
     alg: key.alg,
     createdTime: BigInt(key.createdAt),
-    activeFrom: BigInt(key.activeFrom),
-    retiredTime: BigInt(key.retiredAt ?? 0),
+    activeFrom: seconds(key.activeFrom),
+    retiredTime: seconds(key.retiredAt),
     signing: key.kid === signingKid,
   };
 }

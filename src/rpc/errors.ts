@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
 import { OAuthError, type OAuthErrorCode } from "../oauth/errors.js";
+import { annotateRequest } from "../requestContext.js";
 
 const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
   invalid_client: Code.Unauthenticated,
@@ -25,6 +26,7 @@ const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
 export function toConnectError(err: unknown, log: (err: unknown) => void): ConnectError {
   if (err instanceof ConnectError) return err;
   if (err instanceof OAuthError) {
+    annotateRequest({ oauthError: err.code });
     return new ConnectError(
       err.description,
       CONNECT_CODES[err.code] ?? Code.InvalidArgument,

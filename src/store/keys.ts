@@ -49,4 +49,20 @@ export class SigningKeyRepository {
       retired_at: key.retiredAt,
     });
   }
+
+  /**
+   * Retire a key once no access token it signed is still unexpired, in one
+   * conditional UPDATE, so instances racing to retire it agree. Tokens from
+   * before keys were recorded (kid null) hold back every retirement until
+   * they expire, since their key is unknown. ID tokens expire with the
+   * access token minted beside them, so the access tokens stand for both.
+   */
+  async retireIfUnused(kid: string, now: number): Promise<boolean> {
+    const liveTokens = this.db("access_tokens")
+      .select(this.db.raw("1"))
+      .where((q) => q.where("kid", kid).orWhereNull("kid"))
+      .where("expires_at", ">", now);
+    const updated = await this.db("signing_keys").where({ kid }).whereNull("retired_at").whereNotExists(liveTokens).update({ retired_at: now });
+    return updated > 0;
+  }
 }

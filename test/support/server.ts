@@ -2,8 +2,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Clock } from "../../src/clock.js";
-import type { ServeConfig } from "../../src/config.js";
-import { silentLogger } from "../../src/log.js";
+import { parseServeConfig, type ServeConfig } from "../../src/config.js";
+import { silentLogger, type Logger } from "../../src/log.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 
 /** The application and user every end-to-end test can rely on. */
@@ -35,6 +35,8 @@ export interface TestServerOptions {
   clock?: Clock;
   database?: string;
   overrides?: Partial<ServeConfig>;
+  /** Silent unless given. */
+  logger?: Logger;
 }
 
 /** Write a config file to a fresh temporary folder and return its path. */
@@ -49,6 +51,7 @@ export function startTestServer(options: TestServerOptions = {}): Promise<Runnin
   const config = options.config ?? { applications: [TEST_APP], users: [TEST_USER] };
   return startServer(
     {
+      ...parseServeConfig([], {}), // every option's default
       port: 0,
       host: "127.0.0.1",
       database: options.database ?? ":memory:",
@@ -57,7 +60,7 @@ export function startTestServer(options: TestServerOptions = {}): Promise<Runnin
       maxBodyBytes: 65536,
       ...options.overrides,
     },
-    { clock: options.clock, logger: silentLogger },
+    { clock: options.clock, logger: options.logger ?? silentLogger },
   );
 }
 

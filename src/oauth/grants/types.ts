@@ -2,6 +2,7 @@ import type { Clock } from "../../clock.js";
 import type { ApplicationRecord } from "../../store/applications.js";
 import type { Store } from "../../store/index.js";
 import type { ClientAuthenticator } from "../clientAuth.js";
+import type { Metrics } from "../metrics.js";
 import type { TokenMinter, TokenSet } from "../tokens.js";
 import type { UserAuthenticator } from "../userAuth.js";
 
@@ -26,6 +27,7 @@ export interface GrantDeps {
   clock: Clock;
   clients: ClientAuthenticator;
   users: UserAuthenticator;
+  metrics: Metrics;
 }
 
 /** One grant type, in its own module. */

@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import * as initial from "./001_initial.js";
+import * as signingKeyUsage from "./005_signing_key_usage.js";
 
 interface Migration {
   name: string;
@@ -9,7 +10,10 @@ interface Migration {
 
 // Migrations are imported, not globbed from disk, so they work the same from
 // TypeScript sources and from the built JavaScript. Append new ones in order.
-const all: Migration[] = [{ name: "001_initial", ...initial }];
+const all: Migration[] = [
+  { name: "001_initial", ...initial },
+  { name: "005_signing_key_usage", ...signingKeyUsage },
+];
 
 export const migrations: Knex.MigrationSource<Migration> = {
   getMigrations: async () => all,
