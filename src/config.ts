@@ -112,11 +112,13 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: "keyActivationDelaySeconds", flag: "key-activation-delay-seconds", env: "IDENTITY_KEY_ACTIVATION_DELAY_SECONDS", default: "600",
-    description: "a rotated signing key is published at once and signs only after this delay", parse: seconds,
+    description: "a key made by `identity keys rotate` (which reads this option too) or the RotateKey RPC is published at once and signs only after this delay",
+    parse: seconds,
   },
   {
     key: "keyReloadSeconds", flag: "key-reload-seconds", env: "IDENTITY_KEY_RELOAD_SECONDS", default: "10",
-    description: "how often each instance re-reads the signing keys and retires spent ones", parse: positiveInt,
+    description: "how often each instance re-reads the signing keys (so the longest a rotation takes to reach it) and retires spent ones",
+    parse: positiveInt,
   },
 ];
 
