@@ -33,9 +33,9 @@ const fromRow = (r: Row): SigningKeyRecord => ({
 export class SigningKeyRepository {
   constructor(private readonly db: Db) {}
 
-  /** Every key, newest first. */
+  /** Every key, newest first; of keys made in the same millisecond, the later-activating one. */
   async list(): Promise<SigningKeyRecord[]> {
-    return (await this.db<Row>("signing_keys").orderBy("created_at", "desc").orderBy("kid")).map(fromRow);
+    return (await this.db<Row>("signing_keys").orderBy("created_at", "desc").orderBy("active_from", "desc").orderBy("kid")).map(fromRow);
   }
 
   async insert(key: SigningKeyRecord): Promise<void> {

@@ -51,7 +51,7 @@ describe("request logs", () => {
       body: JSON.stringify({ grant_type: "password", username: TEST_USER.name, password: TEST_USER.password, scope: "openid" }),
     });
     assert.equal(json.status, 200);
-    tokensOf(await json.json());
+    tokensOf((await json.json()) as Record<string, unknown>);
 
     // A wrong password is a secret too.
     const wrongPassword = `wrong-${randomBytes(8).toString("hex")}`;
