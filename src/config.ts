@@ -1,10 +1,19 @@
 import { parseArgs } from "node:util";
+import { DEFAULT_KEY_ACTIVATION_DELAY_MS } from "./oauth/keys.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Where /metrics is served: not at all, on the main port, or on its own port. */
 export type MetricsMode = "off" | "same" | { port: number };
+
+/** What the operations options are when unset (SERVE_OPTIONS shows the same values). */
+export const OPS_DEFAULTS = {
+  metrics: "same" as MetricsMode,
+  logLevel: "info" as LogLevel,
+  logPretty: false,
+  shutdownTimeoutSeconds: 10,
+};
 
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
@@ -16,12 +25,12 @@ export interface ServeConfig {
   configFile?: string;
   adminToken?: string;
   maxBodyBytes: number;
-  metrics: MetricsMode;
-  logLevel: LogLevel;
-  logPretty: boolean;
-  shutdownTimeoutSeconds: number;
-  keyActivationDelaySeconds: number;
-  keyReloadSeconds: number;
+  // Unset means the default in OPS_DEFAULTS / SERVE_OPTIONS.
+  metrics?: MetricsMode;
+  logLevel?: LogLevel;
+  logPretty?: boolean;
+  shutdownTimeoutSeconds?: number;
+  keyActivationDelaySeconds?: number;
 }
 
 interface OptionSpec {
@@ -94,31 +103,28 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     description: "largest accepted REST request body, in bytes", parse: positiveInt,
   },
   {
-    key: "metrics", flag: "metrics", env: "IDENTITY_METRICS", default: "same",
+    key: "metrics", flag: "metrics", env: "IDENTITY_METRICS", default: String(OPS_DEFAULTS.metrics),
     description: "Prometheus `/metrics`: `off`, `same` (on the main port) or a port number of its own (0 picks a free one)",
     parse: metricsMode,
   },
   {
-    key: "logLevel", flag: "log-level", env: "LOG_LEVEL", default: "info",
+    key: "logLevel", flag: "log-level", env: "LOG_LEVEL", default: OPS_DEFAULTS.logLevel,
     description: `least severe log level written: ${LOG_LEVELS.join(", ")}`, parse: logLevel,
   },
   {
-    key: "logPretty", flag: "log-pretty", env: "IDENTITY_LOG_PRETTY", default: "false",
+    key: "logPretty", flag: "log-pretty", env: "IDENTITY_LOG_PRETTY", default: String(OPS_DEFAULTS.logPretty),
     description: "human-friendly colored logs instead of JSON lines (development)", parse: bool, boolean: true,
   },
   {
-    key: "shutdownTimeoutSeconds", flag: "shutdown-timeout-seconds", env: "IDENTITY_SHUTDOWN_TIMEOUT_SECONDS", default: "10",
+    key: "shutdownTimeoutSeconds", flag: "shutdown-timeout-seconds", env: "IDENTITY_SHUTDOWN_TIMEOUT_SECONDS",
+    default: String(OPS_DEFAULTS.shutdownTimeoutSeconds),
     description: "on SIGTERM/SIGINT, how long in-flight requests may take before their connections are cut", parse: seconds,
   },
   {
-    key: "keyActivationDelaySeconds", flag: "key-activation-delay-seconds", env: "IDENTITY_KEY_ACTIVATION_DELAY_SECONDS", default: "600",
+    key: "keyActivationDelaySeconds", flag: "key-activation-delay-seconds", env: "IDENTITY_KEY_ACTIVATION_DELAY_SECONDS",
+    default: String(DEFAULT_KEY_ACTIVATION_DELAY_MS / 1000),
     description: "a key made by `identity keys rotate` (which reads this option too) or the RotateKey RPC is published at once and signs only after this delay",
     parse: seconds,
-  },
-  {
-    key: "keyReloadSeconds", flag: "key-reload-seconds", env: "IDENTITY_KEY_RELOAD_SECONDS", default: "10",
-    description: "how often each instance re-reads the signing keys (so the longest a rotation takes to reach it) and retires spent ones",
-    parse: positiveInt,
   },
 ];
 

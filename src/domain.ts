@@ -1,7 +1,6 @@
 import { ApplicationAdmin } from "./accounts/applications.js";
 import { UserAdmin } from "./accounts/users.js";
 import type { Clock } from "./clock.js";
-import { parseServeConfig } from "./config.js";
 import { ProviderAdmin } from "./federation/providers.js";
 import { ClientAuthenticator } from "./oauth/clientAuth.js";
 import type { GrantDeps } from "./oauth/grants/types.js";
@@ -28,23 +27,18 @@ export interface DomainOptions {
   store: Store;
   clock: Clock;
   issuer: string;
-  adminToken?: string;
-  /** Defaults to the `--key-reload-seconds` default. */
-  keyReloadMs?: number;
-  /** Defaults to the `--key-activation-delay-seconds` default. */
-  keyActivationDelayMs?: number;
   /** Where domain events are counted; nowhere by default. */
   metrics?: Metrics;
+  /** How long a rotated key is published before it signs (ms). */
+  keyActivationDelayMs?: number;
+  adminToken?: string;
+  keyReloadMs?: number;
 }
 
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
   const metrics = options.metrics ?? noMetrics;
-  const defaults = parseServeConfig([], {});
-  const keys = new KeyRing(store.signingKeys, clock, {
-    reloadMs: options.keyReloadMs ?? defaults.keyReloadSeconds * 1000,
-    activationDelayMs: options.keyActivationDelayMs ?? defaults.keyActivationDelaySeconds * 1000,
-  });
+  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs, options.keyActivationDelayMs);
   await keys.init();
   return {
     issuer,

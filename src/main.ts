@@ -3,19 +3,15 @@ import { parseApplicationInput } from "./accounts/applications.js";
 import type { DemoCredentials } from "./accounts/seed.js";
 import { parseUserInput } from "./accounts/users.js";
 import { systemClock } from "./clock.js";
-import { optionsTable, parseServeConfig, resolveServeOption } from "./config.js";
+import { OPS_DEFAULTS, optionsTable, parseServeConfig, resolveServeOption, SERVE_OPTIONS } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
-import { createLogger } from "./log.js";
+import { createLogger, errorFields } from "./log.js";
 import { OAuthError } from "./oauth/errors.js";
 import { startServer } from "./server.js";
 import { openDb } from "./store/db.js";
 import type { ApplicationRecord } from "./store/applications.js";
 import { createStore } from "./store/index.js";
 import type { UserRecord } from "./store/users.js";
-
-const SERVE_HELP = `serve options (a flag beats its environment variable):
-
-${optionsTable()}`;
 
 const USAGE = `usage: identity <command>
 
@@ -25,9 +21,11 @@ const USAGE = `usage: identity <command>
   keys list|rotate|export              manage signing keys
 
 Admin commands work directly on the database named by --database / DATABASE_URL.
-\`keys rotate\` takes --key-activation-delay-seconds (or its variable, as for serve).
+\`keys rotate\` also reads --key-activation-delay-seconds (or its variable, as serve does).
 
-${SERVE_HELP}`;
+serve options (a flag beats its environment variable):
+${SERVE_OPTIONS.map((o) => `  --${o.flag.padEnd(16)} ${o.env.padEnd(24)} ${o.description} (default: ${o.default || "none"})`).join("\n")}
+`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -51,11 +49,11 @@ async function main(argv: string[]): Promise<number> {
 
 async function serve(args: string[]): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
-    process.stdout.write(SERVE_HELP);
+    process.stdout.write(`identity serve [options]; a flag beats its environment variable.\n\n${optionsTable()}`);
     return 0;
   }
   const config = parseServeConfig(args, process.env);
-  const logger = createLogger({ level: config.logLevel, pretty: config.logPretty });
+  const logger = createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
   const server = await startServer(config, { logger });
   process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
   if (server.metricsUrl) process.stdout.write(`metrics on ${server.metricsUrl}\n`);
@@ -69,14 +67,14 @@ async function serve(args: string[]): Promise<number> {
       process.exit(signal === "SIGINT" ? 130 : 143);
     }
     stopping = true;
-    logger.info("shutting down", { signal, timeout_seconds: config.shutdownTimeoutSeconds });
+    logger.info("shutting down", { signal, timeout_seconds: config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds });
     server.close().then(
       () => {
         logger.info("stopped");
         process.exit(0);
       },
       (err: unknown) => {
-        logger.error("shutdown failed", { error: err instanceof Error ? err.message : String(err) });
+        logger.error("shutdown failed", errorFields(err));
         process.exit(1);
       },
     );
@@ -136,13 +134,14 @@ async function admin(noun: string, args: string[]): Promise<number> {
     const key = PLURAL[camel(flag)] ?? camel(flag);
     fields[key] = NUMERIC.has(key) ? Number(value) : value;
   }
-  const db = await openDb({ url: resolveServeOption("database", values.database, process.env) });
+  const db = await openDb({ url: (values.database as string | undefined) ?? process.env.DATABASE_URL ?? "./data/identity.sqlite" });
   try {
+    const activationDelaySeconds = resolveServeOption("keyActivationDelaySeconds", values["key-activation-delay-seconds"], process.env);
     const domain = await createDomain({
       store: createStore(db),
       clock: systemClock,
       issuer: "http://localhost",
-      keyActivationDelayMs: resolveServeOption("keyActivationDelaySeconds", values["key-activation-delay-seconds"], process.env) * 1000,
+      keyActivationDelayMs: activationDelaySeconds === undefined ? undefined : activationDelaySeconds * 1000,
     });
     const result = await runAdmin(domain, noun, verb, fields, values.kid as string | undefined);
     process.stdout.write(typeof result === "string" ? result : JSON.stringify(result, null, 2) + "\n");

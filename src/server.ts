@@ -4,11 +4,10 @@ import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { applyConfigFile, loadConfigFile } from "./accounts/configFile.js";
 import { seedDemo, type DemoCredentials } from "./accounts/seed.js";
 import { systemClock, type Clock } from "./clock.js";
-import type { ServeConfig } from "./config.js";
+import { OPS_DEFAULTS, type ServeConfig } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
 import { createLogger, errorFields, type Logger } from "./log.js";
-import { listenMetrics, opsEndpoints, OPS_PATHS, type Lifecycle, type MetricsListener } from "./ops/endpoints.js";
-import { BackgroundJobs } from "./ops/jobs.js";
+import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./ops/endpoints.js";
 import { PromMetrics } from "./ops/metrics.js";
 import { observeRequests } from "./ops/observe.js";
 import { routeNamer } from "./ops/routes.js";
@@ -26,6 +25,8 @@ export interface ServerDeps {
   clock?: Clock;
   /** Replaces the logger the config describes (tests capture or silence it). */
   logger?: Logger;
+  /** How often each instance re-reads the signing keys (ms). */
+  keyReloadMs?: number;
 }
 
 export interface RunningServer {
@@ -50,7 +51,9 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 /** The composition root: config -> store -> domain -> front doors -> one port. */
 export async function startServer(config: ServeConfig, deps: ServerDeps = {}): Promise<RunningServer> {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger ?? createLogger({ level: config.logLevel, pretty: config.logPretty });
+  const logger =
+    deps.logger ?? createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
+  const metricsMode = config.metrics ?? OPS_DEFAULTS.metrics;
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
   const db = await openDb({ url: config.database });
 
@@ -70,37 +73,30 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${listener.port}`;
   const issuer = config.issuer ?? `http://localhost:${listener.port}`;
 
-  const lifecycle: Lifecycle = { draining: false };
-  const jobs = new BackgroundJobs(logger);
   let metricsListener: MetricsListener | undefined;
   const close = async () => {
-    lifecycle.draining = true;
-    await jobs.stop();
-    await listener.close(config.shutdownTimeoutSeconds * 1000);
+    await listener.close((config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds) * 1000);
     await metricsListener?.close();
     await db.destroy();
   };
 
   try {
-    const metrics = config.metrics === "off" ? undefined : new PromMetrics(db);
-    const keyReloadMs = config.keyReloadSeconds * 1000;
+    const metrics = metricsMode === "off" ? undefined : new PromMetrics(db);
     const domain = await createDomain({
       store: createStore(db),
       clock,
       issuer,
       adminToken: config.adminToken,
-      keyReloadMs,
-      keyActivationDelayMs: config.keyActivationDelaySeconds * 1000,
+      keyReloadMs: deps.keyReloadMs,
+      keyActivationDelayMs: config.keyActivationDelaySeconds === undefined ? undefined : config.keyActivationDelaySeconds * 1000,
       metrics,
     });
     if (configFile) await applyConfigFile(configFile, domain);
     const demo = configFile ? undefined : await seedDemo(domain);
-    // Re-reading the keys off the request path also retires spent ones while idle.
-    jobs.every("signing keys", keyReloadMs, () => domain.keys.refresh());
-    if (metrics && typeof config.metrics === "object") {
-      metricsListener = await listenMetrics(metrics, config.host, config.metrics.port, logger);
+    if (metrics && typeof metricsMode === "object") {
+      metricsListener = await listenMetrics(metrics, config.host, metricsMode.port, logger);
     }
-    ready = frontDoors(domain, config, logger, { metrics, lifecycle });
+    ready = frontDoors(domain, config, logger, metrics);
     return { url, port: listener.port, issuer, domain, demo, metricsUrl: metricsListener?.url, close };
   } catch (err) {
     await close();
@@ -112,7 +108,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
  * The request chain: observation (request id, log line, metrics) around
  * probes -> REST facade -> Connect adapter -> 404.
  */
-function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, ops: { metrics?: PromMetrics; lifecycle: Lifecycle }): Handler {
+function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics: PromMetrics | undefined): Handler {
   // Inside a request the error goes on its log line, with the request id.
   const logUnexpected = (err: unknown) =>
     currentRequest() ? annotateRequest({ unexpected: err }) : logger.error("unexpected error", errorFields(err));
@@ -120,9 +116,8 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, ops: { 
   const probes = opsEndpoints({
     db: domain.store.db,
     keys: domain.keys,
-    lifecycle: ops.lifecycle,
     logger,
-    metrics: config.metrics === "same" ? ops.metrics : undefined,
+    metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined,
   });
   const rest = createRestFacade(bindings, { maxBodyBytes: config.maxBodyBytes, log: logUnexpected });
   const connect = connectNodeAdapter({
@@ -149,7 +144,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, ops: { 
   };
   return observeRequests(chain, {
     logger,
-    metrics: ops.metrics,
+    metrics,
     routeOf: routeNamer(bindings, OPS_PATHS),
     quietRoutes: new Set(OPS_PATHS),
   });

@@ -72,14 +72,11 @@ export async function listenOnePort(handler: Handler, host: string, port: number
       undecided.delete(socket);
       socket.pause();
       socket.unshift(head);
-      if (isH2) {
-        // The HTTP/2 session reads the bytes put back itself, on the next
-        // tick; resuming the stream here would hand them to nobody first.
-        h2.emit("connection", socket);
-      } else {
-        h1.emit("connection", socket);
-        socket.resume();
-      }
+      (isH2 ? h2 : h1).emit("connection", socket);
+      // The h2 session reads the socket's handle itself and takes the
+      // unshifted bytes from its buffer; resuming the JS stream would steal
+      // them (the server then sees a bad preface and sends GOAWAY).
+      if (!isH2) socket.resume();
     };
     socket.on("data", onData);
     socket.on("error", () => socket.destroy());

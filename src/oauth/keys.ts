@@ -21,12 +21,11 @@ interface LoadedKey {
   publicJwk: PublicJwk;
 }
 
-export interface KeyRingOptions {
-  /** How often the keys are re-read from the database (ms): the bound on a rotation reaching this instance. */
-  reloadMs: number;
-  /** How long a rotated key is published before it signs (ms), so caches of the JWKS pick it up first. */
-  activationDelayMs: number;
-}
+/**
+ * How long a rotated key is published before it signs, unless configured
+ * otherwise, so that relying parties' JWKS caches hold it before they meet it.
+ */
+export const DEFAULT_KEY_ACTIVATION_DELAY_MS = 10 * 60_000;
 
 /**
  * Allowance, after a key is superseded, for clocks that differ between
@@ -52,7 +51,8 @@ export class KeyRing {
   constructor(
     private readonly repo: SigningKeyRepository,
     private readonly clock: Clock,
-    private readonly options: KeyRingOptions,
+    private readonly reloadMs = 10_000,
+    private readonly activationDelayMs = DEFAULT_KEY_ACTIVATION_DELAY_MS,
   ) {}
 
   /** Load the keys, creating the first one, signing at once, on a new database. */
@@ -88,7 +88,7 @@ export class KeyRing {
    * Create a new key. It is published at once and signs once `delayMs` has
    * passed; every instance sees it within `reloadMs`.
    */
-  async rotate(delayMs = this.options.activationDelayMs): Promise<SigningKeyRecord> {
+  async rotate(delayMs = this.activationDelayMs): Promise<SigningKeyRecord> {
     const { privateKey, publicKey } = await generateKeyPair(SIGNING_ALG, { extractable: true, modulusLength: 2048 });
     const kid = randomUUID();
     const now = this.clock.now();
@@ -104,28 +104,6 @@ export class KeyRing {
     await this.repo.insert(record);
     this.loadedAt = -Infinity;
     return record;
-  }
-
-  /** Retire keys whose tokens have all expired, then re-read the set. */
-  async refresh(): Promise<void> {
-    const now = this.clock.now();
-    const records = await this.repo.list();
-    for (const record of this.spent(records, now)) {
-      if (await this.repo.retireIfUnused(record.kid, now)) record.retiredAt = now;
-    }
-    const loaded = new Map(this.keys.map((k) => [k.record.kid, k]));
-    this.keys = await Promise.all(
-      records.map(async (record) => {
-        const known = loaded.get(record.kid);
-        if (known) return { ...known, record };
-        return {
-          record,
-          privateKey: (await importJWK(JSON.parse(record.privateJwk), record.alg)) as PrivateSigningKey,
-          publicJwk: JSON.parse(record.publicJwk) as PublicJwk,
-        };
-      }),
-    );
-    this.loadedAt = now;
   }
 
   /** PEM public key and a self-signed certificate for one key, or the signing one. */
@@ -155,15 +133,37 @@ export class KeyRing {
     return records.filter((record, index) => {
       if (record.retiredAt !== null) return false;
       const newer = records.slice(0, index).filter((r) => r.retiredAt === null);
-      const lastSigning = Math.min(...newer.map((r) => Math.max(r.activeFrom, r.createdAt + this.options.reloadMs)));
+      const lastSigning = Math.min(...newer.map((r) => Math.max(r.activeFrom, r.createdAt + this.reloadMs)));
       return now >= lastSigning + SIGNING_GRACE_MS;
     });
   }
 
   private async fresh(): Promise<void> {
-    if (this.clock.now() - this.loadedAt < this.options.reloadMs) return;
+    if (this.clock.now() - this.loadedAt < this.reloadMs) return;
     // One reload at a time; concurrent callers share it.
     this.loading ??= this.refresh().finally(() => (this.loading = undefined));
     await this.loading;
+  }
+
+  /** Retire keys whose tokens have all expired, then re-read the set. */
+  private async refresh(): Promise<void> {
+    const now = this.clock.now();
+    const records = await this.repo.list();
+    for (const record of this.spent(records, now)) {
+      if (await this.repo.retireIfUnused(record.kid, now)) record.retiredAt = now;
+    }
+    const loaded = new Map(this.keys.map((k) => [k.record.kid, k]));
+    this.keys = await Promise.all(
+      records.map(async (record) => {
+        const known = loaded.get(record.kid);
+        if (known) return { ...known, record };
+        return {
+          record,
+          privateKey: (await importJWK(JSON.parse(record.privateJwk), record.alg)) as PrivateSigningKey,
+          publicJwk: JSON.parse(record.publicJwk) as PublicJwk,
+        };
+      }),
+    );
+    this.loadedAt = now;
   }
 }

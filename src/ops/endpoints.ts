@@ -12,15 +12,9 @@ export const OPS_PATHS = ["/healthz", "/readyz", "/metrics"] as const;
 /** How long /readyz waits for the database before calling it unready. */
 const DATABASE_CHECK_MS = 2000;
 
-export interface Lifecycle {
-  /** Set once shutdown starts: /readyz answers 503 so load balancers stop sending traffic. */
-  draining: boolean;
-}
-
 export interface OpsEndpointsOptions {
   db: Db;
   keys: KeyRing;
-  lifecycle: Lifecycle;
   logger: Logger;
   /** Served at /metrics when given (metrics on the main port). */
   metrics?: PromMetrics;
@@ -51,7 +45,6 @@ async function readiness(options: OpsEndpointsOptions): Promise<{ ready: boolean
     database: await databaseCheck(options),
     signing_keys: options.keys.hasSigningKey() ? "ok" : "none active",
   };
-  if (options.lifecycle.draining) checks.lifecycle = "shutting down";
   return { ready: Object.values(checks).every((c) => c === "ok"), checks };
 }
 

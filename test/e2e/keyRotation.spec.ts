@@ -14,7 +14,7 @@ import { POSTGRES_URL, scratchPostgres } from "../support/postgres.js";
 import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const ACTIVATION_DELAY_S = 600;
-const RELOAD_S = 10;
+const RELOAD_S = 10; // the default key reload interval
 
 async function jwks(server: RunningServer): Promise<JSONWebKeySet> {
   const res = await fetch(`${server.url}/.well-known/jwks`);
@@ -57,7 +57,7 @@ function keyAdmin(server: RunningServer) {
  */
 async function rotationEndToEnd(database: string): Promise<void> {
   const clock = new FakeClock();
-  const overrides = { keyActivationDelaySeconds: ACTIVATION_DELAY_S, keyReloadSeconds: RELOAD_S };
+  const overrides = { keyActivationDelaySeconds: ACTIVATION_DELAY_S };
   const a = await startTestServer({ clock, database, overrides });
   const b = await startTestServer({ clock, database, overrides });
   try {

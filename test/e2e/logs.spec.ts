@@ -4,7 +4,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import type { RunningServer } from "../../src/server.js";
-import { grpcClient, unary } from "../support/grpc.js";
+import { GrpcCaller } from "../support/grpc.js";
 import { captureLogs, type CapturedLogs } from "../support/logs.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -64,16 +64,14 @@ describe("request logs", () => {
     tokensOf(cc.body);
 
     // gRPC: the token in metadata and message fields.
-    const grpcToken = grpcClient(server.url, "identity/v1/token.proto", "TokenService");
-    const grpcIntrospect = grpcClient(server.url, "identity/v1/introspection.proto", "IntrospectionService");
+    const grpc = new GrpcCaller(server.url);
     try {
-      const viaGrpc = await unary(grpcToken, "Token", { grant_type: "password", username: TEST_USER.name, password: TEST_USER.password, scope: "openid" }, { authorization: basic });
+      const viaGrpc = await grpc.call("TokenService", "Token", { grant_type: "password", username: TEST_USER.name, password: TEST_USER.password, scope: "openid" }, { authorization: basic });
       tokensOf(viaGrpc);
-      const active = await unary(grpcIntrospect, "Introspect", { token: viaGrpc.access_token, client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret });
+      const active = await grpc.call("IntrospectionService", "Introspect", { token: viaGrpc.access_token, client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret });
       assert.equal(active.active, true);
     } finally {
-      grpcToken.close();
-      grpcIntrospect.close();
+      grpc.close();
     }
 
     // Introspection over REST and Connect, of every kind of token we hold.

@@ -3,7 +3,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
 import type { RunningServer } from "../../src/server.js";
-import { grpcClient, unary } from "../support/grpc.js";
+import { GrpcCaller } from "../support/grpc.js";
 import { parsePrometheusText, sampleValue, type Sample } from "../support/prometheus.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -75,9 +75,9 @@ describe("/metrics", () => {
     assert.equal(inactive.body.active, false);
     // Connect, and gRPC failing client authentication (the HTTP status stays 200).
     await createClient(DiscoveryService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" })).getJwks({});
-    const grpc = grpcClient(server.url, "identity/v1/introspection.proto", "IntrospectionService");
+    const grpc = new GrpcCaller(server.url);
     try {
-      await assert.rejects(unary(grpc, "Introspect", { token: "x", client_id: TEST_APP.clientId, client_secret: "wrong" }), { code: 16 });
+      await assert.rejects(grpc.call("IntrospectionService", "Introspect", { token: "x", client_id: TEST_APP.clientId, client_secret: "wrong" }), { code: 16 });
     } finally {
       grpc.close();
     }

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Clock } from "../../src/clock.js";
-import { parseServeConfig, type ServeConfig } from "../../src/config.js";
+import type { ServeConfig } from "../../src/config.js";
 import { silentLogger, type Logger } from "../../src/log.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 
@@ -51,7 +51,6 @@ export function startTestServer(options: TestServerOptions = {}): Promise<Runnin
   const config = options.config ?? { applications: [TEST_APP], users: [TEST_USER] };
   return startServer(
     {
-      ...parseServeConfig([], {}), // every option's default
       port: 0,
       host: "127.0.0.1",
       database: options.database ?? ":memory:",

@@ -23,11 +23,12 @@ export interface TokenParams {
 /** What grants may use. */
 export interface GrantDeps {
   store: Store;
+  /** Domain events for operators (tokens issued, refresh reuse, login failures ...). */
+  metrics: Metrics;
   minter: TokenMinter;
   clock: Clock;
   clients: ClientAuthenticator;
   users: UserAuthenticator;
-  metrics: Metrics;
 }
 
 /** One grant type, in its own module. */

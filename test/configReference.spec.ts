@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { optionsTable, parseServeConfig, SERVE_OPTIONS } from "../src/config.js";
 
-describe("serve configuration", () => {
+describe("serve configuration reference", () => {
   it("README's options table is the one generated from the option list", () => {
     const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
     const match = /<!-- options:start -->\n([\s\S]*?)<!-- options:end -->/.exec(readme);
@@ -18,14 +18,13 @@ describe("serve configuration", () => {
     }
   });
 
-  it("defaults every option, flags beating variables", () => {
+  it("defaults the operations options, flags beating variables", () => {
     const defaults = parseServeConfig([], {});
     assert.equal(defaults.metrics, "same");
     assert.equal(defaults.logLevel, "info");
     assert.equal(defaults.logPretty, false);
     assert.equal(defaults.shutdownTimeoutSeconds, 10);
     assert.equal(defaults.keyActivationDelaySeconds, 600);
-    assert.equal(defaults.keyReloadSeconds, 10);
     const env = { LOG_LEVEL: "debug", IDENTITY_METRICS: "off", IDENTITY_LOG_PRETTY: "true" };
     const fromEnv = parseServeConfig([], env);
     assert.deepEqual([fromEnv.logLevel, fromEnv.metrics, fromEnv.logPretty], ["debug", "off", true]);
@@ -39,6 +38,5 @@ describe("serve configuration", () => {
     assert.throws(() => parseServeConfig([], { LOG_LEVEL: "loud" }), /--log-level \/ LOG_LEVEL: expected one of/);
     assert.throws(() => parseServeConfig([], { IDENTITY_LOG_PRETTY: "maybe" }), /IDENTITY_LOG_PRETTY: expected true or false/);
     assert.throws(() => parseServeConfig(["--shutdown-timeout-seconds=-1"], {}), /invalid number of seconds/);
-    assert.throws(() => parseServeConfig(["--key-reload-seconds", "0"], {}), /invalid number/);
   });
 });
