@@ -46,7 +46,7 @@ interface OptionSpec {
 
 const port = (raw: string) => {
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n > 65535) throw new Error(`invalid port: ${raw}`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`invalid port: ${raw}`);
   return n;
 };
 const positiveInt = (raw: string) => {
@@ -54,9 +54,10 @@ const positiveInt = (raw: string) => {
   if (!Number.isInteger(n) || n <= 0) throw new Error(`invalid number: ${raw}`);
   return n;
 };
-const seconds = (raw: string) => {
-  if (!/^\d+$/.test(raw)) throw new Error(`invalid number of seconds: ${raw}`);
-  return Number(raw);
+const atLeast = (min: number) => (raw: string) => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`must be a whole number of at least ${min}: ${raw}`);
+  return n;
 };
 const text = (raw: string) => raw;
 const url = (raw: string) => {
@@ -118,13 +119,13 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "shutdownTimeoutSeconds", flag: "shutdown-timeout-seconds", env: "IDENTITY_SHUTDOWN_TIMEOUT_SECONDS",
     default: String(OPS_DEFAULTS.shutdownTimeoutSeconds),
-    description: "on SIGTERM/SIGINT, how long in-flight requests may take before their connections are cut", parse: seconds,
+    description: "on SIGTERM/SIGINT, how long in-flight requests may take before their connections are cut", parse: atLeast(0),
   },
   {
     key: "keyActivationDelaySeconds", flag: "key-activation-delay-seconds", env: "IDENTITY_KEY_ACTIVATION_DELAY_SECONDS",
     default: String(DEFAULT_KEY_ACTIVATION_DELAY_MS / 1000),
     description: "a key made by `identity keys rotate` (which reads this option too) or the RotateKey RPC is published at once and signs only after this delay",
-    parse: seconds,
+    parse: atLeast(0),
   },
 ];
 

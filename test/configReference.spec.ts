@@ -37,6 +37,6 @@ describe("serve configuration reference", () => {
     assert.throws(() => parseServeConfig(["--metrics", "on"], {}), /--metrics \/ IDENTITY_METRICS: invalid port: on/);
     assert.throws(() => parseServeConfig([], { LOG_LEVEL: "loud" }), /--log-level \/ LOG_LEVEL: expected one of/);
     assert.throws(() => parseServeConfig([], { IDENTITY_LOG_PRETTY: "maybe" }), /IDENTITY_LOG_PRETTY: expected true or false/);
-    assert.throws(() => parseServeConfig(["--shutdown-timeout-seconds=-1"], {}), /invalid number of seconds/);
+    assert.throws(() => parseServeConfig(["--shutdown-timeout-seconds=-1"], {}), /--shutdown-timeout-seconds \/ IDENTITY_SHUTDOWN_TIMEOUT_SECONDS: must be a whole number of at least 0/);
   });
 });
