@@ -41,7 +41,7 @@ export interface RunningServer {
   metricsUrl?: string;
   /**
    * Graceful stop: refuse new connections, let requests in flight finish
-   * (within --shutdown-timeout-seconds), stop background jobs, close the pool.
+   * (within --shutdown-timeout-seconds), then close the database pool.
    */
   close(): Promise<void>;
 }
