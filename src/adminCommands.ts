@@ -2,12 +2,13 @@ import { parseArgs } from "node:util";
 import { parseApplicationInput } from "./accounts/applications.js";
 import { parseUserInput } from "./accounts/users.js";
 import { systemClock } from "./clock.js";
-import { SERVE_OPTIONS } from "./config.js";
+import { resolveServeOption, SERVE_OPTIONS } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
 import { OAuthError } from "./oauth/errors.js";
 import { openDb } from "./store/db.js";
 import type { ApplicationRecord } from "./store/applications.js";
 import { createStore } from "./store/index.js";
+import type { SigningKeyRecord } from "./store/keys.js";
 import type { UserRecord } from "./store/users.js";
 
 /** Flags shared by the admin commands, mapped onto the config-file field names. */
@@ -35,6 +36,7 @@ const ADMIN_FLAGS = {
   "no-admin": { type: "boolean" },
   "no-disabled": { type: "boolean" },
   kid: { type: "string" },
+  "key-activation-delay-seconds": { type: "string" },
 } as const;
 
 const DEFAULT_DATABASE = SERVE_OPTIONS.find((o) => o.key === "database")!.default;
@@ -52,7 +54,7 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   const { values } = parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
   const fields: Record<string, unknown> = {};
   for (const [given, value] of Object.entries(values)) {
-    if (given === "database" || given === "kid") continue;
+    if (given === "database" || given === "kid" || given === "key-activation-delay-seconds") continue;
     const negated = given.startsWith("no-");
     const flag = negated ? given.slice(3) : given;
     const key = PLURAL[camel(flag)] ?? camel(flag);
@@ -61,7 +63,13 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   }
   const db = await openDb({ url: values.database || env.DATABASE_URL || DEFAULT_DATABASE });
   try {
-    const domain = await createDomain({ store: createStore(db), clock: systemClock, issuer: "http://localhost" });
+    const activationDelaySeconds = resolveServeOption("keyActivationDelaySeconds", values["key-activation-delay-seconds"], env);
+    const domain = await createDomain({
+      store: createStore(db),
+      clock: systemClock,
+      issuer: "http://localhost",
+      keyActivationDelayMs: activationDelaySeconds === undefined ? undefined : activationDelaySeconds * 1000,
+    });
     const result = await runAdmin(domain, noun, verb, fields, values.kid);
     return typeof result === "string" ? result : JSON.stringify(result, null, 2) + "\n";
   } finally {
@@ -104,7 +112,10 @@ async function runAdmin(domain: Domain, noun: string, verb: string | undefined, 
       return { deleted: name() };
     case "keys list": {
       const { kid: signing } = await domain.keys.signingKey();
-      return (await domain.keys.list()).map(({ privateJwk: _p, publicJwk: _j, ...k }) => ({ ...k, signing: k.kid === signing }));
+      const now = domain.clock.now();
+      const state = (k: Pick<SigningKeyRecord, "kid" | "activeFrom" | "retiredAt">) =>
+        k.retiredAt !== null ? "retired" : k.kid === signing ? "signing" : k.activeFrom > now ? "pending" : "retiring";
+      return (await domain.keys.list()).map(({ privateJwk: _p, publicJwk: _j, ...k }) => ({ ...k, state: state(k) }));
     }
     case "keys rotate": {
       const { privateJwk: _p, ...record } = await domain.keys.rotate();

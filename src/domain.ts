@@ -7,6 +7,7 @@ import { AuthorizationCodes } from "./oauth/codes.js";
 import type { GrantDeps } from "./oauth/grants/types.js";
 import { KeyRing } from "./oauth/keys.js";
 import { LoginThrottle, type LoginPolicy } from "./oauth/loginThrottle.js";
+import { noMetrics, type Metrics } from "./oauth/metrics.js";
 import { PendingAuthorizations } from "./oauth/pendingAuthorizations.js";
 import { SessionManager } from "./oauth/sessions.js";
 import { TokenMinter } from "./oauth/tokens.js";
@@ -31,6 +32,10 @@ export interface DomainOptions {
   store: Store;
   clock: Clock;
   issuer: string;
+  /** Where domain events are counted; nowhere by default. */
+  metrics?: Metrics;
+  /** How long a rotated key is published before it signs (ms). */
+  keyActivationDelayMs?: number;
   adminToken?: string;
   keyReloadMs?: number;
   refreshReuseGraceSeconds?: number;
@@ -44,16 +49,18 @@ const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
 
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
-  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs);
+  const metrics = options.metrics ?? noMetrics;
+  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs, options.keyActivationDelayMs);
   await keys.init();
   return {
     issuer,
     store,
     clock,
     keys,
+    metrics,
     minter: new TokenMinter(store, keys, clock, issuer),
     clients: new ClientAuthenticator(store.applications),
-    users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT)),
+    users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT), metrics),
     codes: new AuthorizationCodes(store, clock, options.codeTtlSeconds),
     applicationAdmin: new ApplicationAdmin(store.applications, clock),
     userAdmin: new UserAdmin(store.users, clock),

@@ -115,6 +115,7 @@ export class TokenMinter {
           issuedAt: nowMs,
           expiresAt: nowMs + expiresIn * 1000,
           revokedAt: null,
+          kid,
         },
         trx,
       );

@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import * as initial from "./001_initial.js";
 import * as authorization from "./003_authorization.js";
+import * as signingKeyUsage from "./005_signing_key_usage.js";
 import * as cleanupIndexes from "./006_cleanup_indexes.js";
 
 interface Migration {
@@ -14,6 +15,7 @@ interface Migration {
 const all: Migration[] = [
   { name: "001_initial", ...initial },
   { name: "003_authorization", ...authorization },
+  { name: "005_signing_key_usage", ...signingKeyUsage },
   { name: "006_cleanup_indexes", ...cleanupIndexes },
 ];
 
