@@ -3,6 +3,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
 import type { RunningServer } from "../../src/server.js";
+import { authorizeUrl, browse, CookieJar, loginFormFields, pkcePair, signIn, submit } from "../support/browserless.js";
 import { GrpcCaller } from "../support/grpc.js";
 import { parsePrometheusText, sampleValue, type Sample } from "../support/prometheus.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
@@ -110,6 +111,61 @@ describe("/metrics", () => {
     }
     assert.ok(after.some((s) => s.name === "process_cpu_user_seconds_total"));
     assert.ok(after.some((s) => s.name === "nodejs_heap_size_used_bytes"));
+  });
+
+  it("counts refresh token reuse and the family revocation it causes", async () => {
+    const withRefresh = await startTestServer({ config: { applications: [{ ...TEST_APP, refreshExpireInHours: 1 }], users: [TEST_USER] } });
+    try {
+      const auth = { authorization: basicAuth(TEST_APP.clientId, TEST_APP.clientSecret) };
+      const first = await postForm(`${withRefresh.url}${TOKEN_PATH}`, { grant_type: "password", username: TEST_USER.name, password: TEST_USER.password }, auth);
+      const refresh = () => postForm(`${withRefresh.url}${TOKEN_PATH}`, { grant_type: "refresh_token", refresh_token: first.body.refresh_token }, auth);
+      assert.equal((await refresh()).status, 200);
+      assert.equal((await refresh()).status, 400); // reuse: the family is revoked
+      const samples = await scrape(`${withRefresh.url}/metrics`);
+      assert.equal(sampleValue(samples, "identity_tokens_issued_total", { grant_type: "refresh_token" }), 1);
+      assert.equal(sampleValue(samples, "identity_refresh_token_reuse_total"), 1);
+      assert.equal(sampleValue(samples, "identity_token_family_revocations_total"), 1);
+    } finally {
+      await withRefresh.close();
+    }
+  });
+
+  it("counts the browser flows: codes, implicit tokens, code replay, form failures and lock-outs", async () => {
+    const browser = await startTestServer({ overrides: { loginMaxFailures: 2 } });
+    try {
+      const auth = { authorization: basicAuth(TEST_APP.clientId, TEST_APP.clientSecret) };
+      const { verifier, challenge } = pkcePair();
+      const { location, jar } = await signIn(browser, { code_challenge: challenge, code_challenge_method: "S256" });
+      const redeem = () =>
+        postForm(
+          `${browser.url}${TOKEN_PATH}`,
+          { grant_type: "authorization_code", code: location.searchParams.get("code")!, redirect_uri: TEST_APP.redirectUris[0]!, code_verifier: verifier },
+          auth,
+        );
+      assert.equal((await redeem()).status, 200);
+      assert.equal((await redeem()).status, 400); // replay: the tokens issued from the code are revoked
+      assert.equal((await browse(authorizeUrl(browser.url, { response_type: "token" }), jar)).status, 303);
+      assert.equal((await browse(authorizeUrl(browser.url, { response_type: "id_token", nonce: "n-1" }), jar)).status, 303);
+
+      // One failure on the form and one at the password grant lock the name (the policy is shared).
+      const fresh = new CookieJar();
+      const page = await browse(authorizeUrl(browser.url), fresh);
+      const fields = loginFormFields(await page.text());
+      assert.equal((await submit(`${browser.url}/login`, { ...fields, username: "mallory", password: "guess-1" }, fresh)).status, 400);
+      const guess = await postForm(`${browser.url}${TOKEN_PATH}`, { grant_type: "password", username: "mallory", password: "guess-2" }, auth);
+      assert.equal(guess.status, 400);
+      assert.equal((await postForm(`${browser.url}${TOKEN_PATH}`, { grant_type: "password", username: "mallory", password: "guess-3" }, auth)).body.error, "invalid_grant");
+
+      const samples = await scrape(`${browser.url}/metrics`);
+      const value = (name: string, labels: Record<string, string> = {}) => sampleValue(samples, name, labels);
+      assert.equal(value("identity_tokens_issued_total", { grant_type: "authorization_code" }), 1);
+      assert.equal(value("identity_tokens_issued_total", { grant_type: "implicit" }), 2);
+      assert.equal(value("identity_token_family_revocations_total"), 1);
+      assert.equal(value("identity_login_failures_total"), 2);
+      assert.equal(value("identity_login_lockouts_total"), 1);
+    } finally {
+      await browser.close();
+    }
   });
 
   it("can be served on a port of its own, and then not on the main one", async () => {
