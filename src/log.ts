@@ -53,6 +53,8 @@ export const SECRET_FIELDS = [
   "proxy-authorization",
   "cookie",
   "set-cookie",
+  // A client page's URL, which may carry its authorization code.
+  "referer",
 ] as const;
 
 function redactPaths(): string[] {

@@ -22,7 +22,7 @@ import { serviceBindings } from "./rpc/services.js";
 import { openDb, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
 import { listenOnePort } from "./transport.js";
-import { createWebHandler } from "./web/handler.js";
+import { createWebHandler, WEB_ROUTES } from "./web/handler.js";
 import { createLogoutHandler, LOGOUT_PATH } from "./web/logout.js";
 
 export interface ServerDeps {
@@ -184,7 +184,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   return observeRequests(chain, {
     logger,
     metrics,
-    routeOf: routeNamer(bindings, [...OPS_PATHS, LOGOUT_PATH]),
+    routeOf: routeNamer(bindings, [...OPS_PATHS, ...WEB_ROUTES, LOGOUT_PATH]),
     quietRoutes: new Set(OPS_PATHS),
   });
 }

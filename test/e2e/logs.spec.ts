@@ -3,20 +3,30 @@ import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
+import { SESSION_COOKIE } from "../../src/oauth/sessions.js";
 import type { RunningServer } from "../../src/server.js";
+import { authorizeUrl, browse, CookieJar, loginFormFields, pkcePair, submit } from "../support/browserless.js";
 import { GrpcCaller } from "../support/grpc.js";
 import { captureLogs, type CapturedLogs } from "../support/logs.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const TOKEN_PATH = "/api/login/oauth/access_token";
 const INTROSPECT_PATH = "/api/login/oauth/introspect";
+const REDIRECT_URI = TEST_APP.redirectUris[0]!;
+
+/** Every token value of a token response (REST or gRPC field names). */
+function tokenValues(body: Record<string, unknown>): string[] {
+  const keys = ["access_token", "id_token", "refresh_token", "accessToken", "idToken", "refreshToken"];
+  return keys.map((key) => body[key]).filter((v): v is string => typeof v === "string" && v !== "");
+}
 
 describe("request logs", () => {
   let server: RunningServer;
   let logs: CapturedLogs;
   before(async () => {
     logs = captureLogs("trace"); // the most verbose level: request headers included
-    server = await startTestServer({ logger: logs.logger });
+    const app = { ...TEST_APP, refreshExpireInHours: 1 }; // refresh tokens issued
+    server = await startTestServer({ logger: logs.logger, config: { applications: [app], users: [TEST_USER] } });
   });
   after(() => server.close());
 
@@ -24,11 +34,7 @@ describe("request logs", () => {
     const secrets = new Set<string>([TEST_APP.clientSecret, TEST_USER.password]);
     const basic = basicAuth(TEST_APP.clientId, TEST_APP.clientSecret);
     secrets.add(basic.slice("Basic ".length));
-    const tokensOf = (body: Record<string, unknown>) => {
-      for (const key of ["access_token", "id_token", "refresh_token", "accessToken", "idToken", "refreshToken"]) {
-        if (typeof body[key] === "string" && body[key]) secrets.add(body[key] as string);
-      }
-    };
+    const tokensOf = (body: Record<string, unknown>) => tokenValues(body).forEach((t) => secrets.add(t));
 
     // Password grant, credentials in the form body.
     const form = await postForm(`${server.url}${TOKEN_PATH}`, {
@@ -81,19 +87,113 @@ describe("request logs", () => {
       assert.equal(rest.status, 200);
       await introspect.introspect({ token, clientId: TEST_APP.clientId, clientSecret: TEST_APP.clientSecret });
     }
+
+    // Refresh at both endpoints, then present a used refresh token again (reuse).
+    const refreshed = await postForm(`${server.url}${TOKEN_PATH}`, { grant_type: "refresh_token", refresh_token: form.body.refresh_token }, { authorization: basic });
+    assert.equal(refreshed.status, 200);
+    tokensOf(refreshed.body);
+    const again = await postForm(`${server.url}/api/login/oauth/refresh_token`, { grant_type: "refresh_token", refresh_token: refreshed.body.refresh_token }, { authorization: basic });
+    assert.equal(again.status, 200);
+    tokensOf(again.body);
+    const reused = await postForm(`${server.url}/api/login/oauth/refresh_token`, { refresh_token: form.body.refresh_token, client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret });
+    assert.equal(reused.status, 400);
+
+    // Userinfo and account with the token in the header and in the query (both spellings); revocation.
+    const live = (await postForm(`${server.url}${TOKEN_PATH}`, { grant_type: "password", username: TEST_USER.name, password: TEST_USER.password, scope: "openid profile" }, { authorization: basic })).body;
+    tokensOf(live);
+    assert.equal((await fetch(`${server.url}/api/userinfo`, { headers: { authorization: `Bearer ${live.access_token}` } })).status, 200);
+    assert.equal((await fetch(`${server.url}/api/userinfo?access_token=${live.access_token}`)).status, 200);
+    assert.equal((await fetch(`${server.url}/api/userinfo?accessToken=${live.access_token}`)).status, 200);
+    assert.equal((await fetch(`${server.url}/api/get-account`, { headers: { authorization: `Bearer ${live.access_token}` } })).status, 200);
+    assert.equal((await postForm(`${server.url}/api/login/oauth/revoke`, { token: live.refresh_token }, { authorization: basic })).status, 200);
+    assert.equal((await postForm(`${server.url}/api/login/oauth/revoke`, { token: live.access_token, client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret })).status, 200);
+    assert.equal((await fetch(`${server.url}/api/userinfo?access_token=${live.access_token}`)).status, 401);
+
     // A bearer token in a header the server does not even read.
     const bearer = await fetch(`${server.url}/.well-known/jwks`, { headers: { authorization: `Bearer ${form.body.access_token}` } });
     assert.equal(bearer.status, 200);
 
     const text = logs.text();
-    assert.ok(secrets.size >= 10, `only ${secrets.size} secrets collected`);
+    assert.ok(secrets.size >= 16, `only ${secrets.size} secrets collected`);
     for (const secret of secrets) assert.ok(!text.includes(secret), `a secret reached the logs: ${secret.slice(0, 12)}…`);
 
     // Not vacuous: the requests were logged, headers included, and redacted.
     const requestLines = logs.lines().filter((l) => l.msg === "request");
-    assert.ok(requestLines.length >= 12, `${requestLines.length} request lines`);
+    assert.ok(requestLines.length >= 24, `${requestLines.length} request lines`);
+    for (const route of ["/api/login/oauth/refresh_token", "/api/userinfo", "/api/get-account", "/api/login/oauth/revoke"]) {
+      assert.ok(requestLines.some((l) => l.route === route), route);
+    }
     const withHeaders = requestLines.filter((l) => l.headers?.authorization);
     assert.ok(withHeaders.length > 0 && withHeaders.every((l) => l.headers.authorization === "[redacted]"));
+    assert.ok(requestLines.some((l) => l.headers?.cookie === "[redacted]"));
+  });
+
+  it("never contain a code, state, session, CSRF token or password of the browser flows", async () => {
+    const from = logs.lines().length;
+    const state = `state-${randomBytes(12).toString("hex")}`;
+    const nonce = `nonce-${randomBytes(12).toString("hex")}`;
+    const { verifier, challenge } = pkcePair();
+    const wrongPassword = `wrong-${randomBytes(8).toString("hex")}`;
+    const secrets = new Set<string>([TEST_APP.clientSecret, TEST_USER.password, state, nonce, verifier, wrongPassword]);
+    const basic = basicAuth(TEST_APP.clientId, TEST_APP.clientSecret);
+
+    // The login form: a wrong password first, then the right one.
+    const jar = new CookieJar();
+    const codeRequest = { state, nonce, code_challenge: challenge, code_challenge_method: "S256", scope: "openid profile" };
+    const page = await browse(authorizeUrl(server.url, codeRequest), jar);
+    assert.equal(page.status, 200);
+    const fields = loginFormFields(await page.text());
+    secrets.add(fields.request).add(fields.csrf_token);
+    const refused = await submit(`${server.url}/login`, { ...fields, username: TEST_USER.name, password: wrongPassword }, jar);
+    assert.equal(refused.status, 400);
+    const signedIn = await submit(`${server.url}/login`, { ...fields, username: TEST_USER.name, password: TEST_USER.password }, jar);
+    assert.equal(signedIn.status, 303);
+    const code = new URL(signedIn.headers.get("location")!).searchParams.get("code")!;
+    secrets.add(code).add(jar.get(SESSION_COOKIE)!);
+
+    // The code for tokens, then the code again (a replay, which revokes them).
+    const tokens = await postForm(`${server.url}${TOKEN_PATH}`, { grant_type: "authorization_code", code, redirect_uri: REDIRECT_URI, code_verifier: verifier }, { authorization: basic });
+    assert.equal(tokens.status, 200);
+    tokenValues(tokens.body).forEach((t) => secrets.add(t));
+    const replay = await postForm(`${server.url}${TOKEN_PATH}`, { grant_type: "authorization_code", code, redirect_uri: REDIRECT_URI, code_verifier: verifier }, { authorization: basic });
+    assert.equal(replay.status, 400);
+
+    // Signed in: the implicit responses come at once, tokens in the Location fragment.
+    for (const implicit of [{ response_type: "token" }, { response_type: "id_token", nonce }]) {
+      const res = await browse(authorizeUrl(server.url, { ...implicit, state }), jar);
+      assert.equal(res.status, 303);
+      const fragment = new URLSearchParams(new URL(res.headers.get("location")!).hash.slice(1));
+      tokenValues(Object.fromEntries(fragment)).forEach((t) => secrets.add(t));
+    }
+    // A client page that sends its own callback URL, code and all, as Referer.
+    const referred = await fetch(authorizeUrl(server.url, codeRequest), {
+      redirect: "manual",
+      headers: { cookie: jar.header(), referer: `${REDIRECT_URI}?code=${code}&state=${state}` },
+    });
+    assert.equal(referred.status, 303);
+    const secondCode = new URL(referred.headers.get("location")!).searchParams.get("code")!;
+    secrets.add(secondCode);
+
+    // The session cookie at get-account, then sign-out.
+    assert.equal((await fetch(`${server.url}/api/get-account`, { headers: { cookie: jar.header() } })).status, 200);
+    assert.equal((await fetch(`${server.url}/api/logout`, { redirect: "manual", headers: { cookie: jar.header() } })).status, 200);
+
+    const lines = logs.lines().slice(from);
+    const text = lines.map((l) => JSON.stringify(l)).join("\n");
+    assert.equal(secrets.size, 16, "every secret is distinct and present");
+    for (const secret of secrets) assert.ok(!text.includes(secret), `a secret reached the logs: ${secret.slice(0, 12)}…`);
+    // No query string and no response header (Location carries codes and tokens) is logged at all.
+    assert.ok(!/[?&](code|state|access_token|id_token)=/.test(text), "a query string reached the logs");
+    assert.ok(!/"location"/i.test(text), "a Location header reached the logs");
+
+    // Not vacuous: each step has its request line, under a bounded route label, naming the client.
+    const requestLines = lines.filter((l) => l.msg === "request");
+    const routes = requestLines.map((l) => l.route);
+    assert.equal(routes.filter((r) => r === "/login/oauth/authorize").length, 4);
+    assert.equal(routes.filter((r) => r === "/login").length, 2);
+    assert.equal(routes.filter((r) => r === TOKEN_PATH).length, 2);
+    assert.ok(requestLines.filter((l) => l.route === "/login/oauth/authorize" || l.route === "/login").every((l) => l.client_id === TEST_APP.clientId));
+    assert.ok(requestLines.some((l) => l.headers?.referer === "[redacted]"));
     assert.ok(requestLines.some((l) => l.headers?.cookie === "[redacted]"));
   });
 

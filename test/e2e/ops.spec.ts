@@ -130,7 +130,7 @@ describe("/metrics", () => {
     }
   });
 
-  it("counts the browser flows: codes, implicit tokens, code replay, form failures and lock-outs", async () => {
+  it("counts the browser flows: codes, implicit tokens, code replay, form failures and lock-outs, under bounded routes", async () => {
     const browser = await startTestServer({ overrides: { loginMaxFailures: 2 } });
     try {
       const auth = { authorization: basicAuth(TEST_APP.clientId, TEST_APP.clientSecret) };
@@ -155,6 +155,9 @@ describe("/metrics", () => {
       const guess = await postForm(`${browser.url}${TOKEN_PATH}`, { grant_type: "password", username: "mallory", password: "guess-2" }, auth);
       assert.equal(guess.status, 400);
       assert.equal((await postForm(`${browser.url}${TOKEN_PATH}`, { grant_type: "password", username: "mallory", password: "guess-3" }, auth)).body.error, "invalid_grant");
+      assert.equal((await fetch(`${browser.url}/login/assets/login.css`)).status, 200);
+      const provider = await submit(`${browser.url}/login/oauth/provider/some-provider-8c1e`, fields, fresh);
+      assert.equal(provider.status, 404);
 
       const samples = await scrape(`${browser.url}/metrics`);
       const value = (name: string, labels: Record<string, string> = {}) => sampleValue(samples, name, labels);
@@ -163,6 +166,15 @@ describe("/metrics", () => {
       assert.equal(value("identity_token_family_revocations_total"), 1);
       assert.equal(value("identity_login_failures_total"), 2);
       assert.equal(value("identity_login_lockouts_total"), 1);
+      const requests = (labels: Record<string, string>) => value("identity_http_requests_total", labels);
+      assert.equal(requests({ route: "/login/oauth/authorize", method: "GET", status: "200" }), 2);
+      assert.equal(requests({ route: "/login/oauth/authorize", method: "GET", status: "303" }), 2);
+      assert.equal(requests({ route: "/login", method: "POST", status: "303" }), 1);
+      assert.equal(requests({ route: "/login", method: "POST", status: "400" }), 1);
+      assert.equal(requests({ route: "/login/assets/login.css", method: "GET", status: "200" }), 1);
+      assert.equal(requests({ route: "/login/oauth/provider/{name}", method: "POST", status: "404" }), 1);
+      assert.equal(requests({ route: "other" }), 0);
+      assert.ok(!samples.some((s) => Object.values(s.labels).some((v) => v.includes("some-provider-8c1e"))));
     } finally {
       await browser.close();
     }
