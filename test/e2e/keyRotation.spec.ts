@@ -1,16 +1,15 @@
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from "jose";
 import { KeyAdminService } from "../../gen/identity/v1/admin_pb.js";
+import { runAdminCommand } from "../../src/adminCommands.js";
 import type { RunningServer } from "../../src/server.js";
 import { FakeClock } from "../support/clock.js";
-import { POSTGRES_URL, scratchPostgres } from "../support/postgres.js";
+import { describePostgres, freshPostgresSchema } from "../support/databases.js";
 import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const ACTIVATION_DELAY_S = 600;
@@ -112,21 +111,20 @@ describe("signing key rotation", () => {
     await rotationEndToEnd(join(mkdtempSync(join(tmpdir(), "identity-keys-")), "db.sqlite"));
   });
 
-  const onPostgres = "works without downtime across instances on PostgreSQL";
-  (POSTGRES_URL ? it : it.skip)(POSTGRES_URL ? onPostgres : `${onPostgres} (skipped: DATABASE_URL is not postgres://)`, async () => {
-    const scratch = await scratchPostgres(POSTGRES_URL!);
-    try {
-      await rotationEndToEnd(scratch.url);
-    } finally {
-      await scratch.drop();
-    }
+  describePostgres("on PostgreSQL", () => {
+    it("works without downtime across instances", async () => {
+      const schema = freshPostgresSchema();
+      try {
+        await rotationEndToEnd(schema.url);
+      } finally {
+        await schema.drop();
+      }
+    });
   });
 
   it("`identity keys rotate` publishes a key that signs only after the delay", async () => {
-    const main = new URL("../../dist/src/main.js", import.meta.url).pathname;
-    if (!existsSync(main)) throw new Error(`${main} is missing: run npm run build first`);
     const database = join(mkdtempSync(join(tmpdir(), "identity-keys-cli-")), "db.sqlite");
-    const cli = async (...args: string[]) => JSON.parse((await promisify(execFile)(process.execPath, [main, ...args, "--database", database])).stdout);
+    const cli = async (noun: string, ...args: string[]) => JSON.parse(await runAdminCommand(noun, [...args, "--database", database], {}));
     const rotated = await cli("keys", "rotate", "--key-activation-delay-seconds", "120");
     assert.equal(rotated.activeFrom - rotated.createdAt, 120_000);
     const listed = await cli("keys", "list");

@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { cleanEnv, ensureBuilt, MAIN } from "../support/cli.js";
 import { basicAuth, TEST_APP, TEST_USER, writeConfigFile } from "../support/server.js";
-
-const MAIN = new URL("../../dist/src/main.js", import.meta.url).pathname;
 
 interface Served {
   child: ChildProcess;
@@ -18,10 +17,10 @@ interface Served {
 
 /** `identity serve` as operators run it: the built CLI in its own process. */
 async function serveProcess(): Promise<Served> {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
   const dir = mkdtempSync(join(tmpdir(), "identity-lifecycle-"));
   const config = writeConfigFile({ applications: [TEST_APP], users: [TEST_USER] });
   const child = spawn(process.execPath, [MAIN, "serve", "--port", "0", "--database", join(dir, "db.sqlite"), "--config", config], {
+    env: cleanEnv(),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
@@ -95,6 +94,10 @@ async function refusesConnections(port: number): Promise<void> {
 }
 
 describe("serve process lifecycle", () => {
+  before(function () {
+    this.timeout(120_000); // covers a rebuild of dist/ when the sources are newer
+    ensureBuilt();
+  });
   let served: Served | undefined;
   afterEach(() => {
     if (served?.child.exitCode === null) served.child.kill("SIGKILL");
