@@ -51,18 +51,36 @@ export class SigningKeyRepository {
   }
 
   /**
-   * Retire a key once no access token it signed is still unexpired, in one
+   * Keep a key published until at least `until`: the expiry of a token it
+   * signed that has no access-token row (an ID token issued on its own).
+   * Conditional, so only a later bound writes.
+   */
+  async holdUntil(kid: string, until: number): Promise<void> {
+    await this.db("signing_keys")
+      .where({ kid })
+      .where((q) => q.whereNull("held_until").orWhere("held_until", "<", until))
+      .update({ held_until: until });
+  }
+
+  /**
+   * Retire a key once no token it signed is still unexpired, in one
    * conditional UPDATE, so instances racing to retire it agree. Tokens from
    * before keys were recorded (kid null) hold back every retirement until
-   * they expire, since their key is unknown. ID tokens expire with the
-   * access token minted beside them, so the access tokens stand for both.
+   * they expire, since their key is unknown. An ID token minted beside an
+   * access token expires with it, so the access tokens stand for both; one
+   * issued on its own is covered by holdUntil().
    */
   async retireIfUnused(kid: string, now: number): Promise<boolean> {
     const liveTokens = this.db("access_tokens")
       .select(this.db.raw("1"))
       .where((q) => q.where("kid", kid).orWhereNull("kid"))
       .where("expires_at", ">", now);
-    const updated = await this.db("signing_keys").where({ kid }).whereNull("retired_at").whereNotExists(liveTokens).update({ retired_at: now });
+    const updated = await this.db("signing_keys")
+      .where({ kid })
+      .whereNull("retired_at")
+      .where((q) => q.whereNull("held_until").orWhere("held_until", "<=", now))
+      .whereNotExists(liveTokens)
+      .update({ retired_at: now });
     return updated > 0;
   }
 }

@@ -122,6 +122,28 @@ describe("signing key rotation", () => {
     });
   });
 
+  it("keeps a key published while an ID token it signed on its own (response_type=id_token) lives", async () => {
+    const clock = new FakeClock();
+    const server = await startTestServer({ clock });
+    try {
+      const app = (await server.domain.store.applications.findByClientId(TEST_APP.clientId))!;
+      const user = (await server.domain.store.users.findByName(TEST_USER.name))!;
+      const idToken = await server.domain.minter.mintIdToken({ app, user, scopes: ["openid"] });
+      const oldKid = decodeProtectedHeader(idToken).kid!;
+      clock.advanceSeconds(1); // keys made in the same millisecond would tie in age
+      const newKid = (await server.domain.keys.rotate(0)).kid;
+
+      // No access token of the old key exists, yet the ID token needs it for its hour.
+      clock.advanceSeconds(3600 - 2);
+      assert.deepEqual(await kids(server), [newKid, oldKid].sort());
+      assert.ok(await verifies(server, idToken, clock));
+      clock.advanceSeconds(RELOAD_S + 1);
+      assert.deepEqual(await kids(server), [newKid]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("`identity keys rotate` publishes a key that signs only after the delay", async () => {
     const database = join(mkdtempSync(join(tmpdir(), "identity-keys-cli-")), "db.sqlite");
     const cli = async (noun: string, ...args: string[]) => JSON.parse(await runAdminCommand(noun, [...args, "--database", database], {}));

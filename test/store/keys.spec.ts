@@ -40,6 +40,13 @@ describe("signing key retirement in the store", () => {
     assert.equal(await retiredAt(), 2000);
   });
 
+  it("waits for an ID token issued on its own, which has no token row", async () => {
+    await store.signingKeys.holdUntil("old", 6000);
+    await store.signingKeys.holdUntil("old", 4000); // an earlier bound does not shorten the hold
+    assert.equal(await store.signingKeys.retireIfUnused("old", 5999), false);
+    assert.equal(await store.signingKeys.retireIfUnused("old", 6000), true);
+  });
+
   it("waits for tokens whose key was not recorded (issued before keys were tracked)", async () => {
     await store.accessTokens.insert(token("legacy", null, 5000));
     assert.equal(await store.signingKeys.retireIfUnused("old", 4000), false);

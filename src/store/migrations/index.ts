@@ -3,6 +3,7 @@ import * as initial from "./001_initial.js";
 import * as authorization from "./003_authorization.js";
 import * as signingKeyUsage from "./005_signing_key_usage.js";
 import * as cleanupIndexes from "./006_cleanup_indexes.js";
+import * as signingKeyHold from "./007_signing_key_hold.js";
 
 interface Migration {
   name: string;
@@ -17,6 +18,7 @@ const all: Migration[] = [
   { name: "003_authorization", ...authorization },
   { name: "005_signing_key_usage", ...signingKeyUsage },
   { name: "006_cleanup_indexes", ...cleanupIndexes },
+  { name: "007_signing_key_hold", ...signingKeyHold },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
