@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { parseApplicationInput } from "./accounts/applications.js";
 import { parseUserInput } from "./accounts/users.js";
 import { systemClock } from "./clock.js";
-import { SERVE_OPTIONS } from "./config.js";
+import { resolveServeOption, SERVE_OPTIONS } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
 import { parseProviderInput, parseProviderPatch } from "./federation/providers.js";
 import { OAuthError } from "./oauth/errors.js";
@@ -10,6 +10,7 @@ import { openDb } from "./store/db.js";
 import type { ApplicationRecord } from "./store/applications.js";
 import { createStore } from "./store/index.js";
 import type { ProviderRecord } from "./store/providers.js";
+import type { SigningKeyRecord } from "./store/keys.js";
 import type { UserRecord } from "./store/users.js";
 
 /** Flags shared by the admin commands, mapped onto the config-file field names. */
@@ -45,6 +46,7 @@ const ADMIN_FLAGS = {
   favicon: { type: "string" },
   "trust-email": { type: "boolean" },
   "no-trust-email": { type: "boolean" },
+  "key-activation-delay-seconds": { type: "string" },
 } as const;
 
 const DEFAULT_DATABASE = SERVE_OPTIONS.find((o) => o.key === "database")!.default;
@@ -63,7 +65,7 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   const { values } = parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
   const fields: Record<string, unknown> = {};
   for (const [given, value] of Object.entries(values)) {
-    if (given === "database" || given === "kid") continue;
+    if (given === "database" || given === "kid" || given === "key-activation-delay-seconds") continue;
     const negated = given.startsWith("no-");
     const flag = negated ? given.slice(3) : given;
     const key = PLURAL[camel(flag)] ?? camel(flag);
@@ -72,11 +74,13 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   }
   const db = await openDb({ url: values.database || env.DATABASE_URL || DEFAULT_DATABASE });
   try {
+    const activationDelaySeconds = resolveServeOption("keyActivationDelaySeconds", values["key-activation-delay-seconds"], env);
     const domain = await createDomain({
       store: createStore(db),
       clock: systemClock,
       issuer: "http://localhost",
       secretKey: env.IDENTITY_SECRET_KEY || undefined,
+      keyActivationDelayMs: activationDelaySeconds === undefined ? undefined : activationDelaySeconds * 1000,
     });
     const result = await runAdmin(domain, noun, verb, fields, values.kid);
     return typeof result === "string" ? result : JSON.stringify(result, null, 2) + "\n";
@@ -135,7 +139,10 @@ async function runAdmin(domain: Domain, noun: string, verb: string | undefined, 
       return { deleted: name() };
     case "keys list": {
       const { kid: signing } = await domain.keys.signingKey();
-      return (await domain.keys.list()).map(({ privateJwk: _p, publicJwk: _j, ...k }) => ({ ...k, signing: k.kid === signing }));
+      const now = domain.clock.now();
+      const state = (k: Pick<SigningKeyRecord, "kid" | "activeFrom" | "retiredAt">) =>
+        k.retiredAt !== null ? "retired" : k.kid === signing ? "signing" : k.activeFrom > now ? "pending" : "retiring";
+      return (await domain.keys.list()).map(({ privateJwk: _p, publicJwk: _j, ...k }) => ({ ...k, state: state(k) }));
     }
     case "keys rotate": {
       const { privateJwk: _p, ...record } = await domain.keys.rotate();

@@ -1,11 +1,25 @@
 import { parseArgs } from "node:util";
 import { CLEANUP_DEFAULTS } from "./housekeeping.js";
-import { DEFAULT_KEY_RELOAD_MS } from "./oauth/keys.js";
-import { POSTGRES_DEFAULTS } from "./store/db.js";
 import { MAX_CODE_TTL_SECONDS } from "./oauth/codes.js";
+import { DEFAULT_KEY_ACTIVATION_DELAY_MS, DEFAULT_KEY_RELOAD_MS } from "./oauth/keys.js";
 import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
 import { MIN_SECRET_KEY_LENGTH } from "./federation/secretBox.js";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./federation/upstream.js";
+import { POSTGRES_DEFAULTS } from "./store/db.js";
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Where /metrics is served: not at all, on the main port, or on its own port. */
+export type MetricsMode = "off" | "same" | { port: number };
+
+/** What the operations options are when unset (SERVE_OPTIONS shows the same values). */
+export const OPS_DEFAULTS = {
+  metrics: "same" as MetricsMode,
+  logLevel: "info" as LogLevel,
+  logPretty: false,
+  shutdownTimeoutSeconds: 10,
+};
 
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
@@ -17,7 +31,7 @@ export interface ServeConfig {
   configFile?: string;
   adminToken?: string;
   maxBodyBytes: number;
-  // Unset means the default in SERVE_OPTIONS (code that builds a config need not name them).
+  // Unset means the default in SERVE_OPTIONS / OPS_DEFAULTS (code that builds a config need not name them).
   dbPoolMin?: number;
   dbPoolMax?: number;
   dbConnectTimeoutMs?: number;
@@ -38,6 +52,11 @@ export interface ServeConfig {
   secretKey?: string;
   /** Deadline of each call to an upstream login provider. */
   federationTimeoutMs?: number;
+  metrics?: MetricsMode;
+  logLevel?: LogLevel;
+  logPretty?: boolean;
+  shutdownTimeoutSeconds?: number;
+  keyActivationDelaySeconds?: number;
 }
 
 interface OptionSpec {
@@ -47,6 +66,8 @@ interface OptionSpec {
   default: string;
   description: string;
   parse: (raw: string) => unknown;
+  /** A flag that takes no value; its variable reads true/false. */
+  boolean?: true;
 }
 
 const port = (raw: string) => {
@@ -79,6 +100,16 @@ const url = (raw: string) => {
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`issuer must be http(s): ${raw}`);
   return raw.replace(/\/+$/, "");
 };
+const bool = (raw: string) => {
+  if (/^(true|1|yes)$/i.test(raw)) return true;
+  if (/^(false|0|no)$/i.test(raw)) return false;
+  throw new Error(`expected true or false: ${raw}`);
+};
+const logLevel = (raw: string) => {
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new Error(`expected one of ${LOG_LEVELS.join(", ")}: ${raw}`);
+  return raw;
+};
+const metricsMode = (raw: string): MetricsMode => (raw === "off" || raw === "same" ? raw : { port: port(raw) });
 
 /**
  * Every option, once: flag, environment variable, default and meaning. The
@@ -171,25 +202,70 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     default: String(DEFAULT_UPSTREAM_TIMEOUT_MS),
     description: "longest wait for each call to an upstream login provider", parse: positiveInt,
   },
+  {
+    key: "metrics", flag: "metrics", env: "IDENTITY_METRICS", default: String(OPS_DEFAULTS.metrics),
+    description: "Prometheus `/metrics`: `off`, `same` (on the main port) or a port number of its own (0 picks a free one)",
+    parse: metricsMode,
+  },
+  {
+    key: "logLevel", flag: "log-level", env: "LOG_LEVEL", default: OPS_DEFAULTS.logLevel,
+    description: `least severe log level written: ${LOG_LEVELS.join(", ")}`, parse: logLevel,
+  },
+  {
+    key: "logPretty", flag: "log-pretty", env: "IDENTITY_LOG_PRETTY", default: String(OPS_DEFAULTS.logPretty),
+    description: "human-friendly colored logs instead of JSON lines (development)", parse: bool, boolean: true,
+  },
+  {
+    key: "shutdownTimeoutSeconds", flag: "shutdown-timeout-seconds", env: "IDENTITY_SHUTDOWN_TIMEOUT_SECONDS",
+    default: String(OPS_DEFAULTS.shutdownTimeoutSeconds),
+    description: "on SIGTERM/SIGINT, how long in-flight requests may take before their connections are cut", parse: atLeast(0),
+  },
+  {
+    key: "keyActivationDelaySeconds", flag: "key-activation-delay-seconds", env: "IDENTITY_KEY_ACTIVATION_DELAY_SECONDS",
+    default: String(DEFAULT_KEY_ACTIVATION_DELAY_MS / 1000),
+    description: "a key made by `identity keys rotate` (which reads this option too) or the RotateKey RPC is published at once and signs only after this delay",
+    parse: atLeast(0),
+  },
 ];
+
+/** One option's value from its flag's raw value, else its variable, else its default. */
+function optionValue(option: OptionSpec, flagValue: string | boolean | undefined, env: NodeJS.ProcessEnv): unknown {
+  const raw = (typeof flagValue === "boolean" ? String(flagValue) : flagValue) ?? env[option.env] ?? option.default;
+  if (raw === "" || raw.includes("<")) return undefined;
+  try {
+    return option.parse(raw);
+  } catch (err) {
+    throw new Error(`--${option.flag} / ${option.env}: ${(err as Error).message}`);
+  }
+}
 
 /** Flags beat environment variables, which beat defaults. */
 export function parseServeConfig(args: string[], env: NodeJS.ProcessEnv): ServeConfig {
   const { values } = parseArgs({
     args,
-    options: Object.fromEntries(SERVE_OPTIONS.map((o) => [o.flag, { type: "string" as const }])),
+    options: Object.fromEntries(SERVE_OPTIONS.map((o) => [o.flag, { type: o.boolean ? ("boolean" as const) : ("string" as const) }])),
     strict: true,
     allowPositionals: false,
   });
   const config: Record<string, unknown> = {};
   for (const option of SERVE_OPTIONS) {
-    const raw = (values[option.flag] as string | undefined) ?? env[option.env] ?? option.default;
-    if (raw === "" || raw.includes("<")) continue;
-    try {
-      config[option.key] = option.parse(raw);
-    } catch (err) {
-      throw new Error(`--${option.flag} / ${option.env}: ${(err as Error).message}`);
-    }
+    const value = optionValue(option, values[option.flag], env);
+    if (value !== undefined) config[option.key] = value;
   }
   return config as unknown as ServeConfig;
+}
+
+/** A single serve option as an admin command sees it: its flag's value, else its variable, else its default. */
+export function resolveServeOption<K extends keyof ServeConfig>(key: K, flagValue: string | undefined, env: NodeJS.ProcessEnv): ServeConfig[K] {
+  const option = SERVE_OPTIONS.find((o) => o.key === key)!;
+  return optionValue(option, flagValue, env) as ServeConfig[K];
+}
+
+/** The options as a Markdown table: the README's reference and `identity serve --help`. */
+export function optionsTable(): string {
+  const cell = (s: string) => s.replace(/\|/g, "\\|");
+  const rows = SERVE_OPTIONS.map(
+    (o) => `| \`--${o.flag}\` | \`${o.env}\` | ${o.default ? `\`${cell(o.default)}\`` : "(none)"} | ${cell(o.description)} |`,
+  );
+  return ["| Flag | Environment variable | Default | Meaning |", "|---|---|---|---|", ...rows].join("\n") + "\n";
 }

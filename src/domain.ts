@@ -14,6 +14,7 @@ import type { GrantDeps } from "./oauth/grants/types.js";
 import { KeyRing, type KeyPairGenerator } from "./oauth/keys.js";
 import type { ScryptCost } from "./oauth/secrets.js";
 import { LoginThrottle, type LoginPolicy } from "./oauth/loginThrottle.js";
+import { noMetrics, type Metrics } from "./oauth/metrics.js";
 import { PendingAuthorizations } from "./oauth/pendingAuthorizations.js";
 import { SessionManager } from "./oauth/sessions.js";
 import { TokenMinter } from "./oauth/tokens.js";
@@ -40,6 +41,10 @@ export interface DomainOptions {
   store: Store;
   clock: Clock;
   issuer: string;
+  /** Where domain events are counted; nowhere by default. */
+  metrics?: Metrics;
+  /** How long a rotated key is published before it signs (ms). */
+  keyActivationDelayMs?: number;
   adminToken?: string;
   keyReloadMs?: number;
   refreshReuseGraceSeconds?: number;
@@ -63,7 +68,8 @@ const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
 
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
-  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs, options.generateKeyPair);
+  const metrics = options.metrics ?? noMetrics;
+  const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs, options.keyActivationDelayMs, options.generateKeyPair);
   await keys.init();
   const providerAdmin = new ProviderAdmin(store.providers, clock, new SecretBox(options.secretKey));
   const upstream = new UpstreamClient({
@@ -77,16 +83,18 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     upstream,
     new AccountLinker(store, clock),
     options.logger ?? silentLogger,
+    metrics,
   );
   return {
     issuer,
     store,
     clock,
     keys,
+    metrics,
     minter: new TokenMinter(store, keys, clock, issuer),
     clients: new ClientAuthenticator(store.applications),
-    users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT)),
-    codes: new AuthorizationCodes(store, clock, options.codeTtlSeconds),
+    users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, metrics), metrics),
+    codes: new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds),
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost),
     providerAdmin,

@@ -1,20 +1,108 @@
+import pino, { type DestinationStream, type LevelWithSilent } from "pino";
+import type { LogLevel } from "./config.js";
+
+type Fields = Record<string, unknown>;
+
 /**
- * The logger the rest of the code sees. Lines are JSON on stderr; callers
- * pass only values that are safe to log (never secrets or tokens).
+ * The logger the rest of the code sees: one JSON object per line (pino).
+ * Callers should pass only values that are safe to log; the redaction below
+ * is the net under that rule, not a licence to log secrets.
  */
 export interface Logger {
-  info(message: string, fields?: Record<string, unknown>): void;
-  error(message: string, fields?: Record<string, unknown>): void;
+  debug(message: string, fields?: Fields): void;
+  info(message: string, fields?: Fields): void;
+  warn(message: string, fields?: Fields): void;
+  error(message: string, fields?: Fields): void;
+  /** Whether lines of this level are written, to skip building costly fields. */
+  enabled(level: Exclude<LogLevel, "silent">): boolean;
 }
 
-export const stderrLogger: Logger = {
-  info: (message, fields) => process.stderr.write(JSON.stringify({ level: "info", time: new Date().toISOString(), message, ...fields }) + "\n"),
-  error: (message, fields) => process.stderr.write(JSON.stringify({ level: "error", time: new Date().toISOString(), message, ...fields }) + "\n"),
-};
+/**
+ * Field names whose values are replaced by "[redacted]" wherever they appear
+ * in a line, up to two objects deep (for example `headers.authorization` or
+ * `err.request.password`).
+ */
+export const SECRET_FIELDS = [
+  "password",
+  "secret",
+  "client_secret",
+  "clientSecret",
+  "code",
+  "code_verifier",
+  "codeVerifier",
+  "token",
+  "access_token",
+  "accessToken",
+  "refresh_token",
+  "refreshToken",
+  "id_token",
+  "idToken",
+  "assertion",
+  "upstream_token",
+  "upstreamToken",
+  "upstream_access_token",
+  "upstreamAccessToken",
+  "upstream_refresh_token",
+  "upstreamRefreshToken",
+  "admin_token",
+  "adminToken",
+  "private_jwk",
+  "privateJwk",
+  "session",
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+  "set-cookie",
+  // A client page's URL, which may carry its authorization code.
+  "referer",
+] as const;
 
-export const silentLogger: Logger = { info: () => {}, error: () => {} };
+function redactPaths(): string[] {
+  return SECRET_FIELDS.flatMap((name) => {
+    const key = /^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `["${name}"]`;
+    return [key.replace(/^\./, ""), `*${key}`, `*.*${key}`];
+  });
+}
+
+export interface LoggerOptions {
+  level: LogLevel;
+  /** pino-pretty output for humans, in a worker thread. */
+  pretty?: boolean;
+  /** Where lines go; standard error by default. Tests pass a capturing stream. */
+  destination?: DestinationStream;
+}
+
+export function createLogger(options: LoggerOptions): Logger {
+  const config: pino.LoggerOptions = {
+    level: options.level,
+    redact: { paths: redactPaths(), censor: "[redacted]" },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    // Level names read better than numbers in JSON lines; pino-pretty wants the numbers.
+    ...(options.pretty ? {} : { formatters: { level: (label: string) => ({ level: label }) } }),
+  };
+  const destination =
+    options.destination ??
+    (options.pretty
+      ? pino.transport({ target: "pino-pretty", options: { destination: 2 } })
+      : // Synchronous, so nothing is lost when the process exits right after a line.
+        pino.destination({ dest: 2, sync: true }));
+  return wrap(pino(config, destination));
+}
+
+function wrap(logger: pino.Logger): Logger {
+  return {
+    debug: (message, fields) => logger.debug(fields ?? {}, message),
+    info: (message, fields) => logger.info(fields ?? {}, message),
+    warn: (message, fields) => logger.warn(fields ?? {}, message),
+    error: (message, fields) => logger.error(fields ?? {}, message),
+    enabled: (level) => logger.isLevelEnabled(level as LevelWithSilent),
+  };
+}
+
+const nothing = () => {};
+export const silentLogger: Logger = { debug: nothing, info: nothing, warn: nothing, error: nothing, enabled: () => false };
 
 /** An unexpected error as log fields: its message and stack, nothing from the request. */
-export function errorFields(err: unknown): Record<string, unknown> {
+export function errorFields(err: unknown): Fields {
   return err instanceof Error ? { error: err.message, stack: err.stack } : { error: String(err) };
 }

@@ -1,6 +1,7 @@
 import type { DemoCredentials } from "./accounts/seed.js";
 import { runAdminCommand } from "./adminCommands.js";
-import { parseServeConfig, SERVE_OPTIONS } from "./config.js";
+import { OPS_DEFAULTS, optionsTable, parseServeConfig, SERVE_OPTIONS } from "./config.js";
+import { createLogger, errorFields } from "./log.js";
 import { OAuthError } from "./oauth/errors.js";
 import { startServer } from "./server.js";
 
@@ -18,6 +19,7 @@ const USAGE = `usage: identity <command>
 
 Admin commands work directly on the database named by --database / DATABASE_URL.
 Provider client secrets are encrypted with IDENTITY_SECRET_KEY when it is set.
+\`keys rotate\` also reads --key-activation-delay-seconds (or its variable, as serve does).
 
 serve options (a flag beats its environment variable):
 ${SERVE_OPTIONS.map((o) => `  --${o.flag.padEnd(FLAG_WIDTH)} ${o.env.padEnd(ENV_WIDTH)} ${o.description} (default: ${o.default || "none"})`).join("\n")}
@@ -46,15 +48,39 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function serve(args: string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(`identity serve [options]; a flag beats its environment variable.\n\n${optionsTable()}`);
+    return 0;
+  }
   const config = parseServeConfig(args, process.env);
-  const server = await startServer(config);
-  const stop = () => {
-    server.close().then(() => process.exit(0), () => process.exit(1));
+  const logger = createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
+  const server = await startServer(config, { logger });
+
+  // First signal: drain and exit 0. Second signal: exit at once.
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn("second signal: exiting without waiting", { signal });
+      process.exit(signal === "SIGINT" ? 130 : 143);
+    }
+    stopping = true;
+    logger.info("shutting down", { signal, timeout_seconds: config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds });
+    server.close().then(
+      () => {
+        logger.info("stopped");
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error("shutdown failed", errorFields(err));
+        process.exit(1);
+      },
+    );
   };
   // Before the ready line: whoever waits for it may stop us right away.
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
+  if (server.metricsUrl) process.stdout.write(`metrics on ${server.metricsUrl}\n`);
   if (server.demo) process.stdout.write(demoBanner(server.url, server.demo));
   return new Promise(() => {}); // runs until a signal
 }

@@ -4,11 +4,16 @@ import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { applyConfigFile, loadConfigFile } from "./accounts/configFile.js";
 import { seedDemo, type DemoCredentials } from "./accounts/seed.js";
 import { systemClock, type Clock } from "./clock.js";
-import type { ServeConfig } from "./config.js";
+import { OPS_DEFAULTS, type ServeConfig } from "./config.js";
 import { createDomain, type Domain, type DomainOptions } from "./domain.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
+import { createLogger, errorFields, type Logger } from "./log.js";
 import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
-import { errorFields, stderrLogger, type Logger } from "./log.js";
+import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./ops/endpoints.js";
+import { PromMetrics } from "./ops/metrics.js";
+import { observeRequests } from "./ops/observe.js";
+import { routeNamer } from "./ops/routes.js";
+import { annotateRequest, currentRequest } from "./requestContext.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
@@ -17,11 +22,12 @@ import { serviceBindings } from "./rpc/services.js";
 import { openDb, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
 import { listenOnePort } from "./transport.js";
-import { createLogoutHandler } from "./web/logout.js";
-import { createWebHandler } from "./web/handler.js";
+import { createWebHandler, WEB_ROUTES } from "./web/handler.js";
+import { createLogoutHandler, LOGOUT_PATH } from "./web/logout.js";
 
 export interface ServerDeps {
   clock?: Clock;
+  /** Replaces the logger the config describes (tests capture or silence it). */
   logger?: Logger;
   /** How often each instance re-reads the signing keys (ms); overrides config.keyReloadSeconds. */
   keyReloadMs?: number;
@@ -38,6 +44,12 @@ export interface RunningServer {
   domain: Domain;
   /** Credentials of the demo application and user, only on a new database. */
   demo?: DemoCredentials;
+  /** Where /metrics is served when it has a port of its own. */
+  metricsUrl?: string;
+  /**
+   * Graceful stop: refuse new connections, let requests in flight finish
+   * (within --shutdown-timeout-seconds), stop background jobs, close the pool.
+   */
   close(): Promise<void>;
 }
 
@@ -46,7 +58,9 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 /** The composition root: config -> store -> domain -> front doors -> one port. */
 export async function startServer(config: ServeConfig, deps: ServerDeps = {}): Promise<RunningServer> {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger ?? stderrLogger;
+  const logger =
+    deps.logger ?? createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
+  const metricsMode = config.metrics ?? OPS_DEFAULTS.metrics;
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
   const db = await openDb({
     url: config.database,
@@ -79,14 +93,17 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     intervalMs: cleanupIntervalSeconds * 1000,
     batchSize: config.cleanupBatchSize ?? CLEANUP_DEFAULTS.batchSize,
   });
+  let metricsListener: MetricsListener | undefined;
   const close = async () => {
-    await listener.close();
+    await listener.close((config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds) * 1000);
+    await metricsListener?.close();
     await cleanup.stop();
     await db.destroy();
   };
 
   try {
     const keyReloadMs = deps.keyReloadMs ?? (config.keyReloadSeconds === undefined ? undefined : config.keyReloadSeconds * 1000);
+    const metrics = metricsMode === "off" ? undefined : new PromMetrics(db);
     // Instances starting together on one database would each create the first
     // signing key, the demo seed, or the config file's entries, and all but
     // one would then fail on a unique name. One at a time, the later ones
@@ -98,6 +115,8 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         issuer,
         adminToken: config.adminToken,
         keyReloadMs,
+        keyActivationDelayMs: config.keyActivationDelaySeconds === undefined ? undefined : config.keyActivationDelaySeconds * 1000,
+        metrics,
         refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
         loginPolicy: {
           maxFailures: config.loginMaxFailures ?? DEFAULT_LOGIN_POLICY.maxFailures,
@@ -115,21 +134,32 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
       return { domain, demo: configFile ? undefined : await seedDemo(domain) };
     });
     for (const warning of await domain.providerAdmin.secretWarnings()) logger.error(warning);
-    ready = frontDoors(domain, config, logger);
+    if (metrics && typeof metricsMode === "object") {
+      metricsListener = await listenMetrics(metrics, config.host, metricsMode.port, logger);
+    }
+    ready = frontDoors(domain, config, logger, metrics);
     if (cleanupIntervalSeconds > 0) cleanup.start();
-    return { url, port: listener.port, issuer, domain, demo, close };
+    return { url, port: listener.port, issuer, domain, demo, metricsUrl: metricsListener?.url, close };
   } catch (err) {
     await close();
     throw err;
   }
 }
 
-function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handler {
-  const logUnexpected = (err: unknown) => logger.error("unexpected error", errorFields(err));
+/**
+ * The request chain: observation (request id, log line, metrics) around
+ * probes -> browser pages -> REST facade -> sign-out -> Connect adapter -> 404.
+ */
+function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics: PromMetrics | undefined): Handler {
+  // Inside a request the error goes on its log line, with the request id.
+  const logUnexpected = (err: unknown) =>
+    currentRequest() ? annotateRequest({ unexpected: err }) : logger.error("unexpected error", errorFields(err));
   const bindings = serviceBindings(domain);
   const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected };
+  const probes = opsEndpoints({ db: domain.store.db, keys: domain.keys, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
   // Each answers the paths it owns and returns false for the rest.
   const httpDoors = [
+    async (req: IncomingMessage, res: ServerResponse) => probes(req, res),
     createWebHandler(domain, httpOptions),
     createRestFacade(bindings, httpOptions),
     createLogoutHandler(domain, httpOptions),
@@ -149,7 +179,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
     return false;
   };
 
-  return (req, res) => {
+  const chain: Handler = (req, res) => {
     serveHttp(req, res)
       .then((handled) => {
         if (!handled) connect(req, res);
@@ -160,4 +190,10 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
         else res.destroy();
       });
   };
+  return observeRequests(chain, {
+    logger,
+    metrics,
+    routeOf: routeNamer(bindings, [...OPS_PATHS, ...WEB_ROUTES, LOGOUT_PATH]),
+    quietRoutes: new Set(OPS_PATHS),
+  });
 }

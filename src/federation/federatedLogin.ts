@@ -5,6 +5,7 @@ import type { AccountLinker, LinkResult } from "./linking.js";
 import type { LoginStates, Starter, TakenState } from "./loginStates.js";
 import type { ProviderAdmin } from "./providers.js";
 import { SecretBoxError } from "./secretBox.js";
+import type { Metrics } from "../oauth/metrics.js";
 import { UpstreamError, type UpstreamClient, type UpstreamProfile } from "./upstream.js";
 
 export interface BegunLogin {
@@ -34,6 +35,7 @@ export class FederatedLogin {
     private readonly upstream: UpstreamClient,
     private readonly linker: AccountLinker,
     private readonly logger: Logger,
+    private readonly metrics: Metrics,
   ) {
     this.redirectUri = `${issuer}/callback`;
   }
@@ -99,9 +101,12 @@ export class FederatedLogin {
     }
     const { tokenUrl, userInfoUrl, clientId } = provider;
     try {
-      return await this.upstream.signIn({ tokenUrl, userInfoUrl, clientId, clientSecret, code, redirectUri: this.redirectUri });
+      const profile = await this.upstream.signIn({ tokenUrl, userInfoUrl, clientId, clientSecret, code, redirectUri: this.redirectUri });
+      this.metrics.upstreamCall(provider.name, "ok");
+      return profile;
     } catch (err) {
       if (!(err instanceof UpstreamError)) throw err;
+      this.metrics.upstreamCall(provider.name, `${err.step}_failed`);
       this.logger.error("federated sign-in failed at the provider", { provider: provider.name, step: err.step, reason: err.reason });
       throw new OAuthError("temporarily_unavailable", `signing in with ${labelOf(provider)} failed: ${err.message}`, 502);
     }

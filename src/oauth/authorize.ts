@@ -3,12 +3,14 @@ import type { UserRecord } from "../store/users.js";
 import type { AuthorizeRequest, ResponseTarget } from "./authorizeRequest.js";
 import type { AuthorizationCodes } from "./codes.js";
 import type { OAuthError } from "./errors.js";
+import type { Metrics } from "./metrics.js";
 import type { TokenMinter } from "./tokens.js";
 
 export interface AuthorizeDeps {
   issuer: string;
   minter: TokenMinter;
   codes: AuthorizationCodes;
+  metrics: Metrics;
 }
 
 /**
@@ -57,10 +59,12 @@ export async function authorizationLocation(
         expires_in: String(tokens.expiresIn),
         scope: tokens.scope,
       };
+      deps.metrics.tokensIssued("implicit");
       break;
     }
     case "id_token":
       params = { id_token: await deps.minter.mintIdToken({ app, user, scopes, authTime, nonce }) };
+      deps.metrics.tokensIssued("implicit");
       break;
   }
   return responseLocation(request, params, deps.issuer);

@@ -5,6 +5,7 @@ import type { AuthorizationCodeRecord } from "../store/authorizationCodes.js";
 import type { Store } from "../store/index.js";
 import { revokeFamily } from "../store/tokens.js";
 import { OAuthError } from "./errors.js";
+import type { Metrics } from "./metrics.js";
 import { verifyPkce } from "./pkce.js";
 import { randomToken, sha256 } from "./secrets.js";
 
@@ -40,6 +41,7 @@ export class AuthorizationCodes {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    private readonly metrics: Metrics,
     readonly ttlSeconds = 300,
   ) {
     if (ttlSeconds <= 0 || ttlSeconds > MAX_CODE_TTL_SECONDS) {
@@ -105,6 +107,7 @@ export class AuthorizationCodes {
     const now = this.clock.now();
     await this.store.authorizationCodes.markReplayed(record.codeHash, now);
     await revokeFamily(this.store.db, record.familyId, now);
+    this.metrics.familyRevoked();
     throw new OAuthError("invalid_grant", "authorization code was already used; tokens issued from it are revoked");
   }
 }

@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.js";
 import type { LoginFailureRepository } from "../store/loginFailures.js";
 import { OAuthError } from "./errors.js";
+import type { Metrics } from "./metrics.js";
 import { sha256 } from "./secrets.js";
 
 /** The brute-force policy: `maxFailures` failures within `lockoutSeconds` lock the name for `lockoutSeconds`. */
@@ -23,6 +24,7 @@ export class LoginThrottle {
     private readonly failures: LoginFailureRepository,
     private readonly clock: Clock,
     private readonly policy: LoginPolicy,
+    private readonly metrics: Metrics,
   ) {}
 
   /**
@@ -47,7 +49,10 @@ export class LoginThrottle {
     // Forgetting old windows first means the count below is within this one.
     await this.failures.deleteStale(now - this.policy.lockoutSeconds * 1000, now);
     const count = await this.failures.recordFailure(key, now);
-    if (count >= this.policy.maxFailures) await this.failures.lock(key, now, now + this.policy.lockoutSeconds * 1000);
+    if (count >= this.policy.maxFailures) {
+      await this.failures.lock(key, now, now + this.policy.lockoutSeconds * 1000);
+      this.metrics.lockout();
+    }
   }
 
   private get enabled(): boolean {

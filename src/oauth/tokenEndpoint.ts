@@ -31,5 +31,7 @@ export async function exchangeToken(
   if (!grantEnabled(app.grantTypes, grant.grantType)) {
     throw new OAuthError("unauthorized_client", `the ${grant.grantType} grant is not enabled for this application`);
   }
-  return grant.handle(app, params, deps);
+  const tokens = await grant.handle(app, params, deps);
+  deps.metrics.tokensIssued(grant.grantType);
+  return tokens;
 }

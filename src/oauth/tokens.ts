@@ -115,6 +115,7 @@ export class TokenMinter {
           issuedAt: nowMs,
           expiresAt: nowMs + expiresIn * 1000,
           revokedAt: null,
+          kid,
         },
         trx,
       );
@@ -143,12 +144,16 @@ export class TokenMinter {
 
   /**
    * An ID token on its own, for response_type=id_token (OIDC Core §3.2).
-   * No access token goes with it, so nothing is stored.
+   * No access token goes with it, so no token row is stored; its key is
+   * held published until it expires instead.
    */
   async mintIdToken(grant: IdTokenGrant): Promise<string> {
     const now = epochSeconds(this.clock);
     const { kid, key } = await this.keys.signingKey();
-    return new SignJWT(this.idTokenClaims(grant, now)).setProtectedHeader({ alg: SIGNING_ALG, kid, typ: "JWT" }).sign(key);
+    const claims = this.idTokenClaims(grant, now);
+    const idToken = await new SignJWT(claims).setProtectedHeader({ alg: SIGNING_ALG, kid, typ: "JWT" }).sign(key);
+    await this.store.signingKeys.holdUntil(kid, (claims.exp as number) * 1000);
+    return idToken;
   }
 
   private idTokenClaims(grant: IdTokenGrant, now: number): Record<string, unknown> {

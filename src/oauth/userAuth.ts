@@ -1,6 +1,7 @@
 import type { UserRecord, UserRepository } from "../store/users.js";
 import { OAuthError } from "./errors.js";
 import type { LoginThrottle } from "./loginThrottle.js";
+import type { Metrics } from "./metrics.js";
 import { DUMMY_SECRET_HASH, verifySecret } from "./secrets.js";
 
 /**
@@ -11,6 +12,7 @@ export class UserAuthenticator {
   constructor(
     private readonly users: UserRepository,
     private readonly throttle: LoginThrottle,
+    private readonly metrics: Metrics,
   ) {}
 
   async authenticate(username: string, password: string): Promise<UserRecord> {
@@ -19,7 +21,10 @@ export class UserAuthenticator {
       const matches = await verifySecret(password, found?.passwordHash ?? DUMMY_SECRET_HASH);
       return found && matches && !found.disabled ? found : undefined;
     });
-    if (!user) throw new OAuthError("invalid_grant", "invalid username or password");
+    if (!user) {
+      this.metrics.loginFailure();
+      throw new OAuthError("invalid_grant", "invalid username or password");
+    }
     return user;
   }
 }

@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { asOAuthError, httpStatusOf, RETRY_AFTER_SECONDS } from "../oauth/errors.js";
+import { annotateRequest } from "../requestContext.js";
 
 /** Write a JSON body with the headers every API response carries. */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -29,6 +30,7 @@ export function sendError(res: ServerResponse, failure: unknown, log: (err: unkn
     sendJson(res, 500, { error: "server_error", error_description: "internal error" });
     return;
   }
+  annotateRequest({ oauthError: err.code });
   const headers: Record<string, string> = {};
   if (err.code === "temporarily_unavailable") headers["retry-after"] = String(RETRY_AFTER_SECONDS);
   if (err.code === "invalid_client") headers["www-authenticate"] = 'Basic realm="identity"';

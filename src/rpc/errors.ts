@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
 import { asOAuthError, type OAuthErrorCode } from "../oauth/errors.js";
+import { annotateRequest } from "../requestContext.js";
 
 const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
   invalid_client: Code.Unauthenticated,
@@ -28,6 +29,7 @@ export function toConnectError(failure: unknown, log: (err: unknown) => void): C
   const err = asOAuthError(failure);
   if (err !== failure) log(failure);
   if (err) {
+    annotateRequest({ oauthError: err.code });
     return new ConnectError(
       err.description,
       CONNECT_CODES[err.code] ?? Code.InvalidArgument,

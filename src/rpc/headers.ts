@@ -1,5 +1,7 @@
 import type { HandlerContext } from "@connectrpc/connect";
+import { parseBasicAuth } from "../oauth/clientAuth.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
+import { annotateRequest } from "../requestContext.js";
 
 /** RFC 6749 §5.1: token-bearing responses must not be cached. */
 export function noStore(ctx: HandlerContext): void {
@@ -22,4 +24,19 @@ export function bearerTokenOf(ctx: HandlerContext): string | undefined {
 
 export function sessionCookieOf(ctx: HandlerContext): string | undefined {
   return cookieValue(ctx.requestHeader.get("cookie"), SESSION_COOKIE);
+}
+
+/**
+ * Put the client a request names (body field or Basic credentials) on its
+ * log line. It is the presented id, before authentication; malformed
+ * credentials are left for the domain to refuse.
+ */
+export function noteClient(req: { clientId: string }, ctx: HandlerContext): void {
+  let clientId = req.clientId;
+  try {
+    clientId ||= parseBasicAuth(authorizationOf(ctx))?.clientId ?? "";
+  } catch {
+    return;
+  }
+  if (clientId) annotateRequest({ clientId: clientId.slice(0, 200) });
 }

@@ -33,9 +33,9 @@ const fromRow = (r: Row): SigningKeyRecord => ({
 export class SigningKeyRepository {
   constructor(private readonly db: Db) {}
 
-  /** Every key, newest first. */
+  /** Every key, newest first; of keys made in the same millisecond, the later-activating one. */
   async list(): Promise<SigningKeyRecord[]> {
-    return (await this.db<Row>("signing_keys").orderBy("created_at", "desc").orderBy("kid")).map(fromRow);
+    return (await this.db<Row>("signing_keys").orderBy("created_at", "desc").orderBy("active_from", "desc").orderBy("kid")).map(fromRow);
   }
 
   async insert(key: SigningKeyRecord): Promise<void> {
@@ -48,5 +48,39 @@ export class SigningKeyRepository {
       active_from: key.activeFrom,
       retired_at: key.retiredAt,
     });
+  }
+
+  /**
+   * Keep a key published until at least `until`: the expiry of a token it
+   * signed that has no access-token row (an ID token issued on its own).
+   * Conditional, so only a later bound writes.
+   */
+  async holdUntil(kid: string, until: number): Promise<void> {
+    await this.db("signing_keys")
+      .where({ kid })
+      .where((q) => q.whereNull("held_until").orWhere("held_until", "<", until))
+      .update({ held_until: until });
+  }
+
+  /**
+   * Retire a key once no token it signed is still unexpired, in one
+   * conditional UPDATE, so instances racing to retire it agree. Tokens from
+   * before keys were recorded (kid null) hold back every retirement until
+   * they expire, since their key is unknown. An ID token minted beside an
+   * access token expires with it, so the access tokens stand for both; one
+   * issued on its own is covered by holdUntil().
+   */
+  async retireIfUnused(kid: string, now: number): Promise<boolean> {
+    const liveTokens = this.db("access_tokens")
+      .select(this.db.raw("1"))
+      .where((q) => q.where("kid", kid).orWhereNull("kid"))
+      .where("expires_at", ">", now);
+    const updated = await this.db("signing_keys")
+      .where({ kid })
+      .whereNull("retired_at")
+      .where((q) => q.whereNull("held_until").orWhere("held_until", "<=", now))
+      .whereNotExists(liveTokens)
+      .update({ retired_at: now });
+    return updated > 0;
   }
 }

@@ -11,6 +11,8 @@ export interface AccessTokenRecord {
   issuedAt: number;
   expiresAt: number;
   revokedAt: number | null;
+  /** The key that signed it (and its ID token): a key stays published while its tokens live. */
+  kid: string | null;
 }
 
 /** An issued refresh token, stored by the SHA-256 of its value. */
@@ -44,6 +46,7 @@ export class AccessTokenRepository {
       issued_at: t.issuedAt,
       expires_at: t.expiresAt,
       revoked_at: t.revokedAt,
+      kid: t.kid,
     });
   }
 
@@ -65,6 +68,7 @@ export class AccessTokenRepository {
       issuedAt: Number(r.issued_at),
       expiresAt: Number(r.expires_at),
       revokedAt: num(r.revoked_at),
+      kid: r.kid ?? null,
     };
   }
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Domain } from "../domain.js";
 import { OAuthError } from "../oauth/errors.js";
+import type { PathPattern } from "../ops/routes.js";
 import { collectParams, readBody } from "../rest/decode.js";
 import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
@@ -17,7 +18,20 @@ interface Route {
   serve(req: IncomingMessage, res: ServerResponse, url: URL, name: string): Promise<void> | void;
 }
 
+const AUTHORIZE_PATH = "/login/oauth/authorize";
+const LOGIN_PATH = "/login";
+// Where Custom providers send the browser back (the spec's {base_url}/callback).
+const CALLBACK_PATH = "/callback";
 const PROVIDER_PATH = /^\/login\/oauth\/provider\/([A-Za-z0-9_.-]{1,100})$/;
+
+/** What this handler serves, as request labels: provider buttons share one. */
+export const WEB_ROUTES: readonly (string | PathPattern)[] = [
+  AUTHORIZE_PATH,
+  LOGIN_PATH,
+  CALLBACK_PATH,
+  STYLESHEET_PATH,
+  { pattern: PROVIDER_PATH, label: "/login/oauth/provider/{name}" },
+];
 
 /**
  * The hand-written browser front door: the authorize endpoint, the login
@@ -34,13 +48,12 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
 
   const routes: Record<string, Route> = {
     // OIDC Core §3.1.2.1: the authorization endpoint takes GET and POST.
-    "/login/oauth/authorize": {
+    [AUTHORIZE_PATH]: {
       methods: ["GET", "POST"],
       serve: async (req, res, url) => pages.authorize(req, res, await params(req, url)),
     },
-    "/login": { methods: ["POST"], serve: async (req, res, url) => pages.login(req, res, await params(req, url)) },
-    // Where Custom providers send the browser back (the spec's {base_url}/callback).
-    "/callback": { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, await params(req, url)) },
+    [LOGIN_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.login(req, res, await params(req, url)) },
+    [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, await params(req, url)) },
     [STYLESHEET_PATH]: {
       methods: ["GET"],
       serve: (_req, res) => {

@@ -5,7 +5,7 @@ import { CLEARED_SESSION_COOKIE, cookieValue, SESSION_COOKIE } from "../oauth/se
 import { collectParams, readBody } from "../rest/decode.js";
 import { sendError, sendJson } from "../rest/errors.js";
 
-const LOGOUT_PATH = "/api/logout";
+export const LOGOUT_PATH = "/api/logout";
 
 export interface LogoutHandlerOptions {
   maxBodyBytes: number;

@@ -51,7 +51,8 @@ describe("admin RPCs", () => {
     const nowSeconds = () => BigInt(Math.floor(Date.now() / 1000));
 
     before(async () => {
-      server = await startTestServer();
+      // The activation delay has its own test (keyRotation.spec.ts); here a rotated key signs at once.
+      server = await startTestServer({ overrides: { keyActivationDelaySeconds: 0 } });
       const transport = createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" });
       apps = createClient(ApplicationAdminService, transport);
       users = createClient(UserAdminService, transport);

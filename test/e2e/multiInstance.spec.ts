@@ -91,6 +91,8 @@ describePostgres("several instances on one PostgreSQL database (real processes)"
       "--issuer", ISSUER,
       "--key-reload-seconds", String(KEY_RELOAD_SECONDS),
       "--refresh-reuse-grace-seconds", String(REFRESH_REUSE_GRACE_SECONDS),
+      // This suite is about propagation: a rotated key signs at once.
+      "--key-activation-delay-seconds", "0",
     ];
     // Started together: migrations and provisioning must cope with it.
     const started = await Promise.allSettled([startInstance(args), startInstance(args)]);

@@ -93,6 +93,7 @@ const anAccessToken = (over: Partial<AccessTokenRecord> = {}): AccessTokenRecord
   scope: "openid profile",
   issuedAt: T0,
   expiresAt: T0 + HOUR,
+  kid: null,
   revokedAt: null,
   ...over,
 });

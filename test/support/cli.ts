@@ -3,7 +3,7 @@ import { readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
-const MAIN = "dist/src/main.js";
+export const MAIN = "dist/src/main.js";
 
 function newestMtime(dir: string): number {
   let newest = 0;

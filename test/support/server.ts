@@ -48,12 +48,21 @@ export interface TestServerOptions {
 
 /** A logger that keeps every line, for tests of what is (not) logged. */
 export class RecordingLogger implements Logger {
-  readonly lines: { level: "info" | "error"; message: string; fields?: Record<string, unknown> }[] = [];
+  readonly lines: { level: "debug" | "info" | "warn" | "error"; message: string; fields?: Record<string, unknown> }[] = [];
+  debug(message: string, fields?: Record<string, unknown>): void {
+    this.lines.push({ level: "debug", message, fields });
+  }
   info(message: string, fields?: Record<string, unknown>): void {
     this.lines.push({ level: "info", message, fields });
   }
+  warn(message: string, fields?: Record<string, unknown>): void {
+    this.lines.push({ level: "warn", message, fields });
+  }
   error(message: string, fields?: Record<string, unknown>): void {
     this.lines.push({ level: "error", message, fields });
+  }
+  enabled(): boolean {
+    return true;
   }
   /** Everything logged, as one searchable string. */
   text(): string {

@@ -63,10 +63,12 @@ async function rejectUnusable(record: RefreshTokenRecord, deps: GrantDeps): Prom
   const now = deps.clock.now();
   if (record.revokedAt !== null) throw new OAuthError("invalid_grant", "the refresh token was revoked");
   if (record.consumedAt !== null) {
+    deps.metrics.refreshReuse();
     if (now - record.consumedAt < deps.refreshReuseGraceSeconds * 1000) {
       throw new OAuthError("invalid_grant", "the refresh token was already used");
     }
     await revokeFamily(deps.store.db, record.familyId, now);
+    deps.metrics.familyRevoked();
     throw new OAuthError("invalid_grant", "the refresh token was already used; every token of its grant is now revoked");
   }
   if (record.expiresAt <= now) throw new OAuthError("invalid_grant", "the refresh token has expired");

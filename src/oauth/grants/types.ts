@@ -3,6 +3,7 @@ import type { ApplicationRecord } from "../../store/applications.js";
 import type { Store } from "../../store/index.js";
 import type { ClientAuthenticator } from "../clientAuth.js";
 import type { AuthorizationCodes } from "../codes.js";
+import type { Metrics } from "../metrics.js";
 import type { TokenMinter, TokenSet } from "../tokens.js";
 import type { UserAuthenticator } from "../userAuth.js";
 
@@ -23,6 +24,8 @@ export interface TokenParams {
 /** What grants may use. */
 export interface GrantDeps {
   store: Store;
+  /** Domain events for operators (tokens issued, refresh reuse, login failures ...). */
+  metrics: Metrics;
   minter: TokenMinter;
   clock: Clock;
   clients: ClientAuthenticator;

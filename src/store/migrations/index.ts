@@ -1,8 +1,10 @@
 import type { Knex } from "knex";
 import * as initial from "./001_initial.js";
 import * as authorization from "./003_authorization.js";
+import * as signingKeyUsage from "./005_signing_key_usage.js";
 import * as cleanupIndexes from "./006_cleanup_indexes.js";
 import * as federation from "./007_federation.js";
+import * as signingKeyHold from "./008_signing_key_hold.js";
 
 interface Migration {
   name: string;
@@ -15,8 +17,10 @@ interface Migration {
 const all: Migration[] = [
   { name: "001_initial", ...initial },
   { name: "003_authorization", ...authorization },
+  { name: "005_signing_key_usage", ...signingKeyUsage },
   { name: "006_cleanup_indexes", ...cleanupIndexes },
   { name: "007_federation", ...federation },
+  { name: "008_signing_key_hold", ...signingKeyHold },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

@@ -1,0 +1,117 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Metrics } from "../oauth/metrics.js";
+import type { Db } from "../store/db.js";
+
+/** One finished HTTP request, as the request chain saw it. */
+export interface RequestObservation {
+  /** A bounded label: a known path, `connect:<service>/<method>`, or `other`. */
+  route: string;
+  method: string;
+  status: number;
+  /** The gRPC status of gRPC and gRPC-Web responses, "" otherwise. */
+  grpcStatus: string;
+  seconds: number;
+}
+
+/** The pool knex keeps under `db.client.pool` (tarn). */
+interface PoolStats {
+  numUsed(): number;
+  numPendingAcquires(): number;
+}
+
+// Process metrics describe the process, not a server in it: collected once.
+let processRegistry: Registry | undefined;
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+/** The domain's events, HTTP requests and the database pool as Prometheus metrics. */
+export class PromMetrics implements Metrics {
+  private readonly registry = new Registry();
+  private readonly exposition: Registry;
+  private readonly counter = (name: string, help: string, labelNames: string[] = []) =>
+    new Counter({ name, help, labelNames, registers: [this.registry] });
+
+  private readonly requests = this.counter("identity_http_requests_total", "HTTP requests by route, method and status", [
+    "route",
+    "method",
+    "status",
+    "grpc_status",
+  ]);
+  private readonly latency = new Histogram({
+    name: "identity_http_request_duration_seconds",
+    help: "HTTP request duration, from the request line to the end of the response",
+    labelNames: ["route", "method"],
+    registers: [this.registry],
+  });
+  private readonly issued = this.counter("identity_tokens_issued_total", "token responses issued, by grant type", ["grant_type"]);
+  private readonly introspections = this.counter("identity_introspections_total", "token introspections, by result", ["result"]);
+  private readonly reuse = this.counter("identity_refresh_token_reuse_total", "refresh tokens presented again after use");
+  private readonly familyRevocations = this.counter("identity_token_family_revocations_total", "token families revoked as a whole");
+  private readonly loginFailures = this.counter("identity_login_failures_total", "failed user sign-ins");
+  private readonly lockouts = this.counter("identity_login_lockouts_total", "accounts locked after repeated failures");
+  private readonly upstream = this.counter("identity_federation_upstream_calls_total", "calls to federation providers", [
+    "provider",
+    "outcome",
+  ]);
+
+  constructor(db: Db) {
+    const pool = () => (db.client as { pool?: PoolStats }).pool;
+    new Gauge({
+      name: "identity_db_pool_connections_in_use",
+      help: "database connections lent out by the pool",
+      registers: [this.registry],
+      collect() {
+        this.set(pool()?.numUsed() ?? 0);
+      },
+    });
+    new Gauge({
+      name: "identity_db_pool_pending_acquires",
+      help: "queries waiting for a database connection",
+      registers: [this.registry],
+      collect() {
+        this.set(pool()?.numPendingAcquires() ?? 0);
+      },
+    });
+    // Both results exist from the start, so rates over them are defined.
+    this.introspections.inc({ result: "active" }, 0);
+    this.introspections.inc({ result: "inactive" }, 0);
+    this.exposition = Registry.merge([processMetrics(), this.registry]);
+  }
+
+  tokensIssued(grantType: string): void {
+    this.issued.inc({ grant_type: grantType });
+  }
+  introspected(active: boolean): void {
+    this.introspections.inc({ result: active ? "active" : "inactive" });
+  }
+  refreshReuse(): void {
+    this.reuse.inc();
+  }
+  familyRevoked(): void {
+    this.familyRevocations.inc();
+  }
+  loginFailure(): void {
+    this.loginFailures.inc();
+  }
+  lockout(): void {
+    this.lockouts.inc();
+  }
+  upstreamCall(provider: string, outcome: string): void {
+    this.upstream.inc({ provider, outcome });
+  }
+
+  observeRequest(r: RequestObservation): void {
+    this.requests.inc({ route: r.route, method: r.method, status: String(r.status), grpc_status: r.grpcStatus });
+    this.latency.observe({ route: r.route, method: r.method }, r.seconds);
+  }
+
+  /** The text exposition format. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.exposition.contentType, body: await this.exposition.metrics() };
+  }
+}

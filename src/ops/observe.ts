@@ -1,0 +1,92 @@
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { errorFields, type Logger } from "../log.js";
+import { runInRequestContext, type RequestContext } from "../requestContext.js";
+import type { PromMetrics } from "./metrics.js";
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface ObserveOptions {
+  logger: Logger;
+  /** Absent when metrics are off. */
+  metrics?: PromMetrics;
+  routeOf: (pathname: string) => string;
+  /** Routes logged at debug level only: probes and scrapes would drown the rest. */
+  quietRoutes: ReadonlySet<string>;
+}
+
+// A caller's request id is echoed only if it is short and plain, so it
+// cannot forge log content or bloat headers.
+const REQUEST_ID = /^[A-Za-z0-9._:+/=-]{1,128}$/;
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
+function pathnameOf(url: string | undefined): string {
+  try {
+    return new URL(url ?? "/", "http://localhost").pathname;
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * The request chain's outer layer: a request id (taken from X-Request-Id or
+ * made up, and echoed back), a context the layers below annotate, and at the
+ * end one log line and the HTTP metrics.
+ */
+export function observeRequests(handler: Handler, options: ObserveOptions): Handler {
+  const { logger, metrics } = options;
+  return (req, res) => {
+    const started = process.hrtime.bigint();
+    const sent = req.headers["x-request-id"];
+    const context: RequestContext = { requestId: typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID() };
+    res.setHeader("x-request-id", context.requestId);
+    const pathname = pathnameOf(req.url);
+    const route = options.routeOf(pathname);
+    const method = METHODS.has(req.method ?? "") ? req.method! : "OTHER";
+    const grpcStatus = captureGrpcStatus(res);
+
+    res.once("close", () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const status = res.statusCode;
+      const grpc = grpcStatus();
+      metrics?.observeRequest({ route, method, status, grpcStatus: grpc, seconds });
+
+      const fields: Record<string, unknown> = {
+        request_id: context.requestId,
+        method,
+        route,
+        ...(route === "other" ? { path: pathname.slice(0, 200) } : {}),
+        status,
+        ...(grpc ? { grpc_status: Number(grpc) } : {}),
+        duration_ms: Math.round(seconds * 1e4) / 10,
+        ...(context.clientId ? { client_id: context.clientId } : {}),
+        ...(context.oauthError ? { oauth_error: context.oauthError } : {}),
+        ...(res.writableFinished ? {} : { aborted: true }),
+      };
+      if (logger.enabled("debug")) fields.headers = req.headers; // secrets among them are redacted
+      // Only failures of our own carry a stack; a client's mistake is not an error here.
+      if (context.unexpected !== undefined) logger.error("request", { ...fields, ...errorFields(context.unexpected) });
+      else if (status >= 500) logger.error("request", fields);
+      else if (options.quietRoutes.has(route)) logger.debug("request", fields);
+      else logger.info("request", fields);
+    });
+    runInRequestContext(context, () => handler(req, res));
+  };
+}
+
+/**
+ * gRPC puts its status in a trailer (or, with no messages, a header) while
+ * the HTTP status stays 200; watch both so failed RPCs are visible.
+ */
+function captureGrpcStatus(res: ServerResponse): () => string {
+  let trailer: string | undefined;
+  const addTrailers = res.addTrailers.bind(res);
+  res.addTrailers = (headers: OutgoingHttpHeaders | readonly [string, string][]) => {
+    if (!Array.isArray(headers)) {
+      const status = (headers as OutgoingHttpHeaders)["grpc-status"];
+      if (status !== undefined) trailer = String(status);
+    }
+    addTrailers(headers);
+  };
+  return () => trailer ?? String(res.getHeader("grpc-status") ?? "");
+}
