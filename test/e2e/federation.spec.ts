@@ -10,6 +10,7 @@ import { authorizeUrl, browse, CookieJar, loginFormFields, submit } from "../sup
 import { FakeClock } from "../support/clock.js";
 import { FAKE_CLIENT, FAKE_PROFILE, sendJsonBody, startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";
 import { getJson } from "../support/oauth.js";
+import { parsePrometheusText, sampleValue } from "../support/prometheus.js";
 import { postForm, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const SECRET_KEY = "federation-test-key-0123456789abcdef";
@@ -358,6 +359,29 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
         assert.ok(!everything.includes(secret), `the logs hold no ${secret.slice(0, 12)}...`);
       }
       assert.ok(logs.lines.some((l) => l.message === "federated sign-in" && l.fields?.provider === "fake"), "successes are logged too");
+    });
+
+    it("are counted on /metrics per provider and outcome: ok, token_failed, userinfo_failed", async () => {
+      const upstreamCalls = async () => {
+        const samples = parsePrometheusText(await (await fetch(`${server.url}/metrics`)).text());
+        const count = (provider: string, outcome: string) => sampleValue(samples, "identity_federation_upstream_calls_total", { provider, outcome });
+        return { ok: count("fake", "ok"), token: count("fake", "token_failed"), userinfo: count("fake", "userinfo_failed"), trusting: count("trusting", "ok") };
+      };
+      const fail = async () => {
+        const { jar, state } = await pressButton();
+        assert.equal((await returnToCallback(jar, { code: CODE, state })).status, 502);
+      };
+      const before = await upstreamCalls();
+
+      fake.profile = newProfile();
+      await signInThrough();
+      fake.token = (_q, res) => sendJsonBody(res, 400, { error: "invalid_grant" });
+      await fail();
+      fake.reset();
+      fake.userinfo = (_q, res) => sendJsonBody(res, 401, { error: "invalid_token" });
+      await fail();
+
+      assert.deepEqual(await upstreamCalls(), { ok: before.ok + 1, token: before.token + 1, userinfo: before.userinfo + 1, trusting: before.trusting });
     });
   });
 

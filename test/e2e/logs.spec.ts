@@ -5,7 +5,9 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import { SESSION_COOKIE } from "../../src/oauth/sessions.js";
 import type { RunningServer } from "../../src/server.js";
+import { CSRF_COOKIE } from "../../src/web/signIn.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, pkcePair, submit } from "../support/browserless.js";
+import { FAKE_CLIENT, sendJsonBody, startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";
 import { GrpcCaller } from "../support/grpc.js";
 import { captureLogs, type CapturedLogs } from "../support/logs.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
@@ -13,6 +15,7 @@ import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../su
 const TOKEN_PATH = "/api/login/oauth/access_token";
 const INTROSPECT_PATH = "/api/login/oauth/introspect";
 const REDIRECT_URI = TEST_APP.redirectUris[0]!;
+const SECRET_KEY = "logs-test-key-0123456789abcdef0123";
 
 /** Every token value of a token response (REST or gRPC field names). */
 function tokenValues(body: Record<string, unknown>): string[] {
@@ -23,12 +26,21 @@ function tokenValues(body: Record<string, unknown>): string[] {
 describe("request logs", () => {
   let server: RunningServer;
   let logs: CapturedLogs;
+  let fake: FakeUpstream;
   before(async () => {
     logs = captureLogs("trace"); // the most verbose level: request headers included
-    const app = { ...TEST_APP, refreshExpireInHours: 1 }; // refresh tokens issued
-    server = await startTestServer({ logger: logs.logger, config: { applications: [app], users: [TEST_USER] } });
+    fake = await startFakeUpstream();
+    const app = { ...TEST_APP, refreshExpireInHours: 1, providers: ["fake"] }; // refresh tokens issued
+    server = await startTestServer({
+      logger: logs.logger,
+      config: { applications: [app], users: [TEST_USER], providers: [fake.provider("fake")] },
+      overrides: { secretKey: SECRET_KEY },
+    });
   });
-  after(() => server.close());
+  after(async () => {
+    await server?.close();
+    await fake?.close();
+  });
 
   it("never contain a secret or token, whatever the grant, front door or header", async () => {
     const secrets = new Set<string>([TEST_APP.clientSecret, TEST_USER.password]);
@@ -195,6 +207,45 @@ describe("request logs", () => {
     assert.ok(requestLines.filter((l) => l.route === "/login/oauth/authorize" || l.route === "/login").every((l) => l.client_id === TEST_APP.clientId));
     assert.ok(requestLines.some((l) => l.headers?.referer === "[redacted]"));
     assert.ok(requestLines.some((l) => l.headers?.cookie === "[redacted]"));
+  });
+
+  it("never contain the upstream's code, state, tokens or client secret of a federated sign-in", async () => {
+    const from = logs.lines().length;
+    const secrets = new Set<string>([FAKE_CLIENT.clientSecret, SECRET_KEY, "upstream-rt"]);
+    /** Press the provider button of a new authorize request and come back with `code`; the callback's answer. */
+    const roundTrip = async (code: string) => {
+      const jar = new CookieJar();
+      const page = await browse(authorizeUrl(server.url, { state: `state-${randomBytes(12).toString("hex")}` }), jar);
+      const button = await submit(`${server.url}/login/oauth/provider/fake`, loginFormFields(await page.text()), jar);
+      assert.equal(button.status, 303);
+      const state = new URL(button.headers.get("location")!).searchParams.get("state")!;
+      secrets.add(code).add(state).add(jar.get(CSRF_COOKIE)!);
+      const callback = await browse(`${server.url}/callback?${new URLSearchParams({ code, state })}`, jar);
+      return { callback, jar };
+    };
+
+    // A sign-in that reaches the client: the upstream's tokens, then ours.
+    const { callback, jar } = await roundTrip(`upstream-code-${randomBytes(12).toString("hex")}`);
+    assert.equal(callback.status, 303);
+    secrets.add(new URL(callback.headers.get("location")!).searchParams.get("code")!).add(jar.get(SESSION_COOKIE)!);
+    assert.equal(fake.issuedTokens.length, 1);
+    secrets.add(fake.issuedTokens[0]!);
+    // One refused at the token endpoint: a failure, logged with its reason.
+    fake.token = (_q, res) => sendJsonBody(res, 400, { error: "invalid_grant" });
+    assert.equal((await roundTrip(`upstream-code-${randomBytes(12).toString("hex")}`)).callback.status, 502);
+
+    const lines = logs.lines().slice(from);
+    const text = lines.map((l) => JSON.stringify(l)).join("\n");
+    assert.equal(secrets.size, 12, "every secret is distinct and present");
+    for (const secret of secrets) assert.ok(!text.includes(secret), `a secret reached the logs: ${secret.slice(0, 12)}…`);
+    assert.ok(!/[?&](code|state)=/.test(text), "a query string reached the logs");
+
+    // Not vacuous: both round trips were logged, the outcome of each too.
+    const routes = lines.filter((l) => l.msg === "request").map((l) => l.route);
+    assert.equal(routes.filter((r) => r === "/callback").length, 2);
+    assert.equal(routes.filter((r) => r === "/login/oauth/provider/{name}").length, 2);
+    assert.ok(lines.some((l) => l.msg === "federated sign-in" && l.provider === "fake"));
+    assert.ok(lines.some((l) => l.msg === "federated sign-in failed at the provider" && l.step === "token"));
   });
 
   it("carry request id, route, method, status, duration and client id", async () => {

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from "jose";
 import * as oauth from "oauth4webapi";
+import { SESSION_COOKIE } from "../../src/oauth/sessions.js";
+import { authorizeUrl, browse, CookieJar, loginFormFields, pkcePair, signIn, submit } from "../support/browserless.js";
 import { describePostgres, freshPostgresSchema, type PostgresSchema } from "../support/databases.js";
 import { startInstance, type Instance } from "../support/instances.js";
 import { getJson, refresh } from "../support/oauth.js";
-import { ADMIN_TOKEN, TEST_APP, TEST_USER, writeConfigFile } from "../support/server.js";
+import { ADMIN_TOKEN, postForm, TEST_APP, TEST_USER, writeConfigFile } from "../support/server.js";
 
 // Behind a load balancer every instance must announce the same issuer.
 const ISSUER = "http://identity.test";
@@ -58,6 +60,20 @@ async function userinfo(instance: Instance, accessToken: string, subject: string
 async function revoke(instance: Instance, token: string): Promise<void> {
   const as = serverOf(instance);
   await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, clientAuth, token, insecure));
+}
+
+/** Validate the authorization response and redeem its code (PKCE, public client) on `instance`, as a strict client. */
+async function redeemCode(
+  instance: Instance,
+  location: URL,
+  verifier: string,
+  state: string,
+  nonce?: string,
+): Promise<oauth.TokenEndpointResponse> {
+  const as = serverOf(instance);
+  const params = oauth.validateAuthResponse(as, client, location, state);
+  const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, APP.redirectUris[0]!, verifier, insecure);
+  return oauth.processAuthorizationCodeResponse(as, client, response, { expectedNonce: nonce, requireIdToken: true });
 }
 
 async function jwks(instance: Instance): Promise<JSONWebKeySet> {
@@ -199,8 +215,46 @@ describePostgres("several instances on one PostgreSQL database (real processes)"
     assert.equal((await introspect(b, next.access_token)).active, true);
   });
 
-  // ---- Cases that need features from another branch; the lead fills them in after merging. ----
-  // issue 3 (authorization code, browser sessions):
-  it("redeems on B a code issued through A (after issue 3)");
-  it("keeps a browser session signed in on A valid on B (after issue 3)");
+  it("redeems on B a code issued through A, once: a replay on A is refused and revokes the tokens", async () => {
+    const { verifier, challenge } = pkcePair();
+    const { location } = await signIn(a, { scope: "openid profile", code_challenge: challenge, code_challenge_method: "S256", nonce: "n-ab", state: "s-ab" });
+    const tokens = await redeemCode(b, location, verifier, "s-ab", "n-ab");
+    assert.equal(oauth.getValidatedIdTokenClaims(tokens)!.preferred_username, TEST_USER.name);
+    assert.equal((await introspect(a, tokens.access_token)).active, true);
+
+    const replay = await postForm(serverOf(a).token_endpoint!, {
+      grant_type: "authorization_code", code: location.searchParams.get("code")!, code_verifier: verifier, client_id: APP.clientId,
+    });
+    assert.equal(replay.status, 400);
+    assert.equal(replay.body.error, "invalid_grant");
+    // The replay revokes what the code gave, for B too.
+    assert.equal((await introspect(b, tokens.access_token)).active, false);
+  });
+
+  it("finishes on B the sign-in form A showed (the pending request is shared)", async () => {
+    const { verifier, challenge } = pkcePair();
+    const jar = new CookieJar();
+    const page = await browse(authorizeUrl(a.url, { code_challenge: challenge, code_challenge_method: "S256", state: "s-form" }), jar);
+    assert.equal(page.status, 200);
+    const res = await submit(`${b.url}/login`, { ...loginFormFields(await page.text()), username: TEST_USER.name, password: TEST_USER.password }, jar);
+    assert.equal(res.status, 303, b.stderr());
+    const tokens = await redeemCode(a, new URL(res.headers.get("location")!), verifier, "s-form");
+    assert.equal((await introspect(b, tokens.access_token)).active, true);
+  });
+
+  it("keeps a browser session signed in on A valid on B, and a sign-out on B ends it on A", async () => {
+    const { jar } = await signIn(a);
+    const { verifier, challenge } = pkcePair();
+    // No login page on B: the session cookie A set is enough.
+    const atB = await browse(authorizeUrl(b.url, { code_challenge: challenge, code_challenge_method: "S256", state: "s-sso" }), jar);
+    assert.equal(atB.status, 303, b.stderr());
+    await redeemCode(b, new URL(atB.headers.get("location")!), verifier, "s-sso");
+
+    // The old cookie, kept past the sign-out, is refused on A: the session itself is gone.
+    const session = `${SESSION_COOKIE}=${jar.get(SESSION_COOKIE)!}`;
+    assert.equal((await browse(`${b.url}/api/logout`, jar)).status, 200);
+    const atA = await fetch(authorizeUrl(a.url), { redirect: "manual", headers: { cookie: session } });
+    assert.equal(atA.status, 200, "A should show the login page again");
+    assert.ok(loginFormFields(await atA.text()));
+  });
 });

@@ -71,7 +71,7 @@ export function loginFormFields(html: string): { request: string; csrf_token: st
  * browser would. Returns the Location the service redirects to.
  */
 export async function signIn(
-  server: RunningServer,
+  server: Pick<RunningServer, "url">,
   params: Record<string, string | undefined> = {},
   credentials = { username: TEST_USER.name, password: TEST_USER.password },
   jar = new CookieJar(),
