@@ -4,6 +4,7 @@ import { DEFAULT_KEY_RELOAD_MS } from "./oauth/keys.js";
 import { POSTGRES_DEFAULTS } from "./store/db.js";
 import { MAX_CODE_TTL_SECONDS } from "./oauth/codes.js";
 import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
+import { DEFAULT_CONNECTION_LIMITS } from "./transport.js";
 
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
@@ -32,6 +33,13 @@ export interface ServeConfig {
   loginLockoutSeconds?: number;
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
+  maxHeaderBytes?: number;
+  /** Longest wait for a connection's first bytes and for a complete header block. */
+  headersTimeoutSeconds?: number;
+  /** Longest an HTTP/1.1 request may take to arrive, body included. */
+  requestTimeoutSeconds?: number;
+  /** HTTP/2 sessions idle this long are closed. */
+  idleTimeoutSeconds?: number;
 }
 
 interface OptionSpec {
@@ -96,6 +104,25 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "maxBodyBytes", flag: "max-body-bytes", env: "IDENTITY_MAX_BODY_BYTES", default: "65536",
     description: "largest accepted REST request body, in bytes", parse: positiveInt,
+  },
+  {
+    key: "maxHeaderBytes", flag: "max-header-bytes", env: "IDENTITY_MAX_HEADER_BYTES", default: String(DEFAULT_CONNECTION_LIMITS.maxHeaderBytes),
+    description: "largest request header block (request line and headers), in bytes; larger is refused with 431", parse: positiveInt,
+  },
+  {
+    key: "headersTimeoutSeconds", flag: "headers-timeout-seconds", env: "IDENTITY_HEADERS_TIMEOUT_SECONDS",
+    default: String(DEFAULT_CONNECTION_LIMITS.headersTimeoutMs / 1000),
+    description: "longest wait for a connection's first bytes and for a complete header block (slow clients are cut off)", parse: positiveInt,
+  },
+  {
+    key: "requestTimeoutSeconds", flag: "request-timeout-seconds", env: "IDENTITY_REQUEST_TIMEOUT_SECONDS",
+    default: String(DEFAULT_CONNECTION_LIMITS.requestTimeoutMs / 1000),
+    description: "longest an HTTP/1.1 request may take to arrive, body included (at least the headers timeout)", parse: positiveInt,
+  },
+  {
+    key: "idleTimeoutSeconds", flag: "idle-timeout-seconds", env: "IDENTITY_IDLE_TIMEOUT_SECONDS",
+    default: String(DEFAULT_CONNECTION_LIMITS.idleTimeoutMs / 1000),
+    description: "an HTTP/2 (gRPC) connection with no traffic for this long is closed", parse: positiveInt,
   },
   {
     key: "dbPoolMin", flag: "db-pool-min", env: "IDENTITY_DB_POOL_MIN", default: String(POSTGRES_DEFAULTS.poolMin),

@@ -16,7 +16,7 @@ import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
 import { openDb, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
-import { listenOnePort } from "./transport.js";
+import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./transport.js";
 import { createLogoutHandler } from "./web/logout.js";
 import { createWebHandler } from "./web/handler.js";
 
@@ -44,6 +44,7 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 export async function startServer(config: ServeConfig, deps: ServerDeps = {}): Promise<RunningServer> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? stderrLogger;
+  const limits = connectionLimits(config);
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
   const db = await openDb({
     url: config.database,
@@ -62,6 +63,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
       (req, res) => (ready ? ready(req as IncomingMessage, res as ServerResponse) : sendJson(res as ServerResponse, 503, { error: "temporarily_unavailable" })),
       config.host,
       config.port,
+      limits,
     );
   } catch (err) {
     await db.destroy();
@@ -113,6 +115,20 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     await close();
     throw err;
   }
+}
+
+function connectionLimits(config: ServeConfig): ConnectionLimits {
+  const seconds = (value: number | undefined, fallbackMs: number) => (value === undefined ? fallbackMs : value * 1000);
+  const limits = {
+    maxHeaderBytes: config.maxHeaderBytes ?? DEFAULT_CONNECTION_LIMITS.maxHeaderBytes,
+    headersTimeoutMs: seconds(config.headersTimeoutSeconds, DEFAULT_CONNECTION_LIMITS.headersTimeoutMs),
+    requestTimeoutMs: seconds(config.requestTimeoutSeconds, DEFAULT_CONNECTION_LIMITS.requestTimeoutMs),
+    idleTimeoutMs: seconds(config.idleTimeoutSeconds, DEFAULT_CONNECTION_LIMITS.idleTimeoutMs),
+  };
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new Error("--headers-timeout-seconds must not exceed --request-timeout-seconds: the headers are part of the request");
+  }
+  return limits;
 }
 
 function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handler {
