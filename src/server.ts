@@ -11,9 +11,11 @@ import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
 import { errorFields, stderrLogger, type Logger } from "./log.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
+import { prepareForConnect } from "./rpc/adapterInput.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
+import { undecodableAsInvalidArgument } from "./rpc/undecodable.js";
 import { openDb, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
 import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./transport.js";
@@ -145,6 +147,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
     routes(router) {
       for (const { service, impl } of bindings) router.service(service, impl);
       router.service(ServerReflection, reflectionService(bindings.map((b) => b.service)));
+      undecodableAsInvalidArgument(router);
     },
     interceptors: [oauthErrorInterceptor(logUnexpected)],
     readMaxBytes: config.maxBodyBytes,
@@ -159,7 +162,9 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
   return (req, res) => {
     serveHttp(req, res)
       .then((handled) => {
-        if (!handled) connect(req, res);
+        if (handled) return;
+        prepareForConnect(req);
+        connect(req, res);
       })
       .catch((err) => {
         logUnexpected(err);
