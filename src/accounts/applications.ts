@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../clock.js";
-import { OAuthError } from "../oauth/errors.js";
+import { echo, OAuthError } from "../oauth/errors.js";
 import { hashSecret, randomToken, verifySecret } from "../oauth/secrets.js";
 import type { ApplicationRecord, ApplicationRepository } from "../store/applications.js";
 import {
@@ -113,7 +113,7 @@ export class ApplicationAdmin {
 
   async get(name: string): Promise<ApplicationRecord> {
     const app = await this.repo.findByName(name);
-    if (!app) throw new OAuthError("not_found", `no application named ${name}`);
+    if (!app) throw new OAuthError("not_found", `no application named ${echo(name)}`);
     return app;
   }
 
@@ -122,7 +122,7 @@ export class ApplicationAdmin {
   }
 
   async delete(name: string): Promise<void> {
-    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no application named ${name}`);
+    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no application named ${echo(name)}`);
   }
 
   // Re-applying a config file at every start must not re-hash an unchanged

@@ -8,7 +8,7 @@ import {
   rejectUnknownFields,
   requireName,
 } from "../accounts/validation.js";
-import { OAuthError } from "../oauth/errors.js";
+import { echo, OAuthError } from "../oauth/errors.js";
 import type { ProviderRecord, ProviderRepository } from "../store/providers.js";
 
 export const PROVIDER_FIELDS = [
@@ -93,7 +93,7 @@ export class ProviderAdmin {
 
   async get(name: string): Promise<ProviderRecord> {
     const provider = await this.repo.findByName(name);
-    if (!provider) throw new OAuthError("not_found", `no provider named ${name}`);
+    if (!provider) throw new OAuthError("not_found", `no provider named ${echo(name)}`);
     return provider;
   }
 
@@ -102,6 +102,6 @@ export class ProviderAdmin {
   }
 
   async delete(name: string): Promise<void> {
-    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no provider named ${name}`);
+    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no provider named ${echo(name)}`);
   }
 }

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
-import { asOAuthError, type OAuthErrorCode } from "../oauth/errors.js";
+import { asOAuthError, worthLogging, type OAuthErrorCode } from "../oauth/errors.js";
 
 const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
   invalid_client: Code.Unauthenticated,
@@ -26,7 +26,7 @@ const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
 export function toConnectError(failure: unknown, log: (err: unknown) => void): ConnectError {
   if (failure instanceof ConnectError) return failure;
   const err = asOAuthError(failure);
-  if (err !== failure) log(failure);
+  if (worthLogging(failure)) log(failure);
   if (err) {
     return new ConnectError(
       err.description,

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Domain } from "../domain.js";
-import { OAuthError } from "../oauth/errors.js";
+import { asOAuthError, OAuthError, worthLogging } from "../oauth/errors.js";
 import { collectParams, readBody } from "../rest/decode.js";
 import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
@@ -70,13 +70,12 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       }
       await route.serve(req, res, url, providerName ?? "");
     } catch (err) {
-      if (err instanceof OAuthError && !res.headersSent) {
-        pages.showError(res, err);
-      } else {
-        options.log(err);
-        if (res.headersSent) res.destroy();
-        else sendPage(res, 500, errorPage("Something went wrong", "The sign-in service had an internal error."));
-      }
+      // A database outage or text it cannot store is an OAuth error too (503, 400), not a crash page.
+      const known = asOAuthError(err);
+      if (worthLogging(err)) options.log(err);
+      if (res.headersSent) res.destroy();
+      else if (known) pages.showError(res, known);
+      else sendPage(res, 500, errorPage("Something went wrong", "The sign-in service had an internal error."));
     }
     return true;
   };

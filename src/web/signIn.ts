@@ -138,7 +138,9 @@ export class SignInPages {
 
   /** The page for an error that must not (or cannot) go back to the client. */
   showError(res: ServerResponse, error: OAuthError): void {
-    sendPage(res, error.status ?? 400, errorPage("Sign-in failed", sentence(error.description), error.code));
+    // 503 tells the user (and any proxy) that trying again later may work; every other refusal is a 400.
+    const status = error.status ?? (error.code === "temporarily_unavailable" ? 503 : 400);
+    sendPage(res, status, errorPage("Sign-in failed", sentence(error.description), error.code));
   }
 }
 
