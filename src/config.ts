@@ -1,3 +1,4 @@
+import net from "node:net";
 import { parseArgs } from "node:util";
 import { CLEANUP_DEFAULTS } from "./housekeeping.js";
 import { DEFAULT_KEY_RELOAD_MS } from "./oauth/keys.js";
@@ -31,6 +32,10 @@ export interface ServeConfig {
   loginMaxFailures?: number;
   /** Length of the lockout, and the window in which failures are counted. */
   loginLockoutSeconds?: number;
+  /** Failed sign-ins from one client address that lock it; 0 turns it off. */
+  loginMaxFailuresPerIp?: number;
+  /** Reverse proxies whose X-Forwarded-For names the client address. */
+  trustedProxies?: string[];
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
   maxHeaderBytes?: number;
@@ -72,6 +77,12 @@ const secondsUpTo = (max: number) => (raw: string) => {
   return n;
 };
 const text = (raw: string) => raw;
+const ipList = (raw: string) =>
+  raw.split(",").map((entry) => {
+    const address = entry.trim();
+    if (net.isIP(address) === 0) throw new Error(`not an IP address: ${address}`);
+    return address;
+  });
 const url = (raw: string) => {
   const parsed = new URL(raw);
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`issuer must be http(s): ${raw}`);
@@ -166,6 +177,15 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "loginMaxFailures", flag: "login-max-failures", env: "IDENTITY_LOGIN_MAX_FAILURES", default: String(DEFAULT_LOGIN_POLICY.maxFailures),
     description: "failed sign-ins of one user name (form or password grant) that lock it; 0 = never lock", parse: atLeast(0),
+  },
+  {
+    key: "loginMaxFailuresPerIp", flag: "login-max-failures-per-ip", env: "IDENTITY_LOGIN_MAX_FAILURES_PER_IP",
+    default: String(DEFAULT_LOGIN_POLICY.maxFailuresPerAddress),
+    description: "failed sign-ins from one client address (form or password grant) that lock it; 0 = never lock", parse: atLeast(0),
+  },
+  {
+    key: "trustedProxies", flag: "trusted-proxies", env: "IDENTITY_TRUSTED_PROXIES", default: "",
+    description: "comma-separated IP addresses of reverse proxies whose X-Forwarded-For names the client; none by default", parse: ipList,
   },
   {
     key: "loginLockoutSeconds", flag: "login-lockout-seconds", env: "IDENTITY_LOGIN_LOCKOUT_SECONDS", default: String(DEFAULT_LOGIN_POLICY.lockoutSeconds),

@@ -6,7 +6,7 @@ import { ClientAuthenticator } from "./oauth/clientAuth.js";
 import { AuthorizationCodes } from "./oauth/codes.js";
 import type { GrantDeps } from "./oauth/grants/types.js";
 import { KeyRing } from "./oauth/keys.js";
-import { LoginThrottle, type LoginPolicy } from "./oauth/loginThrottle.js";
+import { LoginThrottle, type LoginPolicy, type Lockout } from "./oauth/loginThrottle.js";
 import { PendingAuthorizations } from "./oauth/pendingAuthorizations.js";
 import { SessionManager } from "./oauth/sessions.js";
 import { TokenMinter } from "./oauth/tokens.js";
@@ -36,6 +36,8 @@ export interface DomainOptions {
   refreshReuseGraceSeconds?: number;
   /** Brute-force policy of the password grant and the login form; off when absent. */
   loginPolicy?: LoginPolicy;
+  /** Told of each lockout as it begins. */
+  onLockout?: (lockout: Lockout) => void;
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
 }
@@ -53,7 +55,10 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     minter: new TokenMinter(store, keys, clock, issuer),
     clients: new ClientAuthenticator(store.applications),
-    users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT)),
+    users: new UserAuthenticator(
+      store.users,
+      new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, options.onLockout),
+    ),
     codes: new AuthorizationCodes(store, clock, options.codeTtlSeconds),
     applicationAdmin: new ApplicationAdmin(store.applications, clock),
     userAdmin: new UserAdmin(store.users, clock),

@@ -4,15 +4,16 @@
  */
 export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-export const stderrLogger: Logger = {
-  info: (message, fields) => process.stderr.write(JSON.stringify({ level: "info", time: new Date().toISOString(), message, ...fields }) + "\n"),
-  error: (message, fields) => process.stderr.write(JSON.stringify({ level: "error", time: new Date().toISOString(), message, ...fields }) + "\n"),
-};
+const line = (level: string) => (message: string, fields?: Record<string, unknown>) =>
+  process.stderr.write(JSON.stringify({ level, time: new Date().toISOString(), message, ...fields }) + "\n");
 
-export const silentLogger: Logger = { info: () => {}, error: () => {} };
+export const stderrLogger: Logger = { info: line("info"), warn: line("warn"), error: line("error") };
+
+export const silentLogger: Logger = { info: () => {}, warn: () => {}, error: () => {} };
 
 /** An unexpected error as log fields: its message and stack, nothing from the request. */
 export function errorFields(err: unknown): Record<string, unknown> {

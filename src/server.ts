@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { applyConfigFile, loadConfigFile } from "./accounts/configFile.js";
@@ -7,12 +8,14 @@ import { systemClock, type Clock } from "./clock.js";
 import type { ServeConfig } from "./config.js";
 import { createDomain, type Domain } from "./domain.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
+import { clientAddressResolver } from "./clientAddress.js";
 import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
 import { errorFields, stderrLogger, type Logger } from "./log.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
 import { prepareForConnect } from "./rpc/adapterInput.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
+import { CLIENT_ADDRESS } from "./rpc/headers.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
 import { undecodableAsInvalidArgument } from "./rpc/undecodable.js";
@@ -103,7 +106,11 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         loginPolicy: {
           maxFailures: config.loginMaxFailures ?? DEFAULT_LOGIN_POLICY.maxFailures,
           lockoutSeconds: config.loginLockoutSeconds ?? DEFAULT_LOGIN_POLICY.lockoutSeconds,
+          maxFailuresPerAddress: config.loginMaxFailuresPerIp ?? DEFAULT_LOGIN_POLICY.maxFailuresPerAddress,
         },
+        // TODO(metrics, issue 9): count lockouts here too once the Metrics interface is on main.
+        onLockout: (lockout) =>
+          logger.warn("sign-in locked after repeated failures", { ...lockout, until: new Date(lockout.until).toISOString() }),
         sessionTtlSeconds: config.sessionTtlSeconds,
         codeTtlSeconds: config.codeTtlSeconds,
       });
@@ -136,7 +143,8 @@ function connectionLimits(config: ServeConfig): ConnectionLimits {
 function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handler {
   const logUnexpected = (err: unknown) => logger.error("unexpected error", errorFields(err));
   const bindings = serviceBindings(domain);
-  const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected };
+  const clientAddress = clientAddressResolver(config.trustedProxies ?? []);
+  const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected, clientAddress };
   // Each answers the paths it owns and returns false for the rest.
   const httpDoors = [
     createWebHandler(domain, httpOptions),
@@ -150,6 +158,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
       undecodableAsInvalidArgument(router);
     },
     interceptors: [oauthErrorInterceptor(logUnexpected)],
+    contextValues: (req) => createContextValues().set(CLIENT_ADDRESS, clientAddress(req)),
     readMaxBytes: config.maxBodyBytes,
     fallback: (_req, res) => sendJson(res as ServerResponse, 404, { error: "not_found", error_description: "no such path" }),
   });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { CleanupJob } from "../src/housekeeping.js";
-import type { Logger } from "../src/log.js";
+import { silentLogger, type Logger } from "../src/log.js";
 import { openDb, type Db } from "../src/store/db.js";
 import { createStore } from "../src/store/index.js";
 import { FakeClock } from "./support/clock.js";
@@ -15,7 +15,7 @@ describe("cleanup job schedule", () => {
     await createStore(db).sessions.insert({ idHash: "h", userId: "u", authTime: 0, createdAt: 0, expiresAt: clock.now() });
     let logged: (fields: Record<string, unknown> | undefined) => void;
     const deleted = new Promise<Record<string, unknown> | undefined>((resolve) => (logged = resolve));
-    const logger: Logger = { info: (_message, fields) => logged(fields), error: () => {} };
+    const logger: Logger = { ...silentLogger, info: (_message, fields) => logged(fields) };
     const job = new CleanupJob(db, clock, logger, { intervalMs: 1, batchSize: 10, maxBatches: 1 });
     job.start();
     try {
@@ -30,7 +30,7 @@ describe("cleanup job schedule", () => {
     let failedTwice: () => void;
     const twice = new Promise<void>((resolve) => (failedTwice = resolve));
     const logger: Logger = {
-      info: () => {},
+      ...silentLogger,
       error: (message) => {
         errors.push(message);
         if (errors.length === 2) failedTwice();

@@ -1,4 +1,4 @@
-import type { HandlerContext } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 
 /** RFC 6749 §5.1: token-bearing responses must not be cached. */
@@ -18,6 +18,13 @@ export function authorizationOf(ctx: HandlerContext): string | null {
 export function bearerTokenOf(ctx: HandlerContext): string | undefined {
   const match = /^Bearer +(\S*)\s*$/i.exec(authorizationOf(ctx) ?? "");
   return match ? match[1] : undefined;
+}
+
+/** The caller's IP address, which each front door puts in the call's context values. */
+export const CLIENT_ADDRESS = createContextKey<string | undefined>(undefined, { description: "client address" });
+
+export function clientAddressOf(ctx: HandlerContext): string | undefined {
+  return ctx.values.get(CLIENT_ADDRESS);
 }
 
 export function sessionCookieOf(ctx: HandlerContext): string | undefined {

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ClientAddressOf } from "../clientAddress.js";
 import type { Domain } from "../domain.js";
 import { asOAuthError, OAuthError, worthLogging } from "../oauth/errors.js";
 import { collectParams, readBody } from "../rest/decode.js";
@@ -10,6 +11,7 @@ import { STYLESHEET } from "./stylesheet.js";
 export interface WebHandlerOptions {
   maxBodyBytes: number;
   log: (err: unknown) => void;
+  clientAddress: ClientAddressOf;
 }
 
 interface Route {
@@ -38,7 +40,10 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       methods: ["GET", "POST"],
       serve: async (req, res, url) => pages.authorize(req, res, await params(req, url)),
     },
-    "/login": { methods: ["POST"], serve: async (req, res, url) => pages.login(req, res, await params(req, url)) },
+    "/login": {
+      methods: ["POST"],
+      serve: async (req, res, url) => pages.login(req, res, await params(req, url), options.clientAddress(req)),
+    },
     [STYLESHEET_PATH]: {
       methods: ["GET"],
       serve: (_req, res) => {

@@ -50,13 +50,13 @@ export class SignInPages {
     await this.showLogin(res, 200, app, pending, { csrfToken }, cookies);
   }
 
-  /** POST /login: the username and password form. */
-  async login(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>): Promise<void> {
+  /** POST /login: the username and password form, from `clientAddress` (for the brute-force policy). */
+  async login(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
     const { pending, app, csrfToken } = await this.pendingFromForm(req, form);
     const username = form.get("username") ?? "";
     let user: UserRecord;
     try {
-      user = await this.domain.users.authenticate(username, form.get("password") ?? "");
+      user = await this.domain.users.authenticate(username, form.get("password") ?? "", clientAddress);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       // The same words whether or not the user exists.
