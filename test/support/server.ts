@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Clock } from "../../src/clock.js";
 import type { ServeConfig } from "../../src/config.js";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger, type Logger } from "../../src/log.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 
 /** The application and user every end-to-end test can rely on. */
@@ -41,6 +41,8 @@ export interface TestServerOptions {
   clock?: Clock;
   database?: string;
   overrides?: Partial<ServeConfig>;
+  /** Where the server's log lines go (default: nowhere). */
+  logger?: Logger;
 }
 
 /** Write a config file to a fresh temporary folder and return its path. */
@@ -68,7 +70,7 @@ export function startTestServer(options: TestServerOptions = {}): Promise<Runnin
       codeTtlSeconds: 300,
       ...options.overrides,
     },
-    { clock: options.clock, logger: silentLogger },
+    { clock: options.clock, logger: options.logger ?? silentLogger },
   );
 }
 
