@@ -64,10 +64,13 @@ export async function listenOnePort(
     res.shouldKeepAlive = false;
     res.writeHead(417, JSON_ERROR_HEADERS).end(oauthErrorJson("the Expect header names an expectation this server does not support"));
   });
-  const h2 = http2.createServer(
-    { settings: { maxHeaderListSize: limits.maxHeaderBytes } },
-    handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
-  );
+  // The setting makes nghttp2 reset streams whose header list is too large,
+  // but only once the client has acknowledged it: a connection's first
+  // request may come before that, so the handler checks too.
+  const h2 = http2.createServer({ settings: { maxHeaderListSize: limits.maxHeaderBytes } }, (req, res) => {
+    if (headerListSize(req.rawHeaders) <= limits.maxHeaderBytes) return handler(req, res);
+    res.writeHead(431, JSON_ERROR_HEADERS).end(oauthErrorJson(`request headers exceed ${limits.maxHeaderBytes} bytes`));
+  });
   h2.setTimeout(limits.idleTimeoutMs); // an idle session is destroyed
   const sockets = new Set<net.Socket>();
 
@@ -142,6 +145,13 @@ function answerClientError(limits: ConnectionLimits) {
       `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}\r\n${body}`,
     );
   };
+}
+
+/** RFC 9113 §6.5.2: each field counts its name, its value and 32 octets. */
+function headerListSize(rawHeaders: string[]): number {
+  let size = 0;
+  for (const field of rawHeaders) size += Buffer.byteLength(field);
+  return size + (rawHeaders.length / 2) * 32;
 }
 
 const JSON_ERROR_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" };
