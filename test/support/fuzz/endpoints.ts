@@ -207,7 +207,7 @@ function rpcEndpoints(method: DescMethod, target: FuzzTarget, connections: FuzzC
       const status = Number(res.headers[":status"]);
       expect(status < 500, `HTTP/2 status ${status}`, JSON.stringify(res));
       if (status !== 200) {
-        expect(status === 415 || status === 405 || status === 400, `unexpected HTTP/2 status ${status}`, JSON.stringify(res));
+        expect(status === 415 || status === 405 || status === 400 || status === 431, `unexpected HTTP/2 status ${status}`, JSON.stringify(res));
         return;
       }
       const grpcStatus = res.trailers["grpc-status"] ?? res.headers["grpc-status"];
