@@ -18,7 +18,7 @@ import { oauthErrorInterceptor } from "./rpc/errors.js";
 import { CLIENT_ADDRESS } from "./rpc/headers.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
-import { undecodableAsInvalidArgument } from "./rpc/undecodable.js";
+import { correctErrorAnswers } from "./rpc/errorAnswers.js";
 import { openDb, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
 import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./transport.js";
@@ -155,7 +155,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger): Handle
     routes(router) {
       for (const { service, impl } of bindings) router.service(service, impl);
       router.service(ServerReflection, reflectionService(bindings.map((b) => b.service)));
-      undecodableAsInvalidArgument(router);
+      correctErrorAnswers(router);
     },
     interceptors: [oauthErrorInterceptor(logUnexpected)],
     contextValues: (req) => createContextValues().set(CLIENT_ADDRESS, clientAddress(req)),

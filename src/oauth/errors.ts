@@ -41,7 +41,16 @@ export class OAuthError extends Error {
  * travels back in a gRPC trailer or a page, and must not grow with the input.
  */
 export function echo(value: string): string {
-  return value.length > 64 ? `${value.slice(0, 64)}…` : value;
+  return value.length > 64 ? `${wellFormed(value.slice(0, 64))}…` : value;
+}
+
+/**
+ * The text with each half of a surrogate pair that lacks its other half
+ * replaced by U+FFFD. A cut (or a caller) can leave one, and a gRPC trailer
+ * cannot carry it (encodeURIComponent throws).
+ */
+export function wellFormed(text: string): string {
+  return text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 }
 
 /** HTTP status for each code, as RFC 6749 §5.2 and RFC 6750 §3.1 ask. */

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
-import { asOAuthError, worthLogging, type OAuthErrorCode } from "../oauth/errors.js";
+import { asOAuthError, wellFormed, worthLogging, type OAuthErrorCode } from "../oauth/errors.js";
 
 const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
   invalid_client: Code.Unauthenticated,
@@ -28,11 +28,13 @@ export function toConnectError(failure: unknown, log: (err: unknown) => void): C
   const err = asOAuthError(failure);
   if (worthLogging(failure)) log(failure);
   if (err) {
+    // A description quoting the caller's text may hold half a surrogate pair, which a gRPC trailer cannot.
+    const description = wellFormed(err.description);
     return new ConnectError(
-      err.description,
+      description,
       CONNECT_CODES[err.code] ?? Code.InvalidArgument,
       { "x-oauth-error": err.code },
-      [{ desc: OAuthErrorDetailSchema, value: create(OAuthErrorDetailSchema, { error: err.code, errorDescription: err.description }) }],
+      [{ desc: OAuthErrorDetailSchema, value: create(OAuthErrorDetailSchema, { error: err.code, errorDescription: description }) }],
     );
   }
   return new ConnectError("internal error", Code.Internal);
