@@ -181,11 +181,9 @@ function rpcEndpoints(method: DescMethod, target: FuzzTarget, connections: FuzzC
 
   return [
     endpoint(`Connect JSON ${path}`, connect("json"), async (c) =>
-      checkConnectAnswer(await exchange(port, toWire(c)), false, c.extra.some(([n]) => n === "connect-timeout-ms"), c.http10),
+      checkConnectAnswer(c, await exchange(port, toWire(c))),
     ),
-    endpoint(`Connect binary ${path}`, connect("proto"), async (c) =>
-      checkConnectAnswer(await exchange(port, toWire(c)), false, c.extra.some(([n]) => n === "connect-timeout-ms"), c.http10),
-    ),
+    endpoint(`Connect binary ${path}`, connect("proto"), async (c) => checkConnectAnswer(c, await exchange(port, toWire(c)))),
     endpoint(`gRPC-Web ${path}`, grpcWeb, async (c) => checkGrpcWebAnswer(await exchange(port, toWire(c)), false, c.http10)),
     endpoint(`gRPC (grpc-js) ${path}`, grpcJs, async (c) => {
       const metadata: Record<string, string> = {};
