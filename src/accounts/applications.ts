@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../clock.js";
 import { echo, OAuthError } from "../oauth/errors.js";
+import { cleartextRedirectProblem } from "../oauth/redirectUris.js";
 import { hashSecret, randomToken, verifySecret } from "../oauth/secrets.js";
 import type { ApplicationRecord, ApplicationRepository } from "../store/applications.js";
 import {
@@ -45,7 +46,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     name: requireName(raw.name),
     clientId,
     clientSecret,
-    redirectUris: optionalStringList(raw.redirectUris, "redirectUris", absoluteHttpUrlProblem),
+    redirectUris: optionalStringList(raw.redirectUris, "redirectUris", (uri) => absoluteHttpUrlProblem(uri) ?? cleartextRedirectProblem(uri)),
     grantTypes: optionalStringList(raw.grantTypes, "grantTypes", (g) =>
       (GRANT_TYPES as readonly string[]).includes(g) ? undefined : `is not one of ${GRANT_TYPES.join(", ")}`,
     ),
