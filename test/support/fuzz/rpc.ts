@@ -116,7 +116,7 @@ export interface GrpcOutcome {
 }
 
 /** Send raw bytes as the message of a unary gRPC call with grpc-js; the server's status comes back. */
-export function grpcJsRaw(client: grpc.Client, path: string, message: Uint8Array, metadata: Record<string, string>, timeoutMs = 15_000): Promise<GrpcOutcome> {
+export function grpcJsRaw(client: grpc.Client, path: string, message: Uint8Array, metadata: Record<string, string>, timeoutMs = 60_000): Promise<GrpcOutcome> {
   const md = new grpc.Metadata();
   for (const [key, value] of Object.entries(metadata)) md.set(key, value);
   return new Promise((resolve) => {
@@ -137,7 +137,7 @@ export function h2Raw(
   session: http2.ClientHttp2Session,
   headers: http2.OutgoingHttpHeaders,
   body: Uint8Array,
-  timeoutMs = 15_000,
+  timeoutMs = 60_000,
 ): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders } | "reset"> {
   return new Promise((resolve, reject) => {
     let stream: http2.ClientHttp2Stream;

@@ -31,7 +31,7 @@ export const header = (res: WireResponse, name: string): string | undefined => r
  * whole answer. Resolves "closed" when the server closes without answering,
  * and rejects when nothing happens within `timeoutMs` (a hang is a failure).
  */
-export function exchange(port: number, request: WireRequest, timeoutMs = 15_000): Promise<WireResponse | "closed"> {
+export function exchange(port: number, request: WireRequest, timeoutMs = 60_000): Promise<WireResponse | "closed"> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, "127.0.0.1");
     const chunks: Buffer[] = [];
