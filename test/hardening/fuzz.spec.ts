@@ -3,6 +3,7 @@ import type { RunningServer } from "../../src/server.js";
 import { buildRouteTable } from "../../src/rest/routes.js";
 import { serviceBindings } from "../../src/rpc/services.js";
 import { fuzzServer, RecordingLogger, startFuzzServer, type EndpointResult } from "../support/fuzz/run.js";
+import { basicAuth, postForm, TEST_APP } from "../support/server.js";
 
 /**
  * Cases per endpoint here; `npm run fuzz` runs 10,000 with a fresh seed.
@@ -64,5 +65,7 @@ describe(`hostile input: a seed-stable fuzz sample (${RUNS} cases per endpoint, 
     const jwks = await fetch(`${server.url}/.well-known/jwks`);
     assert.equal(jwks.status, 200);
     assert.ok(((await jwks.json()) as { keys: unknown[] }).keys.length > 0);
+    const token = await postForm(`${server.url}/api/login/oauth/access_token`, { grant_type: "client_credentials" }, { authorization: basicAuth(TEST_APP.clientId, TEST_APP.clientSecret) });
+    assert.equal(token.status, 200, JSON.stringify(token.body));
   });
 });
