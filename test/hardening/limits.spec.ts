@@ -2,8 +2,10 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import net from "node:net";
 import { parseServeConfig } from "../../src/config.js";
+import { MAX_STATE_LENGTH } from "../../src/oauth/authorizeRequest.js";
 import type { RunningServer } from "../../src/server.js";
 import { DEFAULT_CONNECTION_LIMITS } from "../../src/transport.js";
+import { authorizeUrl } from "../support/browserless.js";
 import { basicAuth, startTestServer, TEST_APP } from "../support/server.js";
 import { exchange, header, type WireResponse } from "../support/fuzz/wire.js";
 
@@ -129,6 +131,22 @@ describe("connection limits", () => {
       assert.equal(rpc.status, 429);
       assert.equal(JSON.parse(rpc.body.toString()).code, "resource_exhausted");
     });
+  });
+
+  describe("what waits server-side", () => {
+    let server: RunningServer;
+    before(async () => (server = await startTestServer()));
+    after(() => server.close());
+
+    it("refuses a state over 4096 characters, which would wait server-side while the user signs in", async () => {
+      const at = async (length: number) => {
+        const res = await fetch(authorizeUrl(server.url, { state: "s".repeat(length) }), { redirect: "manual" });
+        return { status: res.status, error: new URL(res.headers.get("location") ?? "http://x/").searchParams.get("error") };
+      };
+      assert.deepEqual(await at(MAX_STATE_LENGTH), { status: 200, error: null });
+      assert.deepEqual(await at(MAX_STATE_LENGTH + 1), { status: 303, error: "invalid_request" });
+    });
+
   });
 
   describe("slow clients (slow-loris)", function () {
