@@ -10,7 +10,7 @@
  */
 import { parseArgs } from "node:util";
 import { freshPostgresSchema, POSTGRES_URL } from "../test/support/databases.js";
-import { fuzzServer, RecordingLogger, startFuzzServer } from "../test/support/fuzz/run.js";
+import { fuzzServer, WarningLog, startFuzzServer } from "../test/support/fuzz/run.js";
 
 const { values } = parseArgs({
   options: {
@@ -28,7 +28,7 @@ const rejections: unknown[] = [];
 process.on("unhandledRejection", (reason) => rejections.push(reason));
 
 const schema = POSTGRES_URL ? freshPostgresSchema() : undefined;
-const logger = new RecordingLogger();
+const logger = new WarningLog();
 const server = await startFuzzServer(logger, schema?.url);
 console.log(`fuzzing ${server.url} on ${schema ? `PostgreSQL schema ${schema.schema}` : "SQLite in memory"}: ${runs} cases per endpoint, seed ${seed}`);
 

@@ -4,7 +4,7 @@ import { parseServeConfig } from "../../src/config.js";
 import type { RunningServer } from "../../src/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
-import { RecordingLogger } from "../support/fuzz/run.js";
+import { WarningLog } from "../support/fuzz/run.js";
 import { grpcJsCall, grpcJsClients } from "../support/rpc.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -13,11 +13,11 @@ const LOCKOUT_SECONDS = 300;
 
 describe("brute-force policy per client address", () => {
   const clock = new FakeClock();
-  let logger: RecordingLogger;
+  let logger: WarningLog;
   let server: RunningServer;
 
   async function start(overrides: Record<string, unknown> = {}): Promise<void> {
-    logger = new RecordingLogger();
+    logger = new WarningLog();
     server = await startTestServer({
       clock,
       logger,

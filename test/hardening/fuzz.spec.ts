@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { RunningServer } from "../../src/server.js";
 import { buildRouteTable } from "../../src/rest/routes.js";
 import { serviceBindings } from "../../src/rpc/services.js";
-import { fuzzServer, RecordingLogger, startFuzzServer, type EndpointResult } from "../support/fuzz/run.js";
+import { fuzzServer, WarningLog, startFuzzServer, type EndpointResult } from "../support/fuzz/run.js";
 import { basicAuth, postForm, TEST_APP } from "../support/server.js";
 
 /**
@@ -17,7 +17,7 @@ const runsFor = (endpoint: string) => (/^(gRPC-Web|gRPC frames) /.test(endpoint)
 
 describe(`hostile input: a seed-stable fuzz sample (${RUNS} cases per endpoint, seed ${SEED})`, function () {
   this.timeout(240_000);
-  const logger = new RecordingLogger();
+  const logger = new WarningLog();
   const rejections: unknown[] = [];
   const onRejection = (reason: unknown) => rejections.push(reason);
   let server: RunningServer;

@@ -4,7 +4,7 @@ import net from "node:net";
 import { gzipSync } from "node:zlib";
 import * as grpc from "@grpc/grpc-js";
 import type { RunningServer } from "../../src/server.js";
-import { RecordingLogger } from "../support/fuzz/run.js";
+import { WarningLog } from "../support/fuzz/run.js";
 import { exchange, header, type WireResponse } from "../support/fuzz/wire.js";
 import { describeEachBackend } from "../support/databases.js";
 import { grpcJsCall, grpcJsClients } from "../support/rpc.js";
@@ -50,7 +50,7 @@ async function grpcWebStatus(server: RunningServer, contentType: string, body: U
 }
 
 describe("bad input is never a server fault", () => {
-  const logger = new RecordingLogger();
+  const logger = new WarningLog();
   let server: RunningServer;
   before(async () => (server = await startTestServer({ logger })));
   after(() => server.close());
@@ -187,7 +187,7 @@ describe("bad input is never a server fault", () => {
 
 describeEachBackend("text with a NUL character (PostgreSQL cannot store it)", (ctx) => {
   let server: RunningServer;
-  const logger = new RecordingLogger();
+  const logger = new WarningLog();
   before(async () => (server = await startTestServer({ database: ctx.url, logger })));
   after(() => server.close());
 
