@@ -53,7 +53,7 @@ await server.close();
 await schema?.drop();
 
 const failed = results.filter((r) => r.failed);
-const errors = logger.errors();
+const errors = logger.unexpected();
 const seconds = Math.round((Date.now() - started) / 1000);
 console.log(`
 ${results.length} endpoints, ${cases} cases in ${seconds} s (seed ${seed})

@@ -54,7 +54,7 @@ describe("bad input is never a server fault", () => {
   let server: RunningServer;
   before(async () => (server = await startTestServer({ logger })));
   after(() => server.close());
-  afterEach(() => assert.deepEqual(logger.errors(), [], "nothing logged as unexpected"));
+  afterEach(() => assert.deepEqual(logger.unexpected(), [], "nothing logged as unexpected"));
 
   describe("undecodable request bytes are InvalidArgument, not Internal (connect-es's answer)", () => {
     it("on the Connect protocol: 400 invalid_argument", async () => {
@@ -203,6 +203,6 @@ describeEachBackend("text with a NUL character (PostgreSQL cannot store it)", (c
       body: JSON.stringify({ name: "bo\u0000b" }),
     });
     assert.ok(admin.status === 400 || admin.status === 404, String(admin.status));
-    assert.deepEqual(logger.errors(), []);
+    assert.deepEqual(logger.unexpected(), []);
   });
 });

@@ -23,7 +23,7 @@ export const FUZZ_PROVIDER = {
 export const FUZZ_MAX_BODY_BYTES = 65536;
 
 /**
- * The warn and error lines of a server under test; any error line is a
+ * The warn and error lines of a server under test; an exception logged is a
  * finding. Lower levels are dropped: under fuzzing there is one per request.
  */
 export class WarningLog implements Logger {
@@ -39,8 +39,9 @@ export class WarningLog implements Logger {
   enabled(level: string): boolean {
     return level === "warn" || level === "error";
   }
-  errors() {
-    return this.lines.filter((l) => l.level === "error");
+  /** Error lines about an exception (they carry its message and stack): a bug, whatever the caller sent. */
+  unexpected() {
+    return this.lines.filter((l) => l.level === "error" && l.fields?.stack !== undefined);
   }
 }
 
