@@ -16,7 +16,9 @@ export function redirectUriAllowed(registered: readonly string[], requested: str
 /**
  * RFC 9700 §2.6: authorization responses never travel in clear text, so a
  * redirect URI uses https, except on a loopback address (RFC 8252 §7.3),
- * where the response never leaves the machine.
+ * where the response never leaves the machine. `localhost` counts here (RFC
+ * 8252 §8.3 discourages it, but it is loopback), though not for the any-port
+ * match below, which only the literal addresses get.
  */
 export function cleartextRedirectProblem(uri: string): string | undefined {
   let url: URL;
@@ -25,7 +27,9 @@ export function cleartextRedirectProblem(uri: string): string | undefined {
   } catch {
     return undefined; // not a URL at all: the caller's other checks say so
   }
-  if (url.protocol === "http:" && !LOOPBACK_HOSTS.has(url.hostname)) return "must use https (http only on 127.0.0.1 or [::1])";
+  if (url.protocol === "http:" && !LOOPBACK_HOSTS.has(url.hostname) && url.hostname !== "localhost") {
+    return "must use https (http only on a loopback host: 127.0.0.1, [::1] or localhost)";
+  }
   return undefined;
 }
 
