@@ -1,3 +1,4 @@
+import net from "node:net";
 import { parseArgs } from "node:util";
 import { CLEANUP_DEFAULTS } from "./housekeeping.js";
 import { MAX_CODE_TTL_SECONDS } from "./oauth/codes.js";
@@ -20,6 +21,7 @@ export const OPS_DEFAULTS = {
   logPretty: false,
   shutdownTimeoutSeconds: 10,
 };
+import { DEFAULT_CONNECTION_LIMITS } from "./transport.js";
 
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {
@@ -46,6 +48,10 @@ export interface ServeConfig {
   loginMaxFailures?: number;
   /** Length of the lockout, and the window in which failures are counted. */
   loginLockoutSeconds?: number;
+  /** Failed sign-ins from one client address that lock it; 0 turns it off. */
+  loginMaxFailuresPerIp?: number;
+  /** Reverse proxies whose X-Forwarded-For names the client address. */
+  trustedProxies?: string[];
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
   /** Encrypts provider client secrets at rest; unset stores them as given. */
@@ -57,6 +63,13 @@ export interface ServeConfig {
   logPretty?: boolean;
   shutdownTimeoutSeconds?: number;
   keyActivationDelaySeconds?: number;
+  maxHeaderBytes?: number;
+  /** Longest wait for a connection's first bytes and for a complete header block. */
+  headersTimeoutSeconds?: number;
+  /** Longest an HTTP/1.1 request may take to arrive, body included. */
+  requestTimeoutSeconds?: number;
+  /** HTTP/2 sessions idle this long are closed. */
+  idleTimeoutSeconds?: number;
 }
 
 interface OptionSpec {
@@ -95,6 +108,12 @@ const secretKey = (raw: string) => {
   if (raw.length < MIN_SECRET_KEY_LENGTH) throw new Error(`must be at least ${MIN_SECRET_KEY_LENGTH} characters (for example \`openssl rand -base64 32\`)`);
   return raw;
 };
+const ipList = (raw: string) =>
+  raw.split(",").map((entry) => {
+    const address = entry.trim();
+    if (net.isIP(address) === 0) throw new Error(`not an IP address: ${address}`);
+    return address;
+  });
 const url = (raw: string) => {
   const parsed = new URL(raw);
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`issuer must be http(s): ${raw}`);
@@ -139,6 +158,25 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     description: "largest accepted REST request body, in bytes", parse: positiveInt,
   },
   {
+    key: "maxHeaderBytes", flag: "max-header-bytes", env: "IDENTITY_MAX_HEADER_BYTES", default: String(DEFAULT_CONNECTION_LIMITS.maxHeaderBytes),
+    description: "largest request header block (request line and headers), in bytes; larger is refused with 431", parse: positiveInt,
+  },
+  {
+    key: "headersTimeoutSeconds", flag: "headers-timeout-seconds", env: "IDENTITY_HEADERS_TIMEOUT_SECONDS",
+    default: String(DEFAULT_CONNECTION_LIMITS.headersTimeoutMs / 1000),
+    description: "longest wait for a connection's first bytes and for a complete header block (slow clients are cut off)", parse: positiveInt,
+  },
+  {
+    key: "requestTimeoutSeconds", flag: "request-timeout-seconds", env: "IDENTITY_REQUEST_TIMEOUT_SECONDS",
+    default: String(DEFAULT_CONNECTION_LIMITS.requestTimeoutMs / 1000),
+    description: "longest an HTTP/1.1 request may take to arrive, body included (at least the headers timeout)", parse: positiveInt,
+  },
+  {
+    key: "idleTimeoutSeconds", flag: "idle-timeout-seconds", env: "IDENTITY_IDLE_TIMEOUT_SECONDS",
+    default: String(DEFAULT_CONNECTION_LIMITS.idleTimeoutMs / 1000),
+    description: "an HTTP/2 (gRPC) connection with no traffic for this long is closed", parse: positiveInt,
+  },
+  {
     key: "dbPoolMin", flag: "db-pool-min", env: "IDENTITY_DB_POOL_MIN", default: String(POSTGRES_DEFAULTS.poolMin),
     description: "PostgreSQL connections each instance keeps open when idle", parse: atLeast(0),
   },
@@ -180,6 +218,15 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "loginMaxFailures", flag: "login-max-failures", env: "IDENTITY_LOGIN_MAX_FAILURES", default: String(DEFAULT_LOGIN_POLICY.maxFailures),
     description: "failed sign-ins of one user name (form or password grant) that lock it; 0 = never lock", parse: atLeast(0),
+  },
+  {
+    key: "loginMaxFailuresPerIp", flag: "login-max-failures-per-ip", env: "IDENTITY_LOGIN_MAX_FAILURES_PER_IP",
+    default: String(DEFAULT_LOGIN_POLICY.maxFailuresPerAddress),
+    description: "failed sign-ins from one client address (form or password grant) that lock it; 0 = never lock", parse: atLeast(0),
+  },
+  {
+    key: "trustedProxies", flag: "trusted-proxies", env: "IDENTITY_TRUSTED_PROXIES", default: "",
+    description: "comma-separated IP addresses of reverse proxies whose X-Forwarded-For names the client; none by default", parse: ipList,
   },
   {
     key: "loginLockoutSeconds", flag: "login-lockout-seconds", env: "IDENTITY_LOGIN_LOCKOUT_SECONDS", default: String(DEFAULT_LOGIN_POLICY.lockoutSeconds),

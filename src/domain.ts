@@ -13,7 +13,7 @@ import { AuthorizationCodes } from "./oauth/codes.js";
 import type { GrantDeps } from "./oauth/grants/types.js";
 import { KeyRing, type KeyPairGenerator } from "./oauth/keys.js";
 import type { ScryptCost } from "./oauth/secrets.js";
-import { LoginThrottle, type LoginPolicy } from "./oauth/loginThrottle.js";
+import { LoginThrottle, type LoginPolicy, type Lockout } from "./oauth/loginThrottle.js";
 import { noMetrics, type Metrics } from "./oauth/metrics.js";
 import { PendingAuthorizations } from "./oauth/pendingAuthorizations.js";
 import { SessionManager } from "./oauth/sessions.js";
@@ -50,6 +50,8 @@ export interface DomainOptions {
   refreshReuseGraceSeconds?: number;
   /** Brute-force policy of the password grant and the login form; off when absent. */
   loginPolicy?: LoginPolicy;
+  /** Told of each lockout as it begins. */
+  onLockout?: (lockout: Lockout) => void;
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
   /** Makes the key pairs of new signing keys (RSA by default; tests reuse one to save its cost). */
@@ -93,7 +95,10 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     metrics,
     minter: new TokenMinter(store, keys, clock, issuer),
     clients: new ClientAuthenticator(store.applications),
-    users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, metrics), metrics),
+    users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
+        metrics.lockout();
+        options.onLockout?.(lockout);
+      }), metrics),
     codes: new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds),
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost),

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { applyConfigFile, loadConfigFile } from "./accounts/configFile.js";
@@ -7,6 +8,7 @@ import { systemClock, type Clock } from "./clock.js";
 import { OPS_DEFAULTS, type ServeConfig } from "./config.js";
 import { createDomain, type Domain, type DomainOptions } from "./domain.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
+import { clientAddressResolver } from "./clientAddress.js";
 import { createLogger, errorFields, type Logger } from "./log.js";
 import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
 import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./ops/endpoints.js";
@@ -16,12 +18,15 @@ import { routeNamer } from "./ops/routes.js";
 import { annotateRequest, currentRequest } from "./requestContext.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
+import { prepareForConnect } from "./rpc/adapterInput.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
+import { CLIENT_ADDRESS } from "./rpc/headers.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
+import { correctErrorAnswers } from "./rpc/errorAnswers.js";
 import { openDb, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
-import { listenOnePort } from "./transport.js";
+import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./transport.js";
 import { createWebHandler, WEB_ROUTES } from "./web/handler.js";
 import { createLogoutHandler, LOGOUT_PATH } from "./web/logout.js";
 
@@ -61,6 +66,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   const logger =
     deps.logger ?? createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
   const metricsMode = config.metrics ?? OPS_DEFAULTS.metrics;
+  const limits = connectionLimits(config);
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
   const db = await openDb({
     url: config.database,
@@ -79,6 +85,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
       (req, res) => (ready ? ready(req as IncomingMessage, res as ServerResponse) : sendJson(res as ServerResponse, 503, { error: "temporarily_unavailable" })),
       config.host,
       config.port,
+      limits,
     );
   } catch (err) {
     await db.destroy();
@@ -121,7 +128,11 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         loginPolicy: {
           maxFailures: config.loginMaxFailures ?? DEFAULT_LOGIN_POLICY.maxFailures,
           lockoutSeconds: config.loginLockoutSeconds ?? DEFAULT_LOGIN_POLICY.lockoutSeconds,
+          maxFailuresPerAddress: config.loginMaxFailuresPerIp ?? DEFAULT_LOGIN_POLICY.maxFailuresPerAddress,
         },
+        // TODO(metrics, issue 9): count lockouts here too once the Metrics interface is on main.
+        onLockout: (lockout) =>
+          logger.warn("sign-in locked after repeated failures", { ...lockout, until: new Date(lockout.until).toISOString() }),
         sessionTtlSeconds: config.sessionTtlSeconds,
         codeTtlSeconds: config.codeTtlSeconds,
         generateKeyPair: deps.generateKeyPair,
@@ -146,6 +157,20 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   }
 }
 
+function connectionLimits(config: ServeConfig): ConnectionLimits {
+  const seconds = (value: number | undefined, fallbackMs: number) => (value === undefined ? fallbackMs : value * 1000);
+  const limits = {
+    maxHeaderBytes: config.maxHeaderBytes ?? DEFAULT_CONNECTION_LIMITS.maxHeaderBytes,
+    headersTimeoutMs: seconds(config.headersTimeoutSeconds, DEFAULT_CONNECTION_LIMITS.headersTimeoutMs),
+    requestTimeoutMs: seconds(config.requestTimeoutSeconds, DEFAULT_CONNECTION_LIMITS.requestTimeoutMs),
+    idleTimeoutMs: seconds(config.idleTimeoutSeconds, DEFAULT_CONNECTION_LIMITS.idleTimeoutMs),
+  };
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new Error("--headers-timeout-seconds must not exceed --request-timeout-seconds: the headers are part of the request");
+  }
+  return limits;
+}
+
 /**
  * The request chain: observation (request id, log line, metrics) around
  * probes -> browser pages -> REST facade -> sign-out -> Connect adapter -> 404.
@@ -155,7 +180,8 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const logUnexpected = (err: unknown) =>
     currentRequest() ? annotateRequest({ unexpected: err }) : logger.error("unexpected error", errorFields(err));
   const bindings = serviceBindings(domain);
-  const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected };
+  const clientAddress = clientAddressResolver(config.trustedProxies ?? []);
+  const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected, clientAddress };
   const probes = opsEndpoints({ db: domain.store.db, keys: domain.keys, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
   // Each answers the paths it owns and returns false for the rest.
   const httpDoors = [
@@ -168,8 +194,10 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
     routes(router) {
       for (const { service, impl } of bindings) router.service(service, impl);
       router.service(ServerReflection, reflectionService(bindings.map((b) => b.service)));
+      correctErrorAnswers(router);
     },
     interceptors: [oauthErrorInterceptor(logUnexpected)],
+    contextValues: (req) => createContextValues().set(CLIENT_ADDRESS, clientAddress(req)),
     readMaxBytes: config.maxBodyBytes,
     fallback: (_req, res) => sendJson(res as ServerResponse, 404, { error: "not_found", error_description: "no such path" }),
   });
@@ -182,7 +210,9 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const chain: Handler = (req, res) => {
     serveHttp(req, res)
       .then((handled) => {
-        if (!handled) connect(req, res);
+        if (handled) return;
+        prepareForConnect(req);
+        connect(req, res);
       })
       .catch((err) => {
         logUnexpected(err);

@@ -6,6 +6,25 @@ type Handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
+/** Bounds on what one connection may cost the server: header size and how long it may dawdle. */
+export interface ConnectionLimits {
+  /** Largest request header block (HTTP/1.1 request line and headers; HTTP/2 header list). */
+  maxHeaderBytes: number;
+  /** Longest wait for a connection's first bytes, and for a complete HTTP/1.1 header block. */
+  headersTimeoutMs: number;
+  /** Longest an HTTP/1.1 request may take to arrive, body included. */
+  requestTimeoutMs: number;
+  /** An HTTP/2 session with no traffic for this long is closed. */
+  idleTimeoutMs: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  maxHeaderBytes: 16384,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  idleTimeoutMs: 120_000,
+};
+
 export interface OnePortServer {
   port: number;
   /**
@@ -23,13 +42,31 @@ export interface OnePortServer {
  * which: the HTTP/2 connection preface goes to the h2c server (gRPC), anything
  * else to HTTP/1.1 (REST, Connect, gRPC-Web, browsers).
  */
-export async function listenOnePort(handler: Handler, host: string, port: number): Promise<OnePortServer> {
-  const h1 = http.createServer();
-  const h2 = http2.createServer();
-  // The HTTP/1.1 server never listens itself, so tell it it does: only then
-  // does it track its connections, which closeIdleConnections() and the
-  // headers/request timeouts rely on.
+export async function listenOnePort(
+  handler: Handler,
+  host: string,
+  port: number,
+  limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
+): Promise<OnePortServer> {
+  const h1 = http.createServer({
+    maxHeaderSize: limits.maxHeaderBytes,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    // How often the two timeouts above are checked: the slack on them.
+    connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+  });
+  // The HTTP/1.1 server never listens itself (the sniffer below feeds it), so
+  // tell it it does: only then does it track its connections, which the
+  // header and request timeouts and closeIdleConnections() rely on.
   h1.emit("listening");
+  h1.on("clientError", answerClientError(limits));
+  // Node would answer an Expect other than 100-continue with a bare 417.
+  h1.on("checkExpectation", (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.shouldKeepAlive = false;
+    res.writeHead(417, JSON_ERROR_HEADERS).end(oauthErrorJson("the Expect header names an expectation this server does not support"));
+  });
+  const h2 = http2.createServer({ settings: { maxHeaderListSize: limits.maxHeaderBytes } });
+  h2.setTimeout(limits.idleTimeoutMs); // an idle session is destroyed
 
   let draining = false;
   const sockets = new Set<net.Socket>();
@@ -53,7 +90,13 @@ export async function listenOnePort(handler: Handler, host: string, port: number
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
   });
-  h2.on("request", handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+  // The setting makes nghttp2 reset streams whose header list is too large,
+  // but only once the client has acknowledged it: a connection's first
+  // request may come before that, so the handler checks too.
+  h2.on("request", (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    if (headerListSize(req.rawHeaders) <= limits.maxHeaderBytes) return handler(req, res);
+    res.writeHead(431, JSON_ERROR_HEADERS).end(oauthErrorJson(`request headers exceed ${limits.maxHeaderBytes} bytes`));
+  });
 
   const front = net.createServer((socket) => {
     sockets.add(socket);
@@ -62,6 +105,8 @@ export async function listenOnePort(handler: Handler, host: string, port: number
       sockets.delete(socket);
       undecided.delete(socket);
     });
+    // A connection that never says which protocol it speaks holds a socket for nothing.
+    socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       head = Buffer.concat([head, chunk]);
@@ -70,6 +115,7 @@ export async function listenOnePort(handler: Handler, host: string, port: number
       if (isH2 && head.length < H2_PREFACE.length) return; // need more bytes to decide
       socket.off("data", onData);
       undecided.delete(socket);
+      socket.setTimeout(0); // each server keeps its own time from here
       socket.pause();
       socket.unshift(head);
       if (isH2) {
@@ -115,3 +161,39 @@ export async function listenOnePort(handler: Handler, host: string, port: number
       }),
   };
 }
+
+/**
+ * Requests refused by the HTTP/1.1 parser or its timeouts, before any route
+ * sees them, still get an RFC 6749 error body instead of Node's bare status.
+ */
+function answerClientError(limits: ConnectionLimits) {
+  return (err: NodeJS.ErrnoException, socket: net.Socket) => {
+    const started = (socket as net.Socket & { _httpMessage?: http.ServerResponse })._httpMessage?.headersSent;
+    if (err.code === "ECONNRESET" || !socket.writable || started) {
+      socket.destroy();
+      return;
+    }
+    const [status, description] =
+      err.code === "HPE_HEADER_OVERFLOW"
+        ? [431, `request headers exceed ${limits.maxHeaderBytes} bytes`]
+        : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? [408, "the request took too long to arrive"]
+          : [400, "malformed HTTP request"];
+    const body = oauthErrorJson(description);
+    const headers = { ...JSON_ERROR_HEADERS, "content-length": Buffer.byteLength(body), connection: "close" };
+    socket.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}\r\n${body}`,
+    );
+  };
+}
+
+/** RFC 9113 §6.5.2: each field counts its name, its value and 32 octets. */
+function headerListSize(rawHeaders: string[]): number {
+  let size = 0;
+  for (const field of rawHeaders) size += Buffer.byteLength(field);
+  return size + (rawHeaders.length / 2) * 32;
+}
+
+const JSON_ERROR_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" };
+
+const oauthErrorJson = (description: string) => JSON.stringify({ error: "invalid_request", error_description: description });

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../clock.js";
-import { OAuthError } from "../oauth/errors.js";
+import { echo, OAuthError } from "../oauth/errors.js";
+import { cleartextRedirectProblem } from "../oauth/redirectUris.js";
 import { hashSecret, randomToken, SCRYPT_COST, verifySecret, type ScryptCost } from "../oauth/secrets.js";
 import type { ApplicationRecord, ApplicationRepository } from "../store/applications.js";
 import {
@@ -45,7 +46,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     name: requireName(raw.name),
     clientId,
     clientSecret,
-    redirectUris: optionalStringList(raw.redirectUris, "redirectUris", absoluteHttpUrlProblem),
+    redirectUris: optionalStringList(raw.redirectUris, "redirectUris", (uri) => absoluteHttpUrlProblem(uri) ?? cleartextRedirectProblem(uri)),
     grantTypes: optionalStringList(raw.grantTypes, "grantTypes", (g) =>
       (GRANT_TYPES as readonly string[]).includes(g) ? undefined : `is not one of ${GRANT_TYPES.join(", ")}`,
     ),
@@ -114,7 +115,7 @@ export class ApplicationAdmin {
 
   async get(name: string): Promise<ApplicationRecord> {
     const app = await this.repo.findByName(name);
-    if (!app) throw new OAuthError("not_found", `no application named ${name}`);
+    if (!app) throw new OAuthError("not_found", `no application named ${echo(name)}`);
     return app;
   }
 
@@ -123,7 +124,7 @@ export class ApplicationAdmin {
   }
 
   async delete(name: string): Promise<void> {
-    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no application named ${name}`);
+    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no application named ${echo(name)}`);
   }
 
   // Re-applying a config file at every start must not re-hash an unchanged

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../clock.js";
-import { OAuthError } from "../oauth/errors.js";
+import { echo, OAuthError } from "../oauth/errors.js";
 import { hashSecret, SCRYPT_COST, verifySecret, type ScryptCost } from "../oauth/secrets.js";
 import type { UserRecord, UserRepository } from "../store/users.js";
 import { conflictsAsErrors, InvalidInputError, optionalBoolean, optionalString, rejectUnknownFields, requireName } from "./validation.js";
@@ -98,7 +98,7 @@ export class UserAdmin {
 
   async get(name: string): Promise<UserRecord> {
     const user = await this.repo.findByName(name);
-    if (!user) throw new OAuthError("not_found", `no user named ${name}`);
+    if (!user) throw new OAuthError("not_found", `no user named ${echo(name)}`);
     return user;
   }
 
@@ -107,7 +107,7 @@ export class UserAdmin {
   }
 
   async delete(name: string): Promise<void> {
-    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no user named ${name}`);
+    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no user named ${echo(name)}`);
   }
 
   // An unchanged password from a re-applied config file keeps its hash.

@@ -7,7 +7,7 @@ import {
   optionalString,
   rejectUnknownFields,
 } from "../accounts/validation.js";
-import { OAuthError } from "../oauth/errors.js";
+import { echo, OAuthError } from "../oauth/errors.js";
 import type { ProviderRecord, ProviderRepository } from "../store/providers.js";
 import { SecretBox, SecretBoxError } from "./secretBox.js";
 
@@ -124,7 +124,7 @@ export class ProviderAdmin {
 
   async get(name: string): Promise<ProviderRecord> {
     const provider = await this.repo.findByName(name);
-    if (!provider) throw new OAuthError("not_found", `no provider named ${name}`);
+    if (!provider) throw new OAuthError("not_found", `no provider named ${echo(name)}`);
     return provider;
   }
 
@@ -133,7 +133,7 @@ export class ProviderAdmin {
   }
 
   async delete(name: string): Promise<void> {
-    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no provider named ${name}`);
+    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no provider named ${echo(name)}`);
   }
 
   /** The client secret in clear, for the token exchange. Throws SecretBoxError when it cannot be opened. */

@@ -45,6 +45,12 @@ export type AuthorizeValidation =
   | { ok: false; error: OAuthError; target?: ResponseTarget };
 
 const MAX_NONCE_LENGTH = 512;
+/**
+ * The request waits server-side while the user signs in: an unbounded state
+ * would let anyone park up to a whole request body per page view. 4 KiB
+ * holds any state a client encodes (a signed JWT, say).
+ */
+export const MAX_STATE_LENGTH = 4096;
 const PROMPTS = new Set(["none", "login", "consent", "select_account"]);
 
 /**
@@ -110,6 +116,7 @@ function parseRequest(
 
   const state = get("state");
   if (!state) throw new OAuthError("invalid_request", "missing parameter: state");
+  if (state.length > MAX_STATE_LENGTH) throw new OAuthError("invalid_request", `state is longer than ${MAX_STATE_LENGTH} characters`);
   if (type !== "code" && !grantEnabled(app.grantTypes, "implicit")) {
     throw new OAuthError("unauthorized_client", "the implicit grant is not enabled for this application");
   }

@@ -1,4 +1,4 @@
-import { isStoreUnavailable } from "../store/errors.js";
+import { isStoreUnavailable, isUnstorableText } from "../store/errors.js";
 
 /**
  * The one error type of the domain. It carries an OAuth error code
@@ -36,6 +36,23 @@ export class OAuthError extends Error {
   }
 }
 
+/**
+ * A caller's value quoted in an error description, cut short: a description
+ * travels back in a gRPC trailer or a page, and must not grow with the input.
+ */
+export function echo(value: string): string {
+  return value.length > 64 ? `${wellFormed(value.slice(0, 64))}…` : value;
+}
+
+/**
+ * The text with each half of a surrogate pair that lacks its other half
+ * replaced by U+FFFD. A cut (or a caller) can leave one, and a gRPC trailer
+ * cannot carry it (encodeURIComponent throws).
+ */
+export function wellFormed(text: string): string {
+  return text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
+}
+
 /** HTTP status for each code, as RFC 6749 §5.2 and RFC 6750 §3.1 ask. */
 export function httpStatusOf(code: OAuthErrorCode): number {
   switch (code) {
@@ -62,12 +79,23 @@ export function httpStatusOf(code: OAuthErrorCode): number {
 /**
  * The OAuth error a failure stands for, for the front doors: an OAuthError
  * as it is, an unreachable or overloaded database as temporarily_unavailable
- * (503, worth a retry), anything else undefined (a bug: 500).
+ * (503, worth a retry), text the database cannot hold as invalid_request,
+ * anything else undefined (a bug: 500).
  */
 export function asOAuthError(err: unknown): OAuthError | undefined {
   if (err instanceof OAuthError) return err;
   if (isStoreUnavailable(err)) return new OAuthError("temporarily_unavailable", "the database is unavailable; try again shortly");
+  if (isUnstorableText(err)) return new OAuthError("invalid_request", "a parameter contains a character that is not allowed (NUL)");
   return undefined;
+}
+
+/**
+ * Whether the front doors should log a failure: anything but an OAuthError
+ * or the caller's unstorable text. An unreachable database is logged, for
+ * the operator, although the caller gets a clean 503.
+ */
+export function worthLogging(failure: unknown): boolean {
+  return !(failure instanceof OAuthError) && !isUnstorableText(failure);
 }
 
 /** Seconds a client should wait before retrying a temporarily_unavailable answer. */

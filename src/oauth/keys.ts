@@ -4,7 +4,7 @@ import { exportJWK, generateKeyPair, importJWK, type JWK, type SignJWT } from "j
 import type { Clock } from "../clock.js";
 import type { SigningKeyRecord, SigningKeyRepository } from "../store/keys.js";
 import { selfSignedCertificate } from "./certificate.js";
-import { OAuthError } from "./errors.js";
+import { echo, OAuthError } from "./errors.js";
 
 export const SIGNING_ALG = "RS256";
 
@@ -116,7 +116,7 @@ export class KeyRing {
   /** PEM public key and a self-signed certificate for one key, or the signing one. */
   async export(kid?: string): Promise<{ kid: string; publicKeyPem: string; certificatePem: string }> {
     const record = kid ? (await this.repo.list()).find((r) => r.kid === kid) : (await this.signing()).record;
-    if (!record) throw new OAuthError("not_found", `no signing key ${kid ?? ""}`.trim());
+    if (!record) throw new OAuthError("not_found", `no signing key ${echo(kid ?? "")}`.trim());
     const publicKeyPem = createPublicKey({ key: JSON.parse(record.publicJwk), format: "jwk" })
       .export({ type: "spki", format: "pem" })
       .toString();

@@ -13,6 +13,26 @@ export function redirectUriAllowed(registered: readonly string[], requested: str
   return wanted !== undefined && registered.some((uri) => loopbackWithoutPort(uri) === wanted);
 }
 
+/**
+ * RFC 9700 §2.6: authorization responses never travel in clear text, so a
+ * redirect URI uses https, except on a loopback address (RFC 8252 §7.3),
+ * where the response never leaves the machine. `localhost` counts here (RFC
+ * 8252 §8.3 discourages it, but it is loopback), though not for the any-port
+ * match below, which only the literal addresses get.
+ */
+export function cleartextRedirectProblem(uri: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return undefined; // not a URL at all: the caller's other checks say so
+  }
+  if (url.protocol === "http:" && !LOOPBACK_HOSTS.has(url.hostname) && url.hostname !== "localhost") {
+    return "must use https (http only on a loopback host: 127.0.0.1, [::1] or localhost)";
+  }
+  return undefined;
+}
+
 // The URI with its port removed, for http loopback URIs only. Both sides go
 // through the same WHATWG parser a browser uses, so equal results mean the
 // browser lands on the same path and query.

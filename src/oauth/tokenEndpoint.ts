@@ -1,7 +1,7 @@
 import { resolveClient } from "./clientAuth.js";
 import { OAuthError } from "./errors.js";
 import { GRANTS } from "./grants/index.js";
-import type { GrantDeps, TokenParams } from "./grants/types.js";
+import type { GrantDeps, RequestOrigin, TokenParams } from "./grants/types.js";
 import type { TokenSet } from "./tokens.js";
 
 /**
@@ -18,6 +18,7 @@ export async function exchangeToken(
   params: TokenParams,
   authorization: string | null | undefined,
   deps: GrantDeps,
+  origin: RequestOrigin = {},
 ): Promise<TokenSet> {
   if (!params.grantType) throw new OAuthError("invalid_request", "missing parameter: grant_type");
   const grant = GRANTS.get(params.grantType);
@@ -31,7 +32,7 @@ export async function exchangeToken(
   if (!grantEnabled(app.grantTypes, grant.grantType)) {
     throw new OAuthError("unauthorized_client", `the ${grant.grantType} grant is not enabled for this application`);
   }
-  const tokens = await grant.handle(app, params, deps);
+  const tokens = await grant.handle(app, params, deps, origin);
   deps.metrics.tokensIssued(grant.grantType);
   return tokens;
 }

@@ -15,8 +15,9 @@ export class UserAuthenticator {
     private readonly metrics: Metrics,
   ) {}
 
-  async authenticate(username: string, password: string): Promise<UserRecord> {
-    const user = await this.throttle.attempt(username, async () => {
+  /** `clientAddress` is where the attempt came from, for the per-address limit. */
+  async authenticate(username: string, password: string, clientAddress?: string): Promise<UserRecord> {
+    const user = await this.throttle.attempt(username, clientAddress, async () => {
       const found = await this.users.findByName(username);
       const matches = await verifySecret(password, found?.passwordHash ?? DUMMY_SECRET_HASH);
       return found && matches && !found.disabled ? found : undefined;

@@ -8,10 +8,16 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<str
   if (declared > limit) throw tooLarge(limit);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) throw tooLarge(limit);
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof OAuthError) throw err;
+    // The client went away mid-body ("aborted"): its fault, and no one is left to read the answer.
+    throw new OAuthError("invalid_request", "the request body ended before its declared length");
   }
   return Buffer.concat(chunks).toString("utf8");
 }

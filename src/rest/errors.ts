@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { asOAuthError, httpStatusOf, RETRY_AFTER_SECONDS } from "../oauth/errors.js";
+import { asOAuthError, worthLogging, httpStatusOf, RETRY_AFTER_SECONDS } from "../oauth/errors.js";
 import { annotateRequest } from "../requestContext.js";
 
 /** Write a JSON body with the headers every API response carries. */
@@ -25,7 +25,7 @@ const quoted = (s: string) => `"${s.replace(/[\\"]/g, "\\$&").replace(/[^\x20-\x
  */
 export function sendError(res: ServerResponse, failure: unknown, log: (err: unknown) => void): void {
   const err = asOAuthError(failure);
-  if (err !== failure) log(failure);
+  if (worthLogging(failure)) log(failure);
   if (!err) {
     sendJson(res, 500, { error: "server_error", error_description: "internal error" });
     return;

@@ -2,6 +2,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
 import { createContextValues, createHandlerContext } from "@connectrpc/connect";
 import { OAuthError } from "../oauth/errors.js";
+import type { ClientAddressOf } from "../clientAddress.js";
+import { CLIENT_ADDRESS } from "../rpc/headers.js";
 import type { ServiceBinding } from "../rpc/services.js";
 import { collectParams, readBody, toMessage } from "./decode.js";
 import { restJson } from "./encode.js";
@@ -11,6 +13,7 @@ import { buildRouteTable, type RestRoute } from "./routes.js";
 export interface RestFacadeOptions {
   maxBodyBytes: number;
   log: (err: unknown) => void;
+  clientAddress: ClientAddressOf;
 }
 
 type UnaryHandler = (req: unknown, ctx: unknown) => Promise<MessageInitShape<DescMessage>> | MessageInitShape<DescMessage>;
@@ -58,7 +61,7 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
       requestMethod: req.method ?? "GET",
       url: url.toString(),
       requestHeader: headersOf(req),
-      contextValues: createContextValues(),
+      contextValues: createContextValues().set(CLIENT_ADDRESS, options.clientAddress(req)),
     });
     const impl = (route.binding.impl as Record<string, UnaryHandler>)[route.method.localName]!;
     const response = await impl(request, ctx);

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
-import { asOAuthError, type OAuthErrorCode } from "../oauth/errors.js";
+import { asOAuthError, wellFormed, worthLogging, type OAuthErrorCode } from "../oauth/errors.js";
 import { annotateRequest } from "../requestContext.js";
 
 const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
@@ -27,14 +27,16 @@ const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
 export function toConnectError(failure: unknown, log: (err: unknown) => void): ConnectError {
   if (failure instanceof ConnectError) return failure;
   const err = asOAuthError(failure);
-  if (err !== failure) log(failure);
+  if (worthLogging(failure)) log(failure);
   if (err) {
     annotateRequest({ oauthError: err.code });
+    // A description quoting the caller's text may hold half a surrogate pair, which a gRPC trailer cannot.
+    const description = wellFormed(err.description);
     return new ConnectError(
-      err.description,
+      description,
       CONNECT_CODES[err.code] ?? Code.InvalidArgument,
       { "x-oauth-error": err.code },
-      [{ desc: OAuthErrorDetailSchema, value: create(OAuthErrorDetailSchema, { error: err.code, errorDescription: err.description }) }],
+      [{ desc: OAuthErrorDetailSchema, value: create(OAuthErrorDetailSchema, { error: err.code, errorDescription: description }) }],
     );
   }
   return new ConnectError("internal error", Code.Internal);

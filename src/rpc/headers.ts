@@ -1,4 +1,4 @@
-import type { HandlerContext } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { parseBasicAuth } from "../oauth/clientAuth.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { annotateRequest } from "../requestContext.js";
@@ -20,6 +20,13 @@ export function authorizationOf(ctx: HandlerContext): string | null {
 export function bearerTokenOf(ctx: HandlerContext): string | undefined {
   const match = /^Bearer +(\S*)\s*$/i.exec(authorizationOf(ctx) ?? "");
   return match ? match[1] : undefined;
+}
+
+/** The caller's IP address, which each front door puts in the call's context values. */
+export const CLIENT_ADDRESS = createContextKey<string | undefined>(undefined, { description: "client address" });
+
+export function clientAddressOf(ctx: HandlerContext): string | undefined {
+  return ctx.values.get(CLIENT_ADDRESS);
 }
 
 export function sessionCookieOf(ctx: HandlerContext): string | undefined {

@@ -5,7 +5,7 @@ import type { Domain } from "../domain.js";
 import { OAuthError } from "../oauth/errors.js";
 import { exchangeToken } from "../oauth/tokenEndpoint.js";
 import type { TokenSet } from "../oauth/tokens.js";
-import { authorizationOf, noStore, noteClient } from "./headers.js";
+import { authorizationOf, clientAddressOf, noStore, noteClient } from "./headers.js";
 
 const tokenResponse = (tokens: TokenSet) => ({ ...tokens, expiresIn: BigInt(tokens.expiresIn) });
 
@@ -14,7 +14,7 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
     async token(req, ctx) {
       noStore(ctx);
       noteClient(req, ctx);
-      return tokenResponse(await exchangeToken(req, authorizationOf(ctx), domain));
+      return tokenResponse(await exchangeToken(req, authorizationOf(ctx), domain, { clientAddress: clientAddressOf(ctx) }));
     },
     // The refresh endpoint is the token endpoint pinned to one grant type.
     async refresh(req, ctx) {
@@ -25,7 +25,7 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
       }
       const { refreshToken, scope, clientId, clientSecret } = req;
       const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret });
-      return tokenResponse(await exchangeToken(params, authorizationOf(ctx), domain));
+      return tokenResponse(await exchangeToken(params, authorizationOf(ctx), domain, { clientAddress: clientAddressOf(ctx) }));
     },
   };
 }

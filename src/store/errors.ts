@@ -41,3 +41,14 @@ export function isStoreUnavailable(err: unknown): boolean {
   if (typeof e.code === "string" && (UNAVAILABLE_CODES.has(e.code) || e.code.startsWith("08"))) return true;
   return /^Connection terminated|timeout exceeded when trying to connect/.test(e.message ?? "");
 }
+
+// Text PostgreSQL refuses to hold: a NUL character (invalid byte sequence,
+// 22021) or one the database encoding lacks (22P05). The value came from the
+// caller; SQLite stores it, and then simply finds nothing that matches.
+const UNSTORABLE_TEXT_CODES = new Set(["22021", "22P05"]);
+
+/** Whether a storage error means "this value cannot be stored or compared" (bad input, not a bug). */
+export function isUnstorableText(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && UNSTORABLE_TEXT_CODES.has(code);
+}

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ClientAddressOf } from "../clientAddress.js";
 import type { Domain } from "../domain.js";
-import { OAuthError } from "../oauth/errors.js";
+import { asOAuthError, OAuthError, worthLogging } from "../oauth/errors.js";
 import type { PathPattern } from "../ops/routes.js";
 import { collectParams, readBody } from "../rest/decode.js";
 import { sendPage } from "./http.js";
@@ -11,6 +12,7 @@ import { STYLESHEET } from "./stylesheet.js";
 export interface WebHandlerOptions {
   maxBodyBytes: number;
   log: (err: unknown) => void;
+  clientAddress: ClientAddressOf;
 }
 
 interface Route {
@@ -52,7 +54,10 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       methods: ["GET", "POST"],
       serve: async (req, res, url) => pages.authorize(req, res, await params(req, url)),
     },
-    [LOGIN_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.login(req, res, await params(req, url)) },
+    [LOGIN_PATH]: {
+      methods: ["POST"],
+      serve: async (req, res, url) => pages.login(req, res, await params(req, url), options.clientAddress(req)),
+    },
     [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, await params(req, url)) },
     [STYLESHEET_PATH]: {
       methods: ["GET"],
@@ -85,13 +90,12 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       }
       await route.serve(req, res, url, providerName ?? "");
     } catch (err) {
-      if (err instanceof OAuthError && !res.headersSent) {
-        pages.showError(res, err);
-      } else {
-        options.log(err);
-        if (res.headersSent) res.destroy();
-        else sendPage(res, 500, errorPage("Something went wrong", "The sign-in service had an internal error."));
-      }
+      // A database outage or text it cannot store is an OAuth error too (503, 400), not a crash page.
+      const known = asOAuthError(err);
+      if (worthLogging(err)) options.log(err);
+      if (res.headersSent) res.destroy();
+      else if (known) pages.showError(res, known);
+      else sendPage(res, 500, errorPage("Something went wrong", "The sign-in service had an internal error."));
     }
     return true;
   };

@@ -54,13 +54,13 @@ export class SignInPages {
     await this.showLogin(res, 200, app, pending, { csrfToken }, cookies);
   }
 
-  /** POST /login: the username and password form. */
-  async login(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>): Promise<void> {
+  /** POST /login: the username and password form, from `clientAddress` (for the brute-force policy). */
+  async login(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
     const { pending, app, csrfToken } = await this.pendingFromForm(req, form);
     const username = form.get("username") ?? "";
     let user: UserRecord;
     try {
-      user = await this.domain.users.authenticate(username, form.get("password") ?? "");
+      user = await this.domain.users.authenticate(username, form.get("password") ?? "", clientAddress);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       // The same words whether or not the user exists.
@@ -161,7 +161,9 @@ export class SignInPages {
   /** The page for an error that must not (or cannot) go back to the client. */
   showError(res: ServerResponse, error: OAuthError): void {
     annotateRequest({ oauthError: error.code });
-    sendPage(res, error.status ?? 400, errorPage("Sign-in failed", sentence(error.description), error.code));
+    // 503 tells the user (and any proxy) that trying again later may work; every other refusal is a 400.
+    const status = error.status ?? (error.code === "temporarily_unavailable" ? 503 : 400);
+    sendPage(res, status, errorPage("Sign-in failed", sentence(error.description), error.code));
   }
 }
 

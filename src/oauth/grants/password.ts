@@ -6,11 +6,11 @@ import { requireParam } from "./params.js";
 /** Resource Owner Password Credentials (RFC 6749 §4.3). */
 export const passwordGrant: GrantHandler = {
   grantType: "password",
-  async handle(app, params, deps) {
+  async handle(app, params, deps, origin) {
     const username = requireParam(params.username, "username");
     const password = requireParam(params.password, "password");
     const scopes = parseScope(params.scope);
-    const user = await deps.users.authenticate(username, password);
+    const user = await deps.users.authenticate(username, password, origin.clientAddress);
     return deps.minter.mint({
       app,
       user,

@@ -21,6 +21,12 @@ export interface TokenParams {
   refreshToken: string;
 }
 
+/** Where a token request came from, as the front door saw it. */
+export interface RequestOrigin {
+  /** The client's IP address (the socket's, or a trusted proxy's X-Forwarded-For). */
+  clientAddress?: string;
+}
+
 /** What grants may use. */
 export interface GrantDeps {
   store: Store;
@@ -44,5 +50,5 @@ export interface GrantHandler {
    */
   allowsPublicClient?(params: TokenParams): boolean;
   /** Runs after the client is authenticated and the grant found enabled. */
-  handle(app: ApplicationRecord, params: TokenParams, deps: GrantDeps): Promise<TokenSet>;
+  handle(app: ApplicationRecord, params: TokenParams, deps: GrantDeps, origin: RequestOrigin): Promise<TokenSet>;
 }

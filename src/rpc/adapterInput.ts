@@ -1,0 +1,34 @@
+import type { IncomingMessage } from "node:http";
+
+/** The longest delay a Node.js timer takes (about 24.8 days); longer ones fire after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+const GRPC_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+
+function deadlineMs(name: string, value: string): number | undefined {
+  if (name === "connect-timeout-ms") return /^\d{1,10}$/.test(value) ? Number(value) : undefined;
+  const match = /^(\d{1,8})([HMSmun])$/.exec(value);
+  return match ? Number(match[1]) * GRPC_UNIT_MS[match[2]!]! : undefined;
+}
+
+/**
+ * Headers the Connect adapter would trip over, made harmless before it reads
+ * them; malformed values are left for it to refuse with InvalidArgument.
+ *
+ * - A deadline longer than a timer can hold is no deadline at all. connect-es
+ *   would arm a timer with it, which Node clamps to 1 ms with a warning, and
+ *   the call would time out at once. The header is dropped.
+ * - An HTTP/1.0 request may come without Host, from which the adapter builds
+ *   the request URL; it throws (a 500) without one. The URL only labels the
+ *   call, so any authority will do.
+ */
+export function prepareForConnect(req: IncomingMessage): void {
+  const headers = req.headers;
+  for (const name of ["grpc-timeout", "connect-timeout-ms"]) {
+    const value = headers[name];
+    if (typeof value !== "string") continue;
+    const ms = deadlineMs(name, value);
+    if (ms !== undefined && ms > MAX_TIMER_MS) delete headers[name];
+  }
+  if (headers.host === undefined && !("authority" in req)) headers.host = "localhost";
+}
