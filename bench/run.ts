@@ -1,0 +1,394 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { grpcIntrospectionLoad } from "./grpcLoad.js";
+import { CONNECTIONS, httpAmount, httpLoad, type HttpRequest, type LoadResult } from "./httpLoad.js";
+import {
+  assertActive,
+  BENCH_BASIC,
+  clientTokens,
+  databaseFile,
+  FORM,
+  INTROSPECT_PATH,
+  largestRss,
+  seedStoredTokens,
+  startOurs,
+  TOKEN_PATH,
+  USERINFO_PATH,
+  userTokens,
+  basicAuth,
+  type OurServer,
+} from "./ours.js";
+import { runNode, startService, type Service } from "./processes.js";
+import { OIDC_CLIENT, OIDC_RESOURCE } from "./references/shared.js";
+import { machineDescription, passes, ratioOf, writeReport, type Figure, type Report } from "./report.js";
+
+const USAGE = `usage: npm run bench -- [--quick] [--workers N] [--seconds S]
+
+  --quick      every scenario, shorter runs and smaller data sets (under 2 minutes)
+  --workers N  run N instances of our server on one port (node:cluster) and report scaling
+  --seconds S  length of each measured run (default 10, or 3 with --quick)
+`;
+
+const { values: flags } = parseArgs({
+  args: process.argv.slice(2),
+  options: { quick: { type: "boolean" }, workers: { type: "string" }, seconds: { type: "string" }, help: { type: "boolean" } },
+});
+if (flags.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const quick = flags.quick ?? false;
+const workers = Number(flags.workers ?? 1);
+if (!Number.isInteger(workers) || workers < 1) throw new Error(`--workers: a whole number of at least 1, not ${flags.workers}`);
+
+const settings = {
+  seconds: Number(flags.seconds ?? (quick ? 3 : 10)),
+  warmupSeconds: quick ? 1 : 3,
+  /** Stored tokens compared against SMALL_STORE in the index-size row. */
+  largeStore: quick ? 100_000 : 1_000_000,
+  smallStore: 10_000,
+  /** Tokens issued by the server before its RSS is read. */
+  issued: quick ? 20_000 : 1_000_000,
+  /** Different tokens each load cycles through. */
+  tokens: 100,
+  userTokens: 16,
+};
+
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+const rate = (r: LoadResult) => `${Math.round(r.rps).toLocaleString("en-US")} req/s, p99 ${r.p99Ms.toFixed(1)} ms${r.failures ? `, ${r.failures} FAILED` : ""}`;
+const failed = (...results: LoadResult[]) => {
+  const count = results.reduce((n, r) => n + r.failures, 0);
+  return count > 0 ? `${count} failed responses` : undefined;
+};
+
+/** Build dist/ when any source file is newer than it: the server under test is the built JavaScript. */
+function ensureBuilt(): void {
+  const newest = (dir: string): number =>
+    readdirSync(dir, { withFileTypes: true }).reduce((latest, entry) => {
+      const path = join(dir, entry.name);
+      return Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+    }, 0);
+  let built = 0;
+  try {
+    built = statSync("dist/src/main.js").mtimeMs;
+  } catch {
+    // not built yet
+  }
+  if (Math.max(newest("src"), newest("gen")) > built) {
+    log("building dist/ (npm run build)");
+    execFileSync("npm", ["run", "build", "--silent"], { stdio: "inherit" });
+  }
+}
+
+const post = (path: string, body: string, headers: Record<string, string> = {}): HttpRequest => ({
+  method: "POST",
+  path,
+  headers: { "content-type": FORM, ...headers },
+  body,
+});
+const form = (params: Record<string, string>) => new URLSearchParams(params).toString();
+const load = (url: string, requests: HttpRequest[], extra: { overallRate?: number } = {}) =>
+  httpLoad({ url, requests, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, ...extra });
+
+async function main(): Promise<void> {
+  ensureBuilt();
+  const dir = mkdtempSync(join(tmpdir(), "identity-bench-"));
+  const started = Date.now();
+  const report: Report = {
+    date: new Date().toISOString().slice(0, 10),
+    machine: machineDescription(),
+    mode: quick ? "quick" : "full",
+    workers,
+    rows: [],
+    references: [],
+    scaling: [],
+    notes: [],
+  };
+  const figure = (what: string, value: number, unit = "req/s"): number => {
+    report.references.push({ what, value, unit } satisfies Figure);
+    return value;
+  };
+  log(`mode ${report.mode}, ${settings.seconds} s runs after ${settings.warmupSeconds} s warm-up, ${CONNECTIONS} connections; files in ${dir}`);
+
+  try {
+    // --- the references: bare node:http, node-oidc-provider, the RS256 ceiling ---
+    const tsx = ["--import", "tsx"];
+    const [bare, oidc] = await Promise.all([
+      startService({ name: "bare node:http", args: [...tsx, "bench/references/bareHttp.ts"], logFile: join(dir, "bare.log"), ready: /listening on (\S+)/ }),
+      startService({
+        name: "node-oidc-provider",
+        args: [...tsx, "bench/references/oidcProvider.ts"],
+        env: { NODE_ENV: "production" },
+        logFile: join(dir, "oidc-provider.log"),
+        ready: /listening on (\S+)/,
+      }),
+    ]);
+
+    log("crypto ceiling");
+    const ceiling = JSON.parse(await runNode([...tsx, "bench/references/cryptoCeiling.ts", String(Math.max(2, settings.seconds / 2))])) as Record<string, number>;
+    const joseSign = figure("RS256 sign through jose, 16 in flight (ops/s)", ceiling.joseSign16!, "ops/s");
+    figure("RS256 sign through node:crypto, synchronous (ops/s)", ceiling.cryptoSyncSign!, "ops/s");
+    figure("RS256 verify through node:crypto (ops/s)", ceiling.cryptoVerify!, "ops/s");
+
+    log("bare node:http");
+    const bareResult = await load(bare.ready[1]!, [post("/", form({ token: "x".repeat(300), grant_type: "client_credentials" }))]);
+    log(`  ${rate(bareResult)}`);
+    const bareRps = figure("bare node:http, form POST in, ~300-byte JSON out", bareResult.rps);
+
+    const oidcFigures = await measureOidcProvider(oidc);
+    figure("node-oidc-provider client_credentials, RS256 JWT", oidcFigures.jwt.rps);
+    figure("node-oidc-provider client_credentials, opaque", oidcFigures.opaque.rps);
+    figure("node-oidc-provider introspection, opaque token", oidcFigures.introspection.rps);
+    await Promise.all([bare.stop(), oidc.stop()]);
+
+    // --- our server: the throughput rows, latency, memory ---
+    log(`our server (${workers === 1 ? "one process" : `${workers} workers`})`);
+    const ours = await startOurs({ dir, name: "main", workers });
+    const main = await measureOurs(ours);
+    report.rows.push(
+      {
+        scenario: "client_credentials, RS256 JWT, token row in SQLite",
+        ours: main.clientCredentials.rps,
+        unit: "req/s",
+        referenceLabel: "node-oidc-provider JWT client_credentials",
+        reference: oidcFigures.jwt.rps,
+        comparison: "atLeast",
+        target: 2,
+        problem: failed(main.clientCredentials, oidcFigures.jwt),
+      },
+      {
+        scenario: "client_credentials, RS256 JWT, token row in SQLite",
+        ours: main.clientCredentials.rps,
+        unit: "req/s",
+        referenceLabel: "jose RS256 sign, 16 in flight",
+        reference: joseSign,
+        comparison: "atLeast",
+        target: 0.7,
+        problem: failed(main.clientCredentials),
+      },
+      {
+        scenario: "introspection of a valid access token, Basic auth",
+        ours: main.introspection.rps,
+        unit: "req/s",
+        referenceLabel: "node-oidc-provider introspection",
+        reference: oidcFigures.introspection.rps,
+        comparison: "atLeast",
+        target: 3,
+        problem: failed(main.introspection, oidcFigures.introspection),
+      },
+      {
+        scenario: "introspection of a valid access token, Basic auth",
+        ours: main.introspection.rps,
+        unit: "req/s",
+        referenceLabel: "bare node:http",
+        reference: bareRps,
+        comparison: "atLeast",
+        target: 0.35,
+        problem: failed(main.introspection, bareResult),
+      },
+      {
+        scenario: "userinfo with a Bearer token",
+        ours: main.userinfo.rps,
+        unit: "req/s",
+        referenceLabel: "bare node:http",
+        reference: bareRps,
+        comparison: "atLeast",
+        target: 0.35,
+        problem: failed(main.userinfo, bareResult),
+      },
+      {
+        scenario: `gRPC (h2c) introspection, ${CONNECTIONS} concurrent calls`,
+        ours: main.grpc.rps,
+        unit: "req/s",
+        referenceLabel: "REST introspection",
+        reference: main.introspection.rps,
+        comparison: "atLeast",
+        target: 1,
+        problem: failed(main.grpc),
+      },
+      {
+        scenario: `p99 latency, introspection at 50% of peak (${Math.round(main.halfPeak.rate).toLocaleString("en-US")} req/s offered)`,
+        ours: main.halfPeak.result.p99Ms,
+        unit: "ms",
+        referenceLabel: "limit",
+        reference: 10,
+        comparison: "atMost",
+        target: 1,
+        problem:
+          failed(main.halfPeak.result) ??
+          (main.halfPeak.result.rps < main.halfPeak.rate * 0.95 ? `served only ${Math.round(main.halfPeak.result.rps)} req/s` : undefined),
+      },
+      {
+        scenario: `RSS after ${main.issued.toLocaleString("en-US")} issued tokens`,
+        ours: main.rssMB,
+        unit: "MB",
+        referenceLabel: "limit",
+        reference: 250,
+        comparison: "atMost",
+        target: 1,
+        problem: failed(main.issuance),
+      },
+    );
+    figure(`our RSS before the ${settings.issued.toLocaleString("en-US")}-token issuance run (MB)`, main.rssBeforeMB, "MB");
+    if (quick) report.notes.push(`Quick mode: RSS after ${settings.issued.toLocaleString("en-US")} issued tokens, not 1,000,000.`);
+    await ours.stop();
+
+    // --- index size: the same introspection load on a small and a large token table ---
+    const stored = async (count: number) => {
+      const name = `stored-${count}`;
+      log(`seeding ${count.toLocaleString("en-US")} access-token rows`);
+      await seedStoredTokens(databaseFile({ dir, name }), count);
+      const server = await startOurs({ dir, name, workers });
+      try {
+        const tokens = await clientTokens(server, settings.tokens);
+        await assertActive(server, tokens[0]!);
+        const result = await load(server.url, introspectionRequests(tokens));
+        log(`  introspection with ${count.toLocaleString("en-US")} stored: ${rate(result)}`);
+        return result;
+      } finally {
+        await server.stop();
+        rmSync(databaseFile({ dir, name }), { force: true });
+      }
+    };
+    const small = await stored(settings.smallStore);
+    const large = await stored(settings.largeStore);
+    report.rows.push({
+      scenario: `introspection with ${settings.largeStore.toLocaleString("en-US")} stored tokens`,
+      ours: large.rps,
+      unit: "req/s",
+      referenceLabel: `with ${settings.smallStore.toLocaleString("en-US")} stored`,
+      reference: small.rps,
+      comparison: "atLeast",
+      target: 0.9,
+      problem: failed(small, large),
+    });
+    if (quick) report.notes.push(`Quick mode: ${settings.largeStore.toLocaleString("en-US")} stored tokens against 10,000, not 1,000,000.`);
+
+    // --- scaling: the same throughput rows with one process ---
+    if (workers > 1) {
+      log("one process, for the scaling table");
+      const single = await startOurs({ dir, name: "single", workers: 1 });
+      try {
+        const one = await measureThroughput(single);
+        report.scaling.push(
+          { scenario: "client_credentials", one: one.clientCredentials.rps, many: main.clientCredentials.rps },
+          { scenario: "introspection", one: one.introspection.rps, many: main.introspection.rps },
+          { scenario: "userinfo", one: one.userinfo.rps, many: main.userinfo.rps },
+        );
+      } finally {
+        await single.stop();
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  report.notes.push(
+    `The load generator runs on the same machine, so every figure includes its cost; compare ratios within one run. Total time ${Math.round((Date.now() - started) / 1000)} s.`,
+  );
+  const markdown = writeReport(report);
+  process.stdout.write(`\n${markdown}\nWritten to bench/results/latest.md and latest.json\n`);
+  const failures = report.rows.filter((row) => !passes(row));
+  if (failures.length > 0) {
+    log(`${failures.length} of ${report.rows.length} rows miss their target: ${failures.map((r) => `${r.scenario} (${ratioOf(r).toFixed(2)}x)`).join("; ")}`);
+  }
+}
+
+function introspectionRequests(tokens: string[]): HttpRequest[] {
+  return tokens.map((token) => post(INTROSPECT_PATH, form({ token }), { authorization: BENCH_BASIC }));
+}
+
+async function measureOidcProvider(oidc: Service) {
+  const url = oidc.ready[1]!;
+  const authorization = basicAuth(OIDC_CLIENT.id, OIDC_CLIENT.secret);
+  log("node-oidc-provider: client_credentials, JWT");
+  const jwt = await load(url, [post("/token", form({ grant_type: "client_credentials", resource: OIDC_RESOURCE }), { authorization })]);
+  log(`  ${rate(jwt)}`);
+  log("node-oidc-provider: client_credentials, opaque");
+  const opaque = await load(url, [post("/token", form({ grant_type: "client_credentials" }), { authorization })]);
+  log(`  ${rate(opaque)}`);
+  // Its in-memory store keeps the last 1000 entries: issue the tokens to introspect after the opaque run.
+  const tokens: string[] = [];
+  for (let i = 0; i < settings.tokens; i++) {
+    const response = await fetch(url + "/token", {
+      method: "POST",
+      headers: { "content-type": FORM, authorization },
+      body: form({ grant_type: "client_credentials" }),
+    });
+    tokens.push(((await response.json()) as { access_token: string }).access_token);
+  }
+  const check = await fetch(url + "/token/introspection", {
+    method: "POST",
+    headers: { "content-type": FORM, authorization },
+    body: form({ token: tokens[0]! }),
+  });
+  if (((await check.json()) as { active?: boolean }).active !== true) throw new Error("node-oidc-provider: introspection says inactive");
+  log("node-oidc-provider: introspection");
+  const introspection = await load(url, tokens.map((token) => post("/token/introspection", form({ token }), { authorization })));
+  log(`  ${rate(introspection)}`);
+  return { jwt, opaque, introspection };
+}
+
+/** client_credentials, introspection and userinfo: the rows that --workers scales. */
+async function measureThroughput(server: OurServer) {
+  log("  client_credentials");
+  const clientCredentials = await load(server.url, [post(TOKEN_PATH, form({ grant_type: "client_credentials" }), { authorization: BENCH_BASIC })]);
+  log(`    ${rate(clientCredentials)}`);
+  const tokens = await clientTokens(server, settings.tokens);
+  await assertActive(server, tokens[0]!);
+  log("  introspection");
+  const introspection = await load(server.url, introspectionRequests(tokens));
+  log(`    ${rate(introspection)}`);
+  const users = await userTokens(server, settings.userTokens);
+  log("  userinfo");
+  const userinfo = await load(
+    server.url,
+    users.map((token) => ({ method: "GET", path: USERINFO_PATH, headers: { authorization: `Bearer ${token}` } })),
+  );
+  log(`    ${rate(userinfo)}`);
+  return { clientCredentials, introspection, userinfo, tokens };
+}
+
+async function measureOurs(server: OurServer) {
+  const throughput = await measureThroughput(server);
+  const { tokens, introspection } = throughput;
+
+  log("  gRPC introspection");
+  const grpc = await grpcIntrospectionLoad({
+    address: server.address,
+    tokens,
+    authorization: BENCH_BASIC,
+    seconds: settings.seconds,
+    warmupSeconds: settings.warmupSeconds,
+    concurrency: CONNECTIONS,
+  });
+  log(`    ${rate(grpc)}`);
+
+  const halfRate = Math.round(introspection.rps / 2);
+  log(`  introspection latency at ${halfRate} req/s`);
+  const halfPeak = { rate: halfRate, result: await load(server.url, introspectionRequests(tokens), { overallRate: halfRate }) };
+  log(`    ${rate(halfPeak.result)}, p50 ${halfPeak.result.p50Ms.toFixed(1)} ms`);
+
+  // Every token so far plus a top-up run to the target count, then the memory figure.
+  const rssBeforeMB = largestRssMB(server);
+  const issuedSoFar = throughput.clientCredentials.okWithWarmup + settings.tokens + settings.userTokens;
+  const topUp = Math.max(0, settings.issued - issuedSoFar);
+  log(`  issuing ${topUp.toLocaleString("en-US")} more tokens for the memory row`);
+  const issuance =
+    topUp > 0
+      ? await httpAmount(server.url, [post(TOKEN_PATH, form({ grant_type: "client_credentials" }), { authorization: BENCH_BASIC })], topUp)
+      : { rps: 0, p50Ms: 0, p99Ms: 0, ok: 0, okWithWarmup: 0, failures: 0 };
+  log(`    ${rate(issuance)}`);
+  const rssMB = largestRssMB(server);
+  return { ...throughput, grpc, halfPeak, issuance, issued: issuedSoFar + issuance.ok, rssBeforeMB, rssMB };
+}
+
+const largestRssMB = (server: OurServer) => (largestRss(server) * 1024 * 1024) / 1e6;
+
+main().catch((err: unknown) => {
+  process.stderr.write(`[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
