@@ -30,4 +30,15 @@ describe("logger", () => {
     assert.equal(oneDeep!.request.authorization, "[redacted]");
     assert.equal(twoDeep!.err.request["set-cookie"], "[redacted]");
   });
+
+  it("redacts a copy: the caller's objects keep their values", () => {
+    const logs = captureLogs("info");
+    const headers = { authorization: "Bearer keep-me", host: "example" };
+    const fields = { headers, route: "/x" };
+    logs.logger.info("request", fields);
+    assert.equal(logs.lines()[0]!.headers.authorization, "[redacted]");
+    assert.equal(logs.lines()[0]!.headers.host, "example");
+    assert.equal(headers.authorization, "Bearer keep-me");
+    assert.equal(fields.headers, headers);
+  });
 });
