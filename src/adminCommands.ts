@@ -73,10 +73,11 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
     fields[key] = negated ? false : NUMERIC.has(key) ? Number(value) : value;
   }
   const db = await openDb({ url: values.database || env.DATABASE_URL || DEFAULT_DATABASE });
+  const store = createStore(db);
   try {
     const activationDelaySeconds = resolveServeOption("keyActivationDelaySeconds", values["key-activation-delay-seconds"], env);
     const domain = await createDomain({
-      store: createStore(db),
+      store,
       clock: systemClock,
       issuer: "http://localhost",
       secretKey: env.IDENTITY_SECRET_KEY || undefined,
@@ -85,6 +86,7 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
     const result = await runAdmin(domain, noun, verb, fields, values.kid);
     return typeof result === "string" ? result : JSON.stringify(result, null, 2) + "\n";
   } finally {
+    await store.close();
     await db.destroy();
   }
 }

@@ -101,10 +101,12 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     batchSize: config.cleanupBatchSize ?? CLEANUP_DEFAULTS.batchSize,
   });
   let metricsListener: MetricsListener | undefined;
+  const store = createStore(db);
   const close = async () => {
     await listener.close((config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds) * 1000);
     await metricsListener?.close();
     await cleanup.stop();
+    await store.close();
     await db.destroy();
   };
 
@@ -117,7 +119,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     // find the work done.
     const { domain, demo } = await withDbLock(db, "provision", async () => {
       const domain = await createDomain({
-        store: createStore(db),
+        store,
         clock,
         issuer,
         adminToken: config.adminToken,

@@ -1,5 +1,6 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
+import type { RowReader } from "./rowReader.js";
 
 export interface ApplicationRecord {
   id: string;
@@ -58,10 +59,13 @@ const toRow = (a: ApplicationRecord): Row => ({
 });
 
 export class ApplicationRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly reads: RowReader,
+  ) {}
 
   async findByClientId(clientId: string): Promise<ApplicationRecord | undefined> {
-    const row = await this.db<Row>("applications").where({ client_id: clientId }).first();
+    const row = await this.reads.first<Row>("applications", "client_id", clientId);
     return row && fromRow(row);
   }
 

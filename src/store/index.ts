@@ -7,6 +7,7 @@ import { FederationStateRepository } from "./federationStates.js";
 import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
 import { ProviderRepository } from "./providers.js";
+import { createRowReader } from "./rowReader.js";
 import { SessionRepository } from "./sessions.js";
 import { AccessTokenRepository, RefreshTokenRepository } from "./tokens.js";
 import { UserRepository } from "./users.js";
@@ -26,15 +27,18 @@ export interface Store {
   loginFailures: LoginFailureRepository;
   federationStates: FederationStateRepository;
   federatedIdentities: FederatedIdentityRepository;
+  /** Closes what the store opened besides `db` (which its owner destroys). */
+  close(): Promise<void>;
 }
 
 export function createStore(db: Db): Store {
+  const reads = createRowReader(db);
   return {
     db,
-    applications: new ApplicationRepository(db),
-    users: new UserRepository(db),
+    applications: new ApplicationRepository(db, reads),
+    users: new UserRepository(db, reads),
     signingKeys: new SigningKeyRepository(db),
-    accessTokens: new AccessTokenRepository(db),
+    accessTokens: new AccessTokenRepository(db, reads),
     refreshTokens: new RefreshTokenRepository(db),
     providers: new ProviderRepository(db),
     sessions: new SessionRepository(db),
@@ -43,5 +47,6 @@ export function createStore(db: Db): Store {
     loginFailures: new LoginFailureRepository(db),
     federationStates: new FederationStateRepository(db),
     federatedIdentities: new FederatedIdentityRepository(db),
+    close: () => reads.close(),
   };
 }

@@ -1,4 +1,5 @@
 import type { Db } from "./db.js";
+import type { RowReader } from "./rowReader.js";
 
 /** An issued access token, stored by the SHA-256 of its value. */
 export interface AccessTokenRecord {
@@ -31,8 +32,24 @@ export interface RefreshTokenRecord {
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
+interface AccessTokenRow {
+  token_hash: string;
+  jti: string;
+  family_id: string;
+  client_id: string;
+  user_id: string | null;
+  scope: string;
+  issued_at: number | string;
+  expires_at: number | string;
+  revoked_at: number | string | null;
+  kid: string | null;
+}
+
 export class AccessTokenRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly reads: RowReader,
+  ) {}
 
   /** `conn` lets the insert join a caller's transaction. */
   async insert(t: AccessTokenRecord, conn: Db = this.db): Promise<void> {
@@ -56,7 +73,7 @@ export class AccessTokenRepository {
   }
 
   async findByHash(tokenHash: string): Promise<AccessTokenRecord | undefined> {
-    const r = await this.db("access_tokens").where({ token_hash: tokenHash }).first();
+    const r = await this.reads.first<AccessTokenRow>("access_tokens", "token_hash", tokenHash);
     if (!r) return undefined;
     return {
       tokenHash: r.token_hash,

@@ -1,5 +1,6 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
+import type { RowReader } from "./rowReader.js";
 
 export interface UserRecord {
   id: string;
@@ -70,11 +71,14 @@ const toRow = (u: UserRecord): Row => ({
 });
 
 export class UserRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly reads: RowReader,
+  ) {}
 
   /** `conn` lets a read or insert join a caller's transaction. */
-  async findById(id: string, conn: Db = this.db): Promise<UserRecord | undefined> {
-    const row = await conn<Row>("users").where({ id }).first();
+  async findById(id: string, conn?: Db): Promise<UserRecord | undefined> {
+    const row = conn ? await conn<Row>("users").where({ id }).first() : await this.reads.first<Row>("users", "id", id);
     return row && fromRow(row);
   }
 

@@ -143,6 +143,7 @@ export function describeEachBackend(title: string, body: (ctx: BackendContext) =
     });
     body(ctx);
     after(async () => {
+      await ctx.store?.close();
       await ctx.db?.destroy();
       await database?.dispose();
     });
