@@ -58,15 +58,32 @@ const toRow = (a: ApplicationRecord): Row => ({
   updated_at: a.updatedAt,
 });
 
+/**
+ * How long an application looked up by client id is reused. Every client
+ * request starts with that lookup; a change made through this instance
+ * clears the cache at once, one made through another instance is seen here
+ * within this bound. Tokens are never cached: revocation stays immediate.
+ */
+export const APPLICATION_CACHE_MS = 1000;
+const APPLICATION_CACHE_LIMIT = 1000;
+
 export class ApplicationRepository {
+  private readonly byClientId = new Map<string, { app: ApplicationRecord; until: number }>();
+
   constructor(
     private readonly db: Db,
     private readonly reads: RowReader,
   ) {}
 
   async findByClientId(clientId: string): Promise<ApplicationRecord | undefined> {
+    const cached = this.byClientId.get(clientId);
+    if (cached && cached.until > Date.now()) return cached.app;
     const row = await this.reads.first<Row>("applications", "client_id", clientId);
-    return row && fromRow(row);
+    if (!row) return undefined;
+    const app = fromRow(row);
+    if (this.byClientId.size >= APPLICATION_CACHE_LIMIT) this.byClientId.clear();
+    this.byClientId.set(clientId, { app, until: Date.now() + APPLICATION_CACHE_MS });
+    return app;
   }
 
   async findByName(name: string): Promise<ApplicationRecord | undefined> {
@@ -79,17 +96,26 @@ export class ApplicationRepository {
   }
 
   async insert(app: ApplicationRecord): Promise<void> {
-    await guardUnique("application", "name or client id", () => this.db("applications").insert(toRow(app)));
+    await this.changing(() => guardUnique("application", "name or client id", () => this.db("applications").insert(toRow(app))));
   }
 
   async update(app: ApplicationRecord): Promise<void> {
-    await guardUnique("application", "client id", () =>
-      this.db("applications").where({ id: app.id }).update(toRow(app)),
+    await this.changing(() =>
+      guardUnique("application", "client id", () => this.db("applications").where({ id: app.id }).update(toRow(app))),
     );
   }
 
   /** Returns whether a row was deleted. */
   async deleteByName(name: string): Promise<boolean> {
-    return (await this.db("applications").where({ name }).delete()) > 0;
+    return (await this.changing(() => this.db("applications").where({ name }).delete())) > 0;
+  }
+
+  /** A write, after which no lookup answers from before it. */
+  private async changing<T>(write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } finally {
+      this.byClientId.clear();
+    }
   }
 }

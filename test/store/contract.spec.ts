@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import { CleanupJob } from "../../src/housekeeping.js";
 import { silentLogger } from "../../src/log.js";
-import type { ApplicationRecord } from "../../src/store/applications.js";
+import { setTimeout } from "node:timers/promises";
+import { APPLICATION_CACHE_MS, type ApplicationRecord } from "../../src/store/applications.js";
 import { deleteExpired, SWEEPS } from "../../src/store/cleanup.js";
 import { ConflictError } from "../../src/store/errors.js";
 import type { FederatedIdentityRecord } from "../../src/store/federatedIdentities.js";
@@ -12,6 +13,7 @@ import type { SessionRecord } from "../../src/store/sessions.js";
 import { revokeFamily, type AccessTokenRecord, type RefreshTokenRecord } from "../../src/store/tokens.js";
 import type { UserRecord } from "../../src/store/users.js";
 import { isPostgres, type Db } from "../../src/store/db.js";
+import { createStore } from "../../src/store/index.js";
 import { FakeClock } from "../support/clock.js";
 import { describeEachBackend } from "../support/databases.js";
 
@@ -213,6 +215,23 @@ describeEachBackend("storage contract", (ctx) => {
       const other = anApplication();
       await ctx.store.applications.insert(other);
       await assertConflict(ctx.store.applications.update({ ...other, clientId: app.clientId }), "application");
+    });
+
+    it("answers a lookup by client id with its own changes at once, and another instance's within the cache bound", async () => {
+      const app = anApplication();
+      await ctx.store.applications.insert(app);
+      assert.equal((await ctx.store.applications.findByClientId(app.clientId))!.expireInHours, app.expireInHours);
+      await ctx.store.applications.update({ ...app, expireInHours: 7 });
+      assert.equal((await ctx.store.applications.findByClientId(app.clientId))!.expireInHours, 7);
+
+      const otherInstance = createStore(ctx.db);
+      try {
+        await otherInstance.applications.update({ ...app, expireInHours: 9 });
+        await setTimeout(APPLICATION_CACHE_MS + 50);
+        assert.equal((await ctx.store.applications.findByClientId(app.clientId))!.expireInHours, 9);
+      } finally {
+        await otherInstance.close();
+      }
     });
   });
 
