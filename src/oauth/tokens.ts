@@ -4,6 +4,7 @@ import { epochSeconds, type Clock } from "../clock.js";
 import type { ApplicationRecord } from "../store/applications.js";
 import type { Db } from "../store/db.js";
 import type { Store } from "../store/index.js";
+import type { IssuedTokenRows } from "../store/tokens.js";
 import type { UserRecord } from "../store/users.js";
 import { SIGNING_ALG, type KeyRing } from "./keys.js";
 import { claimsForScopes } from "./scopes.js";
@@ -102,26 +103,21 @@ export class TokenMinter {
     const refreshToken = grant.refreshToken && user ? randomToken() : undefined;
 
     const nowMs = now * 1000;
-    await this.store.db.transaction(async (trx) => {
-      await precondition?.(trx);
-      await this.store.accessTokens.insert(
-        {
-          tokenHash: sha256(accessToken),
-          jti,
-          familyId,
-          clientId: app.clientId,
-          userId: user?.id ?? null,
-          scope,
-          issuedAt: nowMs,
-          expiresAt: nowMs + expiresIn * 1000,
-          revokedAt: null,
-          kid,
-        },
-        trx,
-      );
-      if (refreshToken) {
-        await this.store.refreshTokens.insert(
-          {
+    const rows: IssuedTokenRows = {
+      access: {
+        tokenHash: sha256(accessToken),
+        jti,
+        familyId,
+        clientId: app.clientId,
+        userId: user?.id ?? null,
+        scope,
+        issuedAt: nowMs,
+        expiresAt: nowMs + expiresIn * 1000,
+        revokedAt: null,
+        kid,
+      },
+      refresh: refreshToken
+        ? {
             tokenHash: sha256(refreshToken),
             familyId,
             clientId: app.clientId,
@@ -133,11 +129,18 @@ export class TokenMinter {
             expiresAt: nowMs + app.refreshExpireInHours * HOUR * 1000,
             consumedAt: null,
             revokedAt: null,
-          },
-          trx,
-        );
-      }
-    });
+          }
+        : undefined,
+    };
+    if (precondition) {
+      await this.store.db.transaction(async (trx) => {
+        await precondition(trx);
+        await this.store.accessTokens.insert(rows.access, trx);
+        if (rows.refresh) await this.store.refreshTokens.insert(rows.refresh, trx);
+      });
+    } else {
+      await this.store.issuedTokens.add(rows);
+    }
 
     return { accessToken, idToken, refreshToken, tokenType: "Bearer", expiresIn, scope };
   }

@@ -9,7 +9,8 @@ import { LoginFailureRepository } from "./loginFailures.js";
 import { ProviderRepository } from "./providers.js";
 import { createRowReader } from "./rowReader.js";
 import { SessionRepository } from "./sessions.js";
-import { AccessTokenRepository, RefreshTokenRepository } from "./tokens.js";
+import type { GroupCommit } from "./groupCommit.js";
+import { AccessTokenRepository, issuedTokenRecorder, RefreshTokenRepository, type IssuedTokenRows } from "./tokens.js";
 import { UserRepository } from "./users.js";
 
 /** Every repository over one database handle. */
@@ -20,6 +21,8 @@ export interface Store {
   signingKeys: SigningKeyRepository;
   accessTokens: AccessTokenRepository;
   refreshTokens: RefreshTokenRepository;
+  /** Where newly issued tokens are recorded outside any caller's transaction. */
+  issuedTokens: GroupCommit<IssuedTokenRows>;
   providers: ProviderRepository;
   sessions: SessionRepository;
   authorizationCodes: AuthorizationCodeRepository;
@@ -40,6 +43,7 @@ export function createStore(db: Db): Store {
     signingKeys: new SigningKeyRepository(db),
     accessTokens: new AccessTokenRepository(db, reads),
     refreshTokens: new RefreshTokenRepository(db),
+    issuedTokens: issuedTokenRecorder(db),
     providers: new ProviderRepository(db),
     sessions: new SessionRepository(db),
     authorizationCodes: new AuthorizationCodeRepository(db),

@@ -1,0 +1,42 @@
+import assert from "node:assert/strict";
+import { GroupCommit } from "../../src/store/groupCommit.js";
+
+describe("group commit", () => {
+  it("writes what arrives during a write in the next one, one write at a time", async () => {
+    const writes: number[][] = [];
+    let inFlight = 0;
+    let release: () => void = () => {};
+    const group = new GroupCommit<number>(async (items) => {
+      inFlight++;
+      assert.equal(inFlight, 1, "two writes overlapped");
+      writes.push(items);
+      if (writes.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      inFlight--;
+    });
+    const first = [group.add(1), group.add(2)];
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = [group.add(3), group.add(4), group.add(5)];
+    release();
+    await Promise.all([...first, ...second]);
+    assert.deepEqual(writes, [[1, 2], [3, 4, 5]]);
+  });
+
+  it("keeps batches within the limit", async () => {
+    const sizes: number[] = [];
+    const group = new GroupCommit<number>(async (items) => void sizes.push(items.length), 3);
+    await Promise.all(Array.from({ length: 7 }, (_, i) => group.add(i)));
+    assert.deepEqual(sizes, [3, 3, 1]);
+  });
+
+  it("fails only the item that cannot be written, not the rest of its batch", async () => {
+    const written: number[] = [];
+    const group = new GroupCommit<number>(async (items) => {
+      if (items.includes(13)) throw new Error("bad row 13");
+      written.push(...items);
+    });
+    const results = await Promise.allSettled([1, 13, 2].map((n) => group.add(n)));
+    assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
+    assert.match(String((results[1] as PromiseRejectedResult).reason), /bad row 13/);
+    assert.deepEqual(written.sort(), [1, 2]);
+  });
+});
