@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { grpcIntrospectionLoad } from "./grpcLoad.js";
 import { CONNECTIONS, httpAmount, httpLoad, type HttpRequest, type LoadResult } from "./httpLoad.js";
+import { pacedLoad } from "./pacedLoad.js";
 import {
   assertActive,
   BENCH_BASIC,
@@ -369,7 +370,17 @@ async function measureOurs(server: OurServer) {
 
   const halfRate = Math.round(introspection.rps / 2);
   log(`  introspection latency at ${halfRate} req/s`);
-  const halfPeak = { rate: halfRate, result: await load(server.url, introspectionRequests(tokens), { overallRate: halfRate }) };
+  const halfPeak = {
+    rate: halfRate,
+    result: await pacedLoad({
+      url: server.url,
+      requests: introspectionRequests(tokens),
+      rate: halfRate,
+      seconds: settings.seconds,
+      warmupSeconds: settings.warmupSeconds,
+      connections: CONNECTIONS,
+    }),
+  };
   log(`    ${rate(halfPeak.result)}, p50 ${halfPeak.result.p50Ms.toFixed(1)} ms`);
 
   // Every token so far plus a top-up run to the target count, then the memory figure.

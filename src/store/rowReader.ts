@@ -39,8 +39,15 @@ class KnexRowReader implements RowReader {
 
 /** Stands for the looked-up value in the SQL Knex builds once per statement. */
 const PLACEHOLDER = "\u0000row-reader-value\u0000";
-/** One per core: node-sqlite3 runs each connection's statements one at a time on the libuv pool. */
+/** One per core: SQLite runs one statement at a time per connection. */
 const READ_CONNECTIONS = 2;
+/**
+ * node-sqlite3 starts a statement's next call only after the main thread has
+ * handled the previous one's result, so one statement per connection would
+ * advance one lookup per event-loop turn under load. Several copies keep
+ * the connection busy.
+ */
+const STATEMENTS_PER_CONNECTION = 8;
 
 interface PreparedLookup {
   statements: sqlite3.Statement[];
@@ -94,7 +101,7 @@ class SqliteRowReader implements RowReader {
     const { sql, bindings } = this.db(table).where(column, PLACEHOLDER).first().toSQL().toNative();
     const connections = await this.open();
     const statements = await Promise.all(
-      connections.map(
+      Array.from({ length: STATEMENTS_PER_CONNECTION }, () => connections).flat().map(
         (c) => new Promise<sqlite3.Statement>((resolve, reject) => {
           const statement = c.prepare(sql, (err) => (err ? reject(err) : resolve(statement)));
         }),
