@@ -55,8 +55,13 @@ const VERIFIED_CACHE_LIMIT = 10_000;
  */
 export class ClientAuthenticator {
   private readonly verified = new Set<string>();
+  /** Checks under way, so a burst of requests with one new secret costs one scrypt, not one each. */
+  private readonly verifying = new Map<string, Promise<boolean>>();
 
-  constructor(private readonly applications: ApplicationRepository) {}
+  constructor(
+    private readonly applications: Pick<ApplicationRepository, "findByClientId">,
+    private readonly verify: (secret: string, hash: string) => Promise<boolean> = verifySecret,
+  ) {}
 
   /** The application of a confidential client whose secret checks out. */
   async authenticate(client: PresentedClient): Promise<ApplicationRecord> {
@@ -83,7 +88,12 @@ export class ClientAuthenticator {
   async secretMatches(app: ApplicationRecord, secret: string): Promise<boolean> {
     const cacheKey = `${app.clientSecretHash}\u0000${sha256(secret)}`;
     if (this.verified.has(cacheKey)) return true;
-    if (!(await verifySecret(secret, app.clientSecretHash))) return false;
+    let check = this.verifying.get(cacheKey);
+    if (!check) {
+      check = this.verify(secret, app.clientSecretHash).finally(() => this.verifying.delete(cacheKey));
+      this.verifying.set(cacheKey, check);
+    }
+    if (!(await check)) return false;
     if (this.verified.size >= VERIFIED_CACHE_LIMIT) this.verified.clear();
     this.verified.add(cacheKey);
     return true;

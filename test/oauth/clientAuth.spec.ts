@@ -1,0 +1,28 @@
+import assert from "node:assert/strict";
+import { ClientAuthenticator } from "../../src/oauth/clientAuth.js";
+import type { ApplicationRecord } from "../../src/store/applications.js";
+
+const app = { clientId: "c1", clientSecretHash: "stored-hash" } as ApplicationRecord;
+
+describe("client authentication", () => {
+  it("checks a new secret once for a burst of concurrent requests, then answers from memory", async () => {
+    const checks: string[] = [];
+    const clients = new ClientAuthenticator({ findByClientId: async (id) => (id === app.clientId ? app : undefined) }, async (secret) => {
+      checks.push(secret);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return secret === "right";
+    });
+    const burst = await Promise.all(Array.from({ length: 50 }, () => clients.authenticate({ clientId: "c1", clientSecret: "right" })));
+    assert.ok(burst.every((a) => a === app));
+    assert.deepEqual(checks, ["right"]);
+
+    await clients.authenticate({ clientId: "c1", clientSecret: "right" });
+    assert.deepEqual(checks, ["right"], "a verified secret is not checked again");
+
+    const wrong = await Promise.allSettled(Array.from({ length: 5 }, () => clients.authenticate({ clientId: "c1", clientSecret: "wrong" })));
+    assert.ok(wrong.every((r) => r.status === "rejected" && /invalid_client|authentication failed/.test(String(r.reason))));
+    assert.deepEqual(checks, ["right", "wrong"]);
+    await assert.rejects(clients.authenticate({ clientId: "c1", clientSecret: "wrong" }));
+    assert.deepEqual(checks, ["right", "wrong", "wrong"], "a refused secret is checked every time, never remembered");
+  });
+});
