@@ -15,12 +15,12 @@ import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./
 import { PromMetrics } from "./ops/metrics.js";
 import { observeRequests } from "./ops/observe.js";
 import { routeNamer } from "./ops/routes.js";
-import { annotateRequest, currentRequest } from "./requestContext.js";
+import { annotateRequest, requestContextOf, type LogUnexpected } from "./requestContext.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
 import { prepareForConnect } from "./rpc/adapterInput.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
-import { CLIENT_ADDRESS } from "./rpc/headers.js";
+import { CLIENT_ADDRESS, REQUEST_CONTEXT } from "./rpc/headers.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
 import { correctErrorAnswers } from "./rpc/errorAnswers.js";
@@ -179,8 +179,8 @@ function connectionLimits(config: ServeConfig): ConnectionLimits {
  */
 function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics: PromMetrics | undefined): Handler {
   // Inside a request the error goes on its log line, with the request id.
-  const logUnexpected = (err: unknown) =>
-    currentRequest() ? annotateRequest({ unexpected: err }) : logger.error("unexpected error", errorFields(err));
+  const logUnexpected: LogUnexpected = (err, context) =>
+    context ? annotateRequest(context, { unexpected: err }) : logger.error("unexpected error", errorFields(err));
   const bindings = serviceBindings(domain);
   const clientAddress = clientAddressResolver(config.trustedProxies ?? []);
   const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected, clientAddress };
@@ -199,7 +199,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
       correctErrorAnswers(router);
     },
     interceptors: [oauthErrorInterceptor(logUnexpected)],
-    contextValues: (req) => createContextValues().set(CLIENT_ADDRESS, clientAddress(req)),
+    contextValues: (req) => createContextValues().set(CLIENT_ADDRESS, clientAddress(req)).set(REQUEST_CONTEXT, requestContextOf(req)),
     readMaxBytes: config.maxBodyBytes,
     fallback: (_req, res) => sendJson(res as ServerResponse, 404, { error: "not_found", error_description: "no such path" }),
   });
@@ -217,7 +217,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
         connect(req, res);
       })
       .catch((err) => {
-        logUnexpected(err);
+        logUnexpected(err, requestContextOf(req));
         if (!res.headersSent) sendJson(res, 500, { error: "server_error", error_description: "internal error" });
         else res.destroy();
       });

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { errorFields, type Logger } from "../log.js";
-import { runInRequestContext, type RequestContext } from "../requestContext.js";
+import { openRequestContext, type RequestContext } from "../requestContext.js";
 import type { PromMetrics } from "./metrics.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -70,7 +70,8 @@ export function observeRequests(handler: Handler, options: ObserveOptions): Hand
       else if (options.quietRoutes.has(route)) logger.debug("request", fields);
       else logger.info("request", fields);
     });
-    runInRequestContext(context, () => handler(req, res));
+    openRequestContext(req, context);
+    handler(req, res);
   };
 }
 

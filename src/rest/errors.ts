@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { asOAuthError, worthLogging, httpStatusOf, RETRY_AFTER_SECONDS } from "../oauth/errors.js";
-import { annotateRequest } from "../requestContext.js";
+import { annotateRequest, requestContextOf, type LogUnexpected } from "../requestContext.js";
 
 /** Write a JSON body with the headers every API response carries. */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -23,14 +23,15 @@ const quoted = (s: string) => `"${s.replace(/[\\"]/g, "\\$&").replace(/[^\x20-\x
  * is not an OAuthError is logged; an unreachable database becomes 503 with
  * Retry-After, the rest a bare server_error.
  */
-export function sendError(res: ServerResponse, failure: unknown, log: (err: unknown) => void): void {
+export function sendError(res: ServerResponse, failure: unknown, log: LogUnexpected): void {
   const err = asOAuthError(failure);
-  if (worthLogging(failure)) log(failure);
+  const context = requestContextOf(res.req);
+  if (worthLogging(failure)) log(failure, context);
   if (!err) {
     sendJson(res, 500, { error: "server_error", error_description: "internal error" });
     return;
   }
-  annotateRequest({ oauthError: err.code });
+  annotateRequest(context, { oauthError: err.code });
   const headers: Record<string, string> = {};
   if (err.code === "temporarily_unavailable") headers["retry-after"] = String(RETRY_AFTER_SECONDS);
   if (err.code === "invalid_client") headers["www-authenticate"] = 'Basic realm="identity"';

@@ -3,7 +3,8 @@ import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
 import { createContextValues, createHandlerContext } from "@connectrpc/connect";
 import { OAuthError } from "../oauth/errors.js";
 import type { ClientAddressOf } from "../clientAddress.js";
-import { CLIENT_ADDRESS } from "../rpc/headers.js";
+import { requestContextOf, type LogUnexpected } from "../requestContext.js";
+import { CLIENT_ADDRESS, REQUEST_CONTEXT } from "../rpc/headers.js";
 import type { ServiceBinding } from "../rpc/services.js";
 import { collectParams, readBody, toMessage } from "./decode.js";
 import { restJson } from "./encode.js";
@@ -12,7 +13,7 @@ import { buildRouteTable, type RestRoute } from "./routes.js";
 
 export interface RestFacadeOptions {
   maxBodyBytes: number;
-  log: (err: unknown) => void;
+  log: LogUnexpected;
   clientAddress: ClientAddressOf;
 }
 
@@ -61,7 +62,9 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
       requestMethod: req.method ?? "GET",
       url: url.toString(),
       requestHeader: headersOf(req),
-      contextValues: createContextValues().set(CLIENT_ADDRESS, options.clientAddress(req)),
+      contextValues: createContextValues()
+        .set(CLIENT_ADDRESS, options.clientAddress(req))
+        .set(REQUEST_CONTEXT, requestContextOf(req)),
     });
     const impl = (route.binding.impl as Record<string, UnaryHandler>)[route.method.localName]!;
     const response = await impl(request, ctx);

@@ -2,7 +2,8 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
 import { asOAuthError, wellFormed, worthLogging, type OAuthErrorCode } from "../oauth/errors.js";
-import { annotateRequest } from "../requestContext.js";
+import { annotateRequest, type LogUnexpected, type RequestContext } from "../requestContext.js";
+import { REQUEST_CONTEXT } from "./headers.js";
 
 const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
   invalid_client: Code.Unauthenticated,
@@ -24,12 +25,12 @@ const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
  * Unavailable. Anything else becomes a bare Internal error, so no stack or
  * internal message reaches a caller.
  */
-export function toConnectError(failure: unknown, log: (err: unknown) => void): ConnectError {
+export function toConnectError(failure: unknown, log: LogUnexpected, context?: RequestContext): ConnectError {
   if (failure instanceof ConnectError) return failure;
   const err = asOAuthError(failure);
-  if (worthLogging(failure)) log(failure);
+  if (worthLogging(failure)) log(failure, context);
   if (err) {
-    annotateRequest({ oauthError: err.code });
+    annotateRequest(context, { oauthError: err.code });
     // A description quoting the caller's text may hold half a surrogate pair, which a gRPC trailer cannot.
     const description = wellFormed(err.description);
     return new ConnectError(
@@ -42,12 +43,12 @@ export function toConnectError(failure: unknown, log: (err: unknown) => void): C
   return new ConnectError("internal error", Code.Internal);
 }
 
-export function oauthErrorInterceptor(log: (err: unknown) => void): Interceptor {
+export function oauthErrorInterceptor(log: LogUnexpected): Interceptor {
   return (next) => async (req) => {
     try {
       return await next(req);
     } catch (err) {
-      throw toConnectError(err, log);
+      throw toConnectError(err, log, req.contextValues.get(REQUEST_CONTEXT));
     }
   };
 }

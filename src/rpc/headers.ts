@@ -1,7 +1,7 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { parseBasicAuth } from "../oauth/clientAuth.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
-import { annotateRequest } from "../requestContext.js";
+import { annotateRequest, type RequestContext } from "../requestContext.js";
 
 /** RFC 6749 §5.1: token-bearing responses must not be cached. */
 export function noStore(ctx: HandlerContext): void {
@@ -21,6 +21,9 @@ export function bearerTokenOf(ctx: HandlerContext): string | undefined {
   const match = /^Bearer +(\S*)\s*$/i.exec(authorizationOf(ctx) ?? "");
   return match ? match[1] : undefined;
 }
+
+/** The request's log line, which each front door puts in the call's context values. */
+export const REQUEST_CONTEXT = createContextKey<RequestContext | undefined>(undefined, { description: "request context" });
 
 /** The caller's IP address, which each front door puts in the call's context values. */
 export const CLIENT_ADDRESS = createContextKey<string | undefined>(undefined, { description: "client address" });
@@ -45,5 +48,5 @@ export function noteClient(req: { clientId: string }, ctx: HandlerContext): void
   } catch {
     return;
   }
-  if (clientId) annotateRequest({ clientId: clientId.slice(0, 200) });
+  if (clientId) annotateRequest(ctx.values.get(REQUEST_CONTEXT), { clientId: clientId.slice(0, 200) });
 }

@@ -8,10 +8,11 @@ import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
 import { SignInPages } from "./signIn.js";
 import { STYLESHEET } from "./stylesheet.js";
+import { requestContextOf, type LogUnexpected } from "../requestContext.js";
 
 export interface WebHandlerOptions {
   maxBodyBytes: number;
-  log: (err: unknown) => void;
+  log: LogUnexpected;
   clientAddress: ClientAddressOf;
 }
 
@@ -92,7 +93,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     } catch (err) {
       // A database outage or text it cannot store is an OAuth error too (503, 400), not a crash page.
       const known = asOAuthError(err);
-      if (worthLogging(err)) options.log(err);
+      if (worthLogging(err)) options.log(err, requestContextOf(req));
       if (res.headersSent) res.destroy();
       else if (known) pages.showError(res, known);
       else sendPage(res, 500, errorPage("Something went wrong", "The sign-in service had an internal error."));

@@ -4,12 +4,13 @@ import { endSession } from "../oauth/endSession.js";
 import { CLEARED_SESSION_COOKIE, cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { collectParams, readBody } from "../rest/decode.js";
 import { sendError, sendJson } from "../rest/errors.js";
+import type { LogUnexpected } from "../requestContext.js";
 
 export const LOGOUT_PATH = "/api/logout";
 
 export interface LogoutHandlerOptions {
   maxBodyBytes: number;
-  log: (err: unknown) => void;
+  log: LogUnexpected;
 }
 
 /**

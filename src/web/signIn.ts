@@ -7,7 +7,7 @@ import { OAuthError } from "../oauth/errors.js";
 import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
 import { constantTimeEqual, randomToken } from "../oauth/secrets.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
-import { annotateRequest } from "../requestContext.js";
+import { annotateRequest, requestContextOf } from "../requestContext.js";
 import type { ApplicationRecord } from "../store/applications.js";
 import type { UserRecord } from "../store/users.js";
 import { cookie, redirect, sendPage } from "./http.js";
@@ -32,11 +32,11 @@ export class SignInPages {
     if (!validation.ok) {
       // No trusted redirect_uri yet: tell the user, never redirect (no open redirect).
       if (!validation.target) return this.showError(res, validation.error);
-      annotateRequest({ oauthError: validation.error.code });
+      annotateRequest(requestContextOf(req), { oauthError: validation.error.code });
       return redirect(res, errorLocation(validation.target, validation.error, domain.issuer));
     }
     const { app, request } = validation;
-    annotateRequest({ clientId: app.clientId });
+    annotateRequest(requestContextOf(req), { clientId: app.clientId });
     const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
     if (signedIn && signInSatisfies(request, signedIn.session.authTime, epochSeconds(domain.clock))) {
       const location = await authorizationLocation(app, request, signedIn.user, signedIn.session.authTime, domain);
@@ -44,7 +44,7 @@ export class SignInPages {
     }
     if (request.prompt.includes("none")) {
       const error = new OAuthError("login_required", "the user must sign in");
-      annotateRequest({ oauthError: error.code });
+      annotateRequest(requestContextOf(req), { oauthError: error.code });
       return redirect(res, errorLocation(request, error, domain.issuer));
     }
     const existing = cookieValue(req.headers.cookie, CSRF_COOKIE);
@@ -138,7 +138,7 @@ export class SignInPages {
     const pending = await this.domain.pendingAuthorizations.findForBrowser(form.get("request"), csrfToken);
     const app = pending && (await this.domain.store.applications.findByClientId(pending.request.clientId));
     if (!pending || !app) throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
-    annotateRequest({ clientId: app.clientId });
+    annotateRequest(requestContextOf(req), { clientId: app.clientId });
     return { pending, app, csrfToken };
   }
 
@@ -160,7 +160,7 @@ export class SignInPages {
 
   /** The page for an error that must not (or cannot) go back to the client. */
   showError(res: ServerResponse, error: OAuthError): void {
-    annotateRequest({ oauthError: error.code });
+    annotateRequest(requestContextOf(res.req), { oauthError: error.code });
     // 503 tells the user (and any proxy) that trying again later may work; every other refusal is a 400.
     const status = error.status ?? (error.code === "temporarily_unavailable" ? 503 : 400);
     sendPage(res, status, errorPage("Sign-in failed", sentence(error.description), error.code));
