@@ -3,22 +3,12 @@ import { decodeJwt } from "jose";
 import type { RunningServer } from "../../src/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, pkcePair, signIn, submit } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
-import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { basicAuth, postForm, startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";
 
 /** An application with only the default grant, and one offering a provider. */
 const CODE_ONLY_APP = { name: "code-only", clientId: "client-2", clientSecret: "secret-2", redirectUris: ["https://two.example.com/cb"] };
-const PROVIDER = {
-  name: "acme",
-  type: "Custom",
-  displayName: "Acme <ID>",
-  clientId: "acme-client",
-  clientSecret: "acme-secret",
-  authUrl: "https://id.acme.example/authorize",
-  scope: "openid",
-  tokenUrl: "https://id.acme.example/token",
-  userInfoUrl: "https://id.acme.example/userinfo",
-  favicon: "https://id.acme.example/favicon.ico",
-};
+// A display name to escape on the login page.
+const PROVIDER = { ...TEST_PROVIDER, displayName: "Acme <ID>" };
 const FEDERATED_APP = { ...CODE_ONLY_APP, name: "federated", clientId: "client-3", providers: ["acme", "missing"] };
 
 const CALLBACK = TEST_APP.redirectUris[0]!;

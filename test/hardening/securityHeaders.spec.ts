@@ -1,19 +1,7 @@
 import assert from "node:assert/strict";
 import type { RunningServer } from "../../src/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, signIn, submit } from "../support/browserless.js";
-import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
-
-const PROVIDER = {
-  name: "acme",
-  type: "Custom",
-  clientId: "c",
-  clientSecret: "s",
-  authUrl: "https://id.acme.example/authorize",
-  scope: "openid",
-  tokenUrl: "https://id.acme.example/token",
-  userInfoUrl: "https://id.acme.example/userinfo",
-  favicon: "https://id.acme.example/favicon.ico",
-};
+import { startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";
 
 /**
  * What every HTML page must say: no script at all (default-src 'none' and
@@ -47,7 +35,7 @@ describe("security headers on every HTML page and every redirect that carries a 
   let server: RunningServer;
   before(async () => {
     server = await startTestServer({
-      config: { applications: [{ ...TEST_APP, providers: ["acme"] }], users: [TEST_USER], providers: [PROVIDER] },
+      config: { applications: [{ ...TEST_APP, providers: [TEST_PROVIDER.name] }], users: [TEST_USER], providers: [TEST_PROVIDER] },
     });
   });
   after(() => server.close());

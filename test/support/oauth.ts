@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
 import type { RunningServer } from "../../src/server.js";
-import { basicAuth, postForm, TEST_APP, TEST_USER } from "./server.js";
+import { basicAuth, call, postForm, TEST_APP, TEST_USER, type HttpResult } from "./server.js";
 
 /** Any running instance: an in-process server or a spawned process. */
 export type Reachable = Pick<RunningServer, "url">;
@@ -67,28 +67,15 @@ export async function isActive(server: Reachable, token: string, client: TestCli
   return res.body.active;
 }
 
-/** GET a JSON API with optional headers; returns status, headers and parsed body. */
-export async function getJson(url: string, headers: Record<string, string> = {}) {
-  const res = await fetch(url, { headers });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, body: text ? JSON.parse(text) : undefined };
+/** GET a JSON API with optional headers. */
+export function getJson(url: string, headers: Record<string, string> = {}): Promise<HttpResult> {
+  return call(url, { headers });
 }
 
 export const TOKEN_PATH = "/api/login/oauth/access_token";
 export const INTROSPECT_PATH = "/api/login/oauth/introspect";
 
-export interface HttpResult {
-  status: number;
-  headers: Headers;
-  body: any;
-}
-
-/** Any request, answered as status, headers and parsed JSON (undefined for an empty body). */
-export async function call(url: string, init: RequestInit = {}): Promise<HttpResult> {
-  const res = await fetch(url, init);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-}
+export { call, type HttpResult };
 
 export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
   return call(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });

@@ -25,6 +25,20 @@ export const CC_ONLY_APP = { name: "cc-only", clientId: "client-cc", clientSecre
 /** An application with no grant but the always-on authorization_code. */
 export const CODE_ONLY_APP = { name: "code-only", clientId: "client-code", clientSecret: "secret-code", grantTypes: [] };
 
+/** A Custom login provider on an unreachable host: enough for pages and redirects, never called. */
+export const TEST_PROVIDER = {
+  name: "acme",
+  type: "Custom",
+  displayName: "Acme",
+  clientId: "acme-client",
+  clientSecret: "acme-secret",
+  authUrl: "https://id.acme.example/authorize",
+  scope: "openid",
+  tokenUrl: "https://id.acme.example/token",
+  userInfoUrl: "https://id.acme.example/userinfo",
+  favicon: "https://id.acme.example/favicon.ico",
+};
+
 export const TEST_USER = {
   name: "alice",
   password: "pw-alice-123",
@@ -114,19 +128,28 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   return server;
 }
 
-/** POST a form to the server and return status, headers and parsed JSON. */
-export async function postForm(
-  url: string,
-  params: Record<string, string>,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; body: any }> {
-  const res = await fetch(url, {
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  /** The body as sent. */
+  text: string;
+  body: any;
+}
+
+/** Any request, answered as status, headers, text and parsed JSON (undefined for an empty body). */
+export async function call(url: string, init: RequestInit = {}): Promise<HttpResult> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, body: text ? JSON.parse(text) : undefined };
+}
+
+/** POST a form and return status, headers, text and parsed JSON. */
+export function postForm(url: string, params: Record<string, string>, headers: Record<string, string> = {}): Promise<HttpResult> {
+  return call(url, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
     body: new URLSearchParams(params).toString(),
   });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
 }
 
 export function basicAuth(clientId: string, clientSecret: string): string {

@@ -2,23 +2,9 @@ import fc from "fast-check";
 import type { Logger } from "../../../src/log.js";
 import type { RunningServer } from "../../../src/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, signIn } from "../browserless.js";
-import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../server.js";
+import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../server.js";
 import { fuzzEndpoints, openConnections, type FuzzEndpoint } from "./endpoints.js";
 import type { KnownValues } from "./values.js";
-
-/** A provider the fuzzed application offers, so the provider button path has a live name. */
-export const FUZZ_PROVIDER = {
-  name: "acme",
-  type: "Custom",
-  displayName: "Acme",
-  clientId: "acme-client",
-  clientSecret: "acme-secret",
-  authUrl: "https://id.acme.example/authorize",
-  scope: "openid",
-  tokenUrl: "https://id.acme.example/token",
-  userInfoUrl: "https://id.acme.example/userinfo",
-  favicon: "https://id.acme.example/favicon.ico",
-};
 
 export const FUZZ_MAX_BODY_BYTES = 65536;
 
@@ -50,7 +36,7 @@ export async function startFuzzServer(logger: Logger, database = ":memory:"): Pr
   return startTestServer({
     database,
     logger,
-    config: { applications: [{ ...TEST_APP, refreshExpireInHours: 1, providers: [FUZZ_PROVIDER.name] }], users: [TEST_USER], providers: [FUZZ_PROVIDER] },
+    config: { applications: [{ ...TEST_APP, refreshExpireInHours: 1, providers: [TEST_PROVIDER.name] }], users: [TEST_USER], providers: [TEST_PROVIDER] },
     // Fuzz cases come from one address; an IP lockout would stop them at the door.
     overrides: { loginMaxFailuresPerIp: 0 },
   });
@@ -110,7 +96,7 @@ export async function fuzzServer(server: RunningServer, options: FuzzRunOptions)
   const known = await gatherKnownValues(server);
   const connections = openConnections(server);
   try {
-    const endpoints = fuzzEndpoints({ server, known, maxBodyBytes: FUZZ_MAX_BODY_BYTES, providerName: FUZZ_PROVIDER.name }, connections).filter(
+    const endpoints = fuzzEndpoints({ server, known, maxBodyBytes: FUZZ_MAX_BODY_BYTES, providerName: TEST_PROVIDER.name }, connections).filter(
       (e) => !options.only || options.only.test(e.name),
     );
     const results: EndpointResult[] = [];
