@@ -13,7 +13,7 @@ import { createLogger, errorFields, type Logger } from "./log.js";
 import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
 import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./ops/endpoints.js";
 import { PromMetrics } from "./ops/metrics.js";
-import { observeRequests } from "./ops/observe.js";
+import { observeRequests, type TargetHandler } from "./ops/observe.js";
 import { routeNamer } from "./ops/routes.js";
 import { annotateRequest, requestContextOf, type LogUnexpected } from "./requestContext.js";
 import { sendJson } from "./rest/errors.js";
@@ -186,8 +186,8 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected, clientAddress };
   const probes = opsEndpoints({ db: domain.store.db, keys: domain.keys, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
   // Each answers the paths it owns and returns false for the rest.
-  const httpDoors = [
-    async (req: IncomingMessage, res: ServerResponse) => probes(req, res),
+  const httpDoors: ((req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>)[] = [
+    (req, res) => probes(req, res),
     createWebHandler(domain, httpOptions),
     createRestFacade(bindings, httpOptions),
     createLogoutHandler(domain, httpOptions),
@@ -204,13 +204,17 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
     fallback: (_req, res) => sendJson(res as ServerResponse, 404, { error: "not_found", error_description: "no such path" }),
   });
 
-  const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
-    for (const door of httpDoors) if (await door(req, res)) return true;
+  const serveHttp = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
+    for (const door of httpDoors) if (await door(req, res, url)) return true;
     return false;
   };
 
-  const chain: Handler = (req, res) => {
-    serveHttp(req, res)
+  const chain: TargetHandler = (req, res, url) => {
+    if (!url) {
+      sendJson(res, 400, { error: "invalid_request", error_description: "malformed request target" });
+      return;
+    }
+    serveHttp(req, res, url)
       .then((handled) => {
         if (handled) return;
         prepareForConnect(req);

@@ -5,6 +5,8 @@ import { openRequestContext, type RequestContext } from "../requestContext.js";
 import type { PromMetrics } from "./metrics.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+/** What the observed chain gets: the request target parsed once, or undefined when it does not parse. */
+export type TargetHandler = (req: IncomingMessage, res: ServerResponse, url: URL | undefined) => void;
 
 export interface ObserveOptions {
   logger: Logger;
@@ -20,11 +22,11 @@ export interface ObserveOptions {
 const REQUEST_ID = /^[A-Za-z0-9._:+/=-]{1,128}$/;
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
-function pathnameOf(url: string | undefined): string {
+function parseTarget(target: string | undefined): URL | undefined {
   try {
-    return new URL(url ?? "/", "http://localhost").pathname;
+    return new URL(target ?? "/", "http://localhost");
   } catch {
-    return "";
+    return undefined;
   }
 }
 
@@ -33,14 +35,15 @@ function pathnameOf(url: string | undefined): string {
  * made up, and echoed back), a context the layers below annotate, and at the
  * end one log line and the HTTP metrics.
  */
-export function observeRequests(handler: Handler, options: ObserveOptions): Handler {
+export function observeRequests(handler: TargetHandler, options: ObserveOptions): Handler {
   const { logger, metrics } = options;
   return (req, res) => {
     const started = process.hrtime.bigint();
     const sent = req.headers["x-request-id"];
     const context: RequestContext = { requestId: typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID() };
     res.setHeader("x-request-id", context.requestId);
-    const pathname = pathnameOf(req.url);
+    const url = parseTarget(req.url);
+    const pathname = url?.pathname ?? "";
     const route = options.routeOf(pathname);
     const method = METHODS.has(req.method ?? "") ? req.method! : "OTHER";
     const grpcStatus = captureGrpcStatus(res);
@@ -71,7 +74,7 @@ export function observeRequests(handler: Handler, options: ObserveOptions): Hand
       else logger.info("request", fields);
     });
     openRequestContext(req, context);
-    handler(req, res);
+    handler(req, res, url);
   };
 }
 

@@ -27,8 +27,7 @@ type UnaryHandler = (req: unknown, ctx: unknown) => Promise<MessageInitShape<Des
 export function createRestFacade(bindings: readonly ServiceBinding[], options: RestFacadeOptions) {
   const table = buildRouteTable(bindings);
 
-  return async function handleRest(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    const url = new URL(req.url ?? "/", "http://localhost");
+  return async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
     const byMethod = table.get(url.pathname);
     if (!byMethod) return false;
     const route = byMethod.get(req.method ?? "GET");

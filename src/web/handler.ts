@@ -79,8 +79,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     serve: async (req, res, url, name) => pages.provider(req, res, name, await params(req, url)),
   };
 
-  return async function handleWeb(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    const url = new URL(req.url ?? "/", "http://localhost");
+  return async function handleWeb(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
     const providerName = PROVIDER_PATH.exec(url.pathname)?.[1];
     const route = providerName ? providerButton : Object.hasOwn(routes, url.pathname) ? routes[url.pathname] : undefined;
     if (!route) return false;

@@ -21,8 +21,7 @@ export interface LogoutHandlerOptions {
  * Returns false for every other path.
  */
 export function createLogoutHandler(domain: Domain, options: LogoutHandlerOptions) {
-  return async function handleLogout(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    const url = new URL(req.url ?? "/", "http://localhost");
+  return async function handleLogout(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
     if (url.pathname !== LOGOUT_PATH) return false;
     if (req.method !== "GET" && req.method !== "POST") {
       sendJson(res, 405, { error: "invalid_request", error_description: "use GET or POST" }, { allow: "GET, POST" });

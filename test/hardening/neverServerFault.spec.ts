@@ -167,6 +167,15 @@ describe("bad input is never a server fault", () => {
       });
     }
 
+    for (const target of ["http://a:b/", "//[", "http://[::1/x"]) {
+      it(`a request target that does not parse as a URL (${target}): 400`, async () => {
+        const res = (await exchange(server.port, { method: "GET", target, headers: [] })) as WireResponse;
+        assert.equal(res.status, 400);
+        assert.equal(header(res, "content-type"), "application/json; charset=utf-8");
+        assert.equal(JSON.parse(res.body.toString()).error, "invalid_request");
+      });
+    }
+
     it("a body cut short by a client that goes away is not logged as a server error", async () => {
       const res = await exchange(server.port, {
         method: "POST",
