@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import type { LoadResult } from "./httpLoad.js";
+import { latencyResult, type LoadResult } from "./httpLoad.js";
 
 const definition = protoLoader.loadSync("identity/v1/introspection.proto", {
   includeDirs: ["proto"],
@@ -58,11 +58,7 @@ export async function grpcIntrospectionLoad(options: GrpcLoadOptions): Promise<L
       while (performance.now() < deadline) await call(options.tokens[next++ % options.tokens.length]!);
     };
     await Promise.all(Array.from({ length: options.concurrency }, lane));
-    const elapsed = (performance.now() - started) / 1000;
-    latencies.sort((a, b) => a - b);
-    const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
-    const ok = latencies.length;
-    return { rps: ok / elapsed, p50Ms: at(0.5), p99Ms: at(0.99), ok, okWithWarmup: ok, failures };
+    return latencyResult(latencies, failures, (performance.now() - started) / 1000);
   };
 
   try {

@@ -33,6 +33,17 @@ export interface LoadResult {
 
 export const CONNECTIONS = 50;
 
+/** The `p`th percentile (0-100) of ascending `sorted`, 0 when empty. */
+export const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+
+/** A run measured by our own clients: each success's latency in ms, the failures, and how long it took. */
+export function latencyResult(latencies: number[], failures: number, elapsedSeconds: number): LoadResult {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const ok = sorted.length;
+  return { rps: ok / elapsedSeconds, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), ok, okWithWarmup: ok, failures };
+}
+
 /** HTTP/1.1 load with autocannon: keep-alive connections, one request in flight on each. */
 export async function httpLoad(options: LoadOptions): Promise<LoadResult> {
   const run = (seconds: number) =>

@@ -1,5 +1,5 @@
 import http from "node:http";
-import type { HttpRequest, LoadResult } from "./httpLoad.js";
+import { latencyResult, type HttpRequest, type LoadResult } from "./httpLoad.js";
 
 export interface PacedLoadOptions {
   url: string;
@@ -58,12 +58,7 @@ export async function pacedLoad(options: PacedLoadOptions): Promise<LoadResult> 
         }
         if (sent < total) return;
         clearInterval(tick);
-        void Promise.all(inFlight).then(() => {
-          const elapsed = (performance.now() - started) / 1000;
-          latencies.sort((a, b) => a - b);
-          const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
-          resolve({ rps: latencies.length / elapsed, p50Ms: at(0.5), p99Ms: at(0.99), ok: latencies.length, okWithWarmup: latencies.length, failures });
-        });
+        void Promise.all(inFlight).then(() => resolve(latencyResult(latencies, failures, (performance.now() - started) / 1000)));
       }, 1);
     });
 

@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { percentile } from "./httpLoad.js";
 import { MIX, SoakWorker, type Operation } from "./soakLoad.js";
 
 const { values } = parseArgs({
@@ -94,7 +95,6 @@ child.disconnect();
 await new Promise((resolve) => child.once("exit", resolve));
 rmSync(dir, { recursive: true, force: true });
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 const ms = (v: number) => v.toFixed(1).padStart(8);
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 console.log("\nminute  requests    req/s  errors     p50 ms     p99 ms  p99/first  issue introspect userinfo refresh revoke");
