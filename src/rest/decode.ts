@@ -2,24 +2,33 @@ import type { IncomingMessage } from "node:http";
 import { create, fromJson, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
 import { OAuthError } from "../oauth/errors.js";
 
-/** Reads the body up to `limit` bytes, answering 413 beyond it. */
-export async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+/**
+ * Reads the body up to `limit` bytes, answering 413 beyond it. Plain stream
+ * events rather than `for await`: the async iterator costs a few percent of a
+ * small REST call's CPU.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers["content-length"] ?? 0);
-  if (declared > limit) throw tooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of req as AsyncIterable<Buffer>) {
+  if (declared > limit) return Promise.reject(tooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (outcome: () => void) => {
+      req.off("data", onData).off("end", onEnd).off("error", onBroken).off("close", onBroken);
+      outcome();
+    };
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) throw tooLarge(limit);
-      chunks.push(chunk);
-    }
-  } catch (err) {
-    if (err instanceof OAuthError) throw err;
-    // The client went away mid-body ("aborted"): its fault, and no one is left to read the answer.
-    throw new OAuthError("invalid_request", "the request body ended before its declared length");
-  }
-  return Buffer.concat(chunks).toString("utf8");
+      if (size <= limit) return void chunks.push(chunk);
+      // The stream keeps flowing with no listener, so the rest of the body is
+      // drained and dropped while the 413 goes out with `connection: close`.
+      settle(() => reject(tooLarge(limit)));
+    };
+    const onEnd = () => settle(() => resolve(Buffer.concat(chunks, size).toString("utf8")));
+    // The client went away mid-body: its fault, and no one is left to read the answer.
+    const onBroken = () => settle(() => reject(new OAuthError("invalid_request", "the request body ended before its declared length")));
+    req.on("data", onData).on("end", onEnd).on("error", onBroken).on("close", onBroken);
+  });
 }
 
 function tooLarge(limit: number): OAuthError {

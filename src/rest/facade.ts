@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
-import { createContextValues, createHandlerContext } from "@connectrpc/connect";
+import { createContextValues } from "@connectrpc/connect";
 import { OAuthError } from "../oauth/errors.js";
 import type { ClientAddressOf } from "../clientAddress.js";
 import { requestContextOf, type LogUnexpected } from "../requestContext.js";
@@ -9,6 +9,7 @@ import type { ServiceBinding } from "../rpc/services.js";
 import { collectParams, readBody, toMessage } from "./decode.js";
 import { restJson } from "./encode.js";
 import { sendError, sendJson } from "./errors.js";
+import { restHandlerContext } from "./handlerContext.js";
 import { buildRouteTable, type RestRoute } from "./routes.js";
 
 export interface RestFacadeOptions {
@@ -54,14 +55,12 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
       throw new OAuthError("invalid_request", "this endpoint takes no request body");
     }
     const request = toMessage(route.method.input, collectParams(url, req.headers["content-type"], body));
-    const ctx = createHandlerContext({
+    const ctx = restHandlerContext({
       service: route.binding.service,
       method: route.method,
-      protocolName: "rest",
-      requestMethod: req.method ?? "GET",
-      url: url.toString(),
-      requestHeader: headersOf(req),
-      contextValues: createContextValues()
+      req,
+      url,
+      values: createContextValues()
         .set(CLIENT_ADDRESS, options.clientAddress(req))
         .set(REQUEST_CONTEXT, requestContextOf(req)),
     });
@@ -71,13 +70,4 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
     ctx.responseHeader.forEach((value, key) => (headers[key] = value));
     sendJson(res, 200, restJson(route.method.output, response), headers);
   }
-}
-
-function headersOf(req: IncomingMessage): Headers {
-  const headers = new Headers();
-  for (const [key, value] of Object.entries(req.headers)) {
-    if (value === undefined || key.startsWith(":")) continue;
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(key, v);
-  }
-  return headers;
 }
