@@ -1,22 +1,7 @@
-import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
+import { connect, constants, type ClientHttp2Session } from "node:http2";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { IntrospectionService, IntrospectRequestSchema, IntrospectResponseSchema } from "../gen/identity/v1/introspection_pb.js";
 import { latencyResult, type LoadResult } from "./httpLoad.js";
-
-const definition = protoLoader.loadSync("identity/v1/introspection.proto", {
-  includeDirs: ["proto"],
-  keepCase: true,
-  longs: Number,
-  defaults: false,
-});
-const loaded = grpc.loadPackageDefinition(definition) as unknown as {
-  identity: { v1: { IntrospectionService: grpc.ServiceClientConstructor } };
-};
-
-type Introspect = (
-  request: { token: string },
-  metadata: grpc.Metadata,
-  callback: (err: grpc.ServiceError | null, response?: { active?: boolean }) => void,
-) => void;
 
 export interface GrpcLoadOptions {
   /** host:port of the server's one port (h2c). */
@@ -29,15 +14,37 @@ export interface GrpcLoadOptions {
   concurrency: number;
 }
 
+const INTROSPECT_PATH = `/${IntrospectionService.typeName}/${IntrospectionService.method.introspect.name}`;
+
+/** A gRPC message on the wire: flag byte (0, uncompressed), 4-byte big-endian length, the message. */
+function frame(message: Uint8Array): Buffer {
+  const framed = Buffer.alloc(5 + message.length);
+  framed.writeUInt32BE(message.length, 1);
+  framed.set(message, 5);
+  return framed;
+}
+
 /**
- * Introspect over gRPC (grpc-js, one h2c connection) with `concurrency`
- * calls always in flight, as autocannon keeps its connections busy.
+ * Introspect over gRPC (one h2c connection) with `concurrency` calls always
+ * in flight, as autocannon keeps its connections busy. Like autocannon (and
+ * h2load or ghz) it sends requests encoded up front over a bare HTTP/2
+ * session: grpc-js's client costs about four times a call's server CPU, and
+ * on two cores it would take that from the server. Every answer is still
+ * checked: HTTP 200, grpc-status 0 in the trailers, and a decoded
+ * IntrospectResponse with active = true. Interoperability with grpc-js is
+ * the test suite's job (test/e2e/grpc.spec.ts).
  */
 export async function grpcIntrospectionLoad(options: GrpcLoadOptions): Promise<LoadResult> {
-  const client = new loaded.identity.v1.IntrospectionService(options.address, grpc.credentials.createInsecure());
-  const introspect = (client as unknown as { introspect: Introspect }).introspect.bind(client);
-  const metadata = new grpc.Metadata();
-  metadata.set("authorization", options.authorization);
+  const session = connect(`http://${options.address}`);
+  await new Promise<void>((resolve, reject) => session.once("connect", () => resolve()).once("error", reject));
+  const bodies = options.tokens.map((token) => frame(toBinary(IntrospectRequestSchema, create(IntrospectRequestSchema, { token }))));
+  const headers = {
+    [constants.HTTP2_HEADER_METHOD]: "POST",
+    [constants.HTTP2_HEADER_PATH]: INTROSPECT_PATH,
+    "content-type": "application/grpc+proto",
+    te: "trailers",
+    authorization: options.authorization,
+  };
 
   const run = async (seconds: number) => {
     const latencies: number[] = [];
@@ -45,17 +52,18 @@ export async function grpcIntrospectionLoad(options: GrpcLoadOptions): Promise<L
     let next = 0;
     const deadline = performance.now() + seconds * 1000;
     const started = performance.now();
-    const call = (token: string) =>
+    const call = (body: Buffer) =>
       new Promise<void>((resolve) => {
         const t0 = performance.now();
-        introspect({ token }, metadata, (err, response) => {
-          if (err || response?.active !== true) failures++;
-          else latencies.push(performance.now() - t0);
+        const ok = (answered: boolean) => {
+          if (answered) latencies.push(performance.now() - t0);
+          else failures++;
           resolve();
-        });
+        };
+        introspect(session, headers, body).then(ok, () => ok(false));
       });
     const lane = async () => {
-      while (performance.now() < deadline) await call(options.tokens[next++ % options.tokens.length]!);
+      while (performance.now() < deadline) await call(bodies[next++ % bodies.length]!);
     };
     await Promise.all(Array.from({ length: options.concurrency }, lane));
     return latencyResult(latencies, failures, (performance.now() - started) / 1000);
@@ -66,6 +74,29 @@ export async function grpcIntrospectionLoad(options: GrpcLoadOptions): Promise<L
     const result = await run(options.seconds);
     return { ...result, okWithWarmup: result.ok + warmup };
   } finally {
-    client.close();
+    session.close();
   }
+}
+
+/** One unary call; resolves whether it came back OK with an active token. */
+function introspect(session: ClientHttp2Session, headers: Record<string, string>, body: Buffer): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request(headers, { endStream: false });
+    const chunks: Buffer[] = [];
+    let status = 0;
+    let grpcStatus: string | undefined;
+    stream.on("response", (h) => {
+      status = Number(h[constants.HTTP2_HEADER_STATUS]);
+      grpcStatus = h["grpc-status"] as string | undefined; // a trailers-only answer carries it here
+    });
+    stream.on("trailers", (t) => (grpcStatus = t["grpc-status"] as string | undefined));
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("error", reject);
+    stream.on("end", () => {
+      const data = Buffer.concat(chunks);
+      if (status !== 200 || grpcStatus !== "0" || data.length < 5 || data.readUInt32BE(1) !== data.length - 5) return resolve(false);
+      resolve(fromBinary(IntrospectResponseSchema, data.subarray(5)).active === true);
+    });
+    stream.end(body);
+  });
 }

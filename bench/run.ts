@@ -117,8 +117,9 @@ async function main(): Promise<void> {
   try {
     // --- the references: bare node:http, node-oidc-provider, the RS256 ceiling ---
     const tsx = ["--import", "tsx"];
-    const [bare, oidc] = await Promise.all([
+    const [bare, bare2, oidc] = await Promise.all([
       startService({ name: "bare node:http", args: [...tsx, "bench/references/bareHttp.ts"], logFile: join(dir, "bare.log"), ready: /listening on (\S+)/ }),
+      startService({ name: "bare node:http2", args: [...tsx, "bench/references/bareHttp2.ts"], logFile: join(dir, "bare2.log"), ready: /listening on (\S+)/ }),
       startService({
         name: "node-oidc-provider",
         args: [...tsx, "bench/references/oidcProvider.ts"],
@@ -139,11 +140,16 @@ async function main(): Promise<void> {
     log(`  ${rate(bareResult)}`);
     const bareRps = figure("bare node:http, form POST in, ~300-byte JSON out", bareResult.rps);
 
+    log("bare node:http2");
+    const bare2Result = await grpcLoad(new URL(bare2.ready[1]!).host, ["x"]);
+    log(`  ${rate(bare2Result)}`);
+    figure("bare node:http2, gRPC unary call, same load client as our gRPC row", bare2Result.rps);
+
     const oidcFigures = await measureOidcProvider(oidc);
     figure("node-oidc-provider client_credentials, RS256 JWT", oidcFigures.jwt.rps);
     figure("node-oidc-provider client_credentials, opaque", oidcFigures.opaque.rps);
     figure("node-oidc-provider introspection, opaque token", oidcFigures.introspection.rps);
-    await Promise.all([bare.stop(), oidc.stop()]);
+    await Promise.all([bare.stop(), bare2.stop(), oidc.stop()]);
 
     // --- our server: the throughput rows, latency, memory ---
     log(`our server (${workers === 1 ? "one process" : `${workers} workers`})`);
@@ -353,19 +359,23 @@ async function measureThroughput(server: OurServer) {
   return { clientCredentials, introspection, userinfo, tokens };
 }
 
-async function measureOurs(server: OurServer) {
-  const throughput = await measureThroughput(server);
-  const { tokens, introspection } = throughput;
-
-  log("  gRPC introspection");
-  const grpc = await grpcIntrospectionLoad({
-    address: server.address,
+/** gRPC introspection load with the run's settings, `CONNECTIONS` calls in flight. */
+const grpcLoad = (address: string, tokens: string[]) =>
+  grpcIntrospectionLoad({
+    address,
     tokens,
     authorization: BENCH_BASIC,
     seconds: settings.seconds,
     warmupSeconds: settings.warmupSeconds,
     concurrency: CONNECTIONS,
   });
+
+async function measureOurs(server: OurServer) {
+  const throughput = await measureThroughput(server);
+  const { tokens, introspection } = throughput;
+
+  log("  gRPC introspection");
+  const grpc = await grpcLoad(server.address, tokens);
   log(`    ${rate(grpc)}`);
 
   const halfRate = Math.round(introspection.rps / 2);
