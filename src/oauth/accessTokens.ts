@@ -26,16 +26,20 @@ export async function findActiveAccessToken(
   clock: Clock,
   token: string,
 ): Promise<ActiveAccessToken | undefined> {
-  if (token.length > MAX_TOKEN_LENGTH || !JWT_SHAPE.test(token)) return undefined;
+  if (!hasOurShape(token)) return undefined;
   const record = await store.accessTokens.findByHash(sha256(token));
-  const now = clock.now();
-  if (!record || record.revokedAt !== null || record.expiresAt <= now || record.issuedAt > now) return undefined;
-  return { record, claims: decodeJwt(token) };
+  return record && isLive(record, clock.now()) ? { record, claims: decodeJwt(token) } : undefined;
 }
+
+const hasOurShape = (token: string) => token.length <= MAX_TOKEN_LENGTH && JWT_SHAPE.test(token);
+
+const isLive = (record: AccessTokenRecord, now: number) =>
+  record.revokedAt === null && record.expiresAt > now && record.issuedAt <= now;
 
 /**
  * The live access token of an enabled user, for the APIs that act for a user
  * (userinfo, account). Anything else is `invalid_token` (RFC 6750 §3.1).
+ * Token and user come from one read, as of one moment.
  */
 export async function requireUserToken(
   store: Store,
@@ -43,12 +47,13 @@ export async function requireUserToken(
   token: string | undefined,
 ): Promise<ActiveAccessToken & { user: UserRecord }> {
   if (!token) throw new OAuthError("invalid_token", "an access token is required");
-  const found = await findActiveAccessToken(store, clock, token);
-  if (!found) throw new OAuthError("invalid_token", "the access token is invalid, expired or revoked");
-  if (found.record.userId === null) {
+  const found = hasOurShape(token) ? await store.accessTokens.findWithUserByHash(sha256(token)) : undefined;
+  if (!found || !isLive(found.token, clock.now())) {
+    throw new OAuthError("invalid_token", "the access token is invalid, expired or revoked");
+  }
+  if (found.token.userId === null) {
     throw new OAuthError("invalid_token", "no user is bound to this access token (it stands for a client)");
   }
-  const user = await store.users.findById(found.record.userId);
-  if (!user || user.disabled) throw new OAuthError("invalid_token", "the user of this access token is disabled or deleted");
-  return { ...found, user };
+  if (!found.user || found.user.disabled) throw new OAuthError("invalid_token", "the user of this access token is disabled or deleted");
+  return { record: found.token, claims: decodeJwt(token), user: found.user };
 }

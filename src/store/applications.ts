@@ -1,6 +1,8 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
-import type { RowReader } from "./rowReader.js";
+import { rowBy, type RowReader } from "./rowReader.js";
+
+const BY_CLIENT_ID = rowBy("applications", "client_id");
 
 export interface ApplicationRecord {
   id: string;
@@ -78,7 +80,7 @@ export class ApplicationRepository {
   async findByClientId(clientId: string): Promise<ApplicationRecord | undefined> {
     const cached = this.byClientId.get(clientId);
     if (cached && cached.until > Date.now()) return cached.app;
-    const row = await this.reads.first<Row>("applications", "client_id", clientId);
+    const row = await this.reads.first<Row>(BY_CLIENT_ID, clientId);
     if (!row) return undefined;
     const app = fromRow(row);
     if (this.byClientId.size >= APPLICATION_CACHE_LIMIT) this.byClientId.clear();

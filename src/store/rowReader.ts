@@ -1,12 +1,24 @@
+import type { Knex } from "knex";
 import sqlite3 from "sqlite3";
 import type { Db } from "./db.js";
 
 /**
- * Lookups of one row by one column: the reads on every request's hot path
- * (a token by its hash, a client by its id, a user by id).
+ * A read of at most one row, found by one value: the reads on every
+ * request's hot path (a token by its hash, a client by its id, a user by id).
  */
+export interface RowQuery {
+  /** Names the query's prepared statements: one name, one query. */
+  readonly name: string;
+  build(db: Db, value: string): Knex.QueryBuilder;
+}
+
+/** The row of `table` whose `column` holds the value. */
+export function rowBy(table: string, column: string): RowQuery {
+  return { name: `${table}.${column}`, build: (db, value) => db(table).where(column, value).first() };
+}
+
 export interface RowReader {
-  first<Row>(table: string, column: string, value: string): Promise<Row | undefined>;
+  first<Row>(query: RowQuery, value: string): Promise<Row | undefined>;
   close(): Promise<void>;
 }
 
@@ -30,8 +42,8 @@ function sqliteFile(db: Db): string | undefined {
 class KnexRowReader implements RowReader {
   constructor(private readonly db: Db) {}
 
-  async first<Row>(table: string, column: string, value: string): Promise<Row | undefined> {
-    return this.db(table).where(column, value).first();
+  async first<Row>(query: RowQuery, value: string): Promise<Row | undefined> {
+    return query.build(this.db, value);
   }
 
   async close(): Promise<void> {}
@@ -66,7 +78,7 @@ interface PreparedLookup {
  * mode readers never block the writer nor each other, and each statement
  * sees everything committed before it starts, so a revocation committed on
  * the write connection (or by another process) is seen by the next lookup.
- * The SQL itself is still Knex's, compiled once per (table, column).
+ * The SQL itself is still Knex's, compiled once per query.
  */
 class SqliteRowReader implements RowReader {
   private connections: Promise<sqlite3.Database[]> | undefined;
@@ -78,13 +90,12 @@ class SqliteRowReader implements RowReader {
     private readonly file: string,
   ) {}
 
-  async first<Row>(table: string, column: string, value: string): Promise<Row | undefined> {
-    const key = `${table}\u0000${column}`;
-    let lookup = this.lookups.get(key);
+  async first<Row>(query: RowQuery, value: string): Promise<Row | undefined> {
+    let lookup = this.lookups.get(query.name);
     if (!lookup) {
-      lookup = this.prepare(table, column);
-      this.lookups.set(key, lookup);
-      lookup.catch(() => this.lookups.delete(key));
+      lookup = this.prepare(query);
+      this.lookups.set(query.name, lookup);
+      lookup.catch(() => this.lookups.delete(query.name));
     }
     const { statements, bindings } = await lookup;
     const statement = statements[this.next++ % statements.length]!;
@@ -103,8 +114,8 @@ class SqliteRowReader implements RowReader {
     await Promise.all((connections ?? []).map((c) => new Promise<void>((resolve) => c.close(() => resolve()))));
   }
 
-  private async prepare(table: string, column: string): Promise<PreparedLookup> {
-    const { sql, bindings } = this.db(table).where(column, PLACEHOLDER).first().toSQL().toNative();
+  private async prepare(query: RowQuery): Promise<PreparedLookup> {
+    const { sql, bindings } = query.build(this.db, PLACEHOLDER).toSQL().toNative();
     const connections = await this.open();
     const statements = await Promise.all(
       Array.from({ length: STATEMENTS_PER_CONNECTION }, () => connections).flat().map(

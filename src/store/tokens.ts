@@ -1,6 +1,7 @@
 import type { Db } from "./db.js";
 import { GroupCommit } from "./groupCommit.js";
-import type { RowReader } from "./rowReader.js";
+import { rowBy, type RowReader, type RowQuery } from "./rowReader.js";
+import { USER_COLUMNS, userFromRow, type UserRecord, type UserRow } from "./users.js";
 
 /** An issued access token, stored by the SHA-256 of its value. */
 export interface AccessTokenRecord {
@@ -97,6 +98,21 @@ export function issuedTokenRecorder(db: Db): GroupCommit<IssuedTokenRows> {
   }, ISSUED_ROWS_PER_WRITE);
 }
 
+const BY_HASH = rowBy("access_tokens", "token_hash");
+
+// Aliased user columns: both tables have an `id`, and the token's own `user_id` starts with `user_`.
+const USER_PREFIX = "u__";
+/** An access token and, in the same read, the user it stands for (none for a client's token or a deleted user). */
+const WITH_USER_BY_HASH: RowQuery = {
+  name: "access_tokens.token_hash with users",
+  build: (db, tokenHash) =>
+    db("access_tokens")
+      .leftJoin("users", "users.id", "access_tokens.user_id")
+      .where("access_tokens.token_hash", tokenHash)
+      .select(["access_tokens.*", ...USER_COLUMNS.map((c) => `users.${c} as ${USER_PREFIX}${c}`)])
+      .first(),
+};
+
 export class AccessTokenRepository {
   constructor(
     private readonly db: Db,
@@ -114,21 +130,32 @@ export class AccessTokenRepository {
   }
 
   async findByHash(tokenHash: string): Promise<AccessTokenRecord | undefined> {
-    const r = await this.reads.first<AccessTokenRow>("access_tokens", "token_hash", tokenHash);
-    if (!r) return undefined;
-    return {
-      tokenHash: r.token_hash,
-      jti: r.jti,
-      familyId: r.family_id,
-      clientId: r.client_id,
-      userId: r.user_id,
-      scope: r.scope,
-      issuedAt: Number(r.issued_at),
-      expiresAt: Number(r.expires_at),
-      revokedAt: num(r.revoked_at),
-      kid: r.kid ?? null,
-    };
+    const r = await this.reads.first<AccessTokenRow>(BY_HASH, tokenHash);
+    return r && accessTokenFromRow(r);
   }
+
+  /** The token and its user in one read: userinfo's whole lookup. */
+  async findWithUserByHash(tokenHash: string): Promise<{ token: AccessTokenRecord; user?: UserRecord } | undefined> {
+    const r = await this.reads.first<AccessTokenRow & Record<string, unknown>>(WITH_USER_BY_HASH, tokenHash);
+    if (!r) return undefined;
+    const user = Object.fromEntries(USER_COLUMNS.map((c) => [c, r[USER_PREFIX + c]])) as unknown as UserRow;
+    return { token: accessTokenFromRow(r), user: user.id === null ? undefined : userFromRow(user) };
+  }
+}
+
+function accessTokenFromRow(r: AccessTokenRow): AccessTokenRecord {
+  return {
+    tokenHash: r.token_hash,
+    jti: r.jti,
+    familyId: r.family_id,
+    clientId: r.client_id,
+    userId: r.user_id,
+    scope: r.scope,
+    issuedAt: Number(r.issued_at),
+    expiresAt: Number(r.expires_at),
+    revokedAt: num(r.revoked_at),
+    kid: r.kid ?? null,
+  };
 }
 
 export class RefreshTokenRepository {

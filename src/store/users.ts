@@ -1,6 +1,6 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
-import type { RowReader } from "./rowReader.js";
+import { rowBy, type RowReader } from "./rowReader.js";
 
 export interface UserRecord {
   id: string;
@@ -19,7 +19,7 @@ export interface UserRecord {
   updatedAt: number;
 }
 
-interface Row {
+export interface UserRow {
   id: string;
   name: string;
   password_hash: string | null;
@@ -36,7 +36,15 @@ interface Row {
   updated_at: number;
 }
 
-const fromRow = (r: Row): UserRecord => ({
+/** Every column of a user row, for queries that fetch a user along with something else. */
+export const USER_COLUMNS = [
+  "id", "name", "password_hash", "display_name", "email", "email_verified", "avatar",
+  "phone", "address", "is_admin", "disabled", "properties", "created_at", "updated_at",
+] as const satisfies readonly (keyof UserRow)[];
+
+const BY_ID = rowBy("users", "id");
+
+export const userFromRow = (r: UserRow): UserRecord => ({
   id: r.id,
   name: r.name,
   passwordHash: r.password_hash,
@@ -53,7 +61,7 @@ const fromRow = (r: Row): UserRecord => ({
   updatedAt: Number(r.updated_at),
 });
 
-const toRow = (u: UserRecord): Row => ({
+const toRow = (u: UserRecord): UserRow => ({
   id: u.id,
   name: u.name,
   password_hash: u.passwordHash,
@@ -78,27 +86,27 @@ export class UserRepository {
 
   /** `conn` lets a read or insert join a caller's transaction. */
   async findById(id: string, conn?: Db): Promise<UserRecord | undefined> {
-    const row = conn ? await conn<Row>("users").where({ id }).first() : await this.reads.first<Row>("users", "id", id);
-    return row && fromRow(row);
+    const row = conn ? await conn<UserRow>("users").where({ id }).first() : await this.reads.first<UserRow>(BY_ID, id);
+    return row && userFromRow(row);
   }
 
   async findByName(name: string): Promise<UserRecord | undefined> {
-    const row = await this.db<Row>("users").where({ name }).first();
-    return row && fromRow(row);
+    const row = await this.db<UserRow>("users").where({ name }).first();
+    return row && userFromRow(row);
   }
 
   async list(): Promise<UserRecord[]> {
-    return (await this.db<Row>("users").orderBy("name")).map(fromRow);
+    return (await this.db<UserRow>("users").orderBy("name")).map(userFromRow);
   }
 
   /** Users whose email is exactly `email` and verified. */
   async findByVerifiedEmail(email: string, conn: Db = this.db): Promise<UserRecord[]> {
-    return (await conn<Row>("users").where({ email, email_verified: true }).orderBy("name")).map(fromRow);
+    return (await conn<UserRow>("users").where({ email, email_verified: true }).orderBy("name")).map(userFromRow);
   }
 
   /** Which of `names` are taken. */
   async takenNames(names: readonly string[], conn: Db = this.db): Promise<Set<string>> {
-    const rows = await conn<Row>("users").whereIn("name", [...names]).select("name");
+    const rows = await conn<UserRow>("users").whereIn("name", [...names]).select("name");
     return new Set(rows.map((r) => r.name));
   }
 

@@ -390,6 +390,23 @@ describeEachBackend("storage contract", (ctx) => {
       assert.equal(await ctx.store.accessTokens.findByHash(hash()), undefined);
     });
 
+    it("finds a token with its user in one read: none for a client's token or a deleted user", async () => {
+      const user = aUser({ disabled: true });
+      await ctx.store.users.insert(user);
+      const [userToken, clientToken, orphanToken] = [anAccessToken({ userId: user.id }), anAccessToken({ userId: null }), anAccessToken()];
+      for (const t of [userToken, clientToken, orphanToken]) await ctx.store.accessTokens.insert(t);
+      assert.deepEqual(await ctx.store.accessTokens.findWithUserByHash(userToken.tokenHash), { token: userToken, user });
+      assert.deepEqual(await ctx.store.accessTokens.findWithUserByHash(clientToken.tokenHash), { token: clientToken, user: undefined });
+      assert.deepEqual(await ctx.store.accessTokens.findWithUserByHash(orphanToken.tokenHash), { token: orphanToken, user: undefined });
+      assert.equal(await ctx.store.accessTokens.findWithUserByHash(hash()), undefined);
+      // What another connection commits is seen by the next read.
+      await ctx.store.users.update({ ...user, disabled: false, displayName: "Changed" });
+      await ctx.store.accessTokens.revoke(userToken.tokenHash, T0 + 1);
+      const again = await ctx.store.accessTokens.findWithUserByHash(userToken.tokenHash);
+      assert.equal(again?.user?.displayName, "Changed");
+      assert.equal(again?.token.revokedAt, T0 + 1);
+    });
+
     it("joins a caller's transaction: a rolled-back insert leaves no row", async () => {
       const token = anAccessToken();
       await assert.rejects(
