@@ -115,7 +115,7 @@ async function main(): Promise<void> {
   log(`mode ${report.mode}, ${settings.seconds} s runs after ${settings.warmupSeconds} s warm-up, ${CONNECTIONS} connections; files in ${dir}`);
 
   try {
-    // --- the references: bare node:http, node-oidc-provider, the RS256 ceiling ---
+    // --- the references: bare node:http and node:http2, node-oidc-provider, the RS256 ceiling ---
     const tsx = ["--import", "tsx"];
     const [bare, bare2, oidc] = await Promise.all([
       startService({ name: "bare node:http", args: [...tsx, "bench/references/bareHttp.ts"], logFile: join(dir, "bare.log"), ready: /listening on (\S+)/ }),
@@ -360,8 +360,8 @@ async function measureThroughput(server: OurServer) {
 }
 
 /** gRPC introspection load with the run's settings, `CONNECTIONS` calls in flight. */
-const grpcLoad = (address: string, tokens: string[]) =>
-  grpcIntrospectionLoad({
+function grpcLoad(address: string, tokens: string[]): Promise<LoadResult> {
+  return grpcIntrospectionLoad({
     address,
     tokens,
     authorization: BENCH_BASIC,
@@ -369,6 +369,7 @@ const grpcLoad = (address: string, tokens: string[]) =>
     warmupSeconds: settings.warmupSeconds,
     concurrency: CONNECTIONS,
   });
+}
 
 async function measureOurs(server: OurServer) {
   const throughput = await measureThroughput(server);
