@@ -30,10 +30,9 @@ function frame(message: Uint8Array): Buffer {
  * h2load or ghz) it sends requests encoded up front over a bare HTTP/2
  * session. grpc-js's client spent ~270 µs of CPU per call here (autocannon
  * ~70 per REST request), and on two cores it takes that from the server.
- * Every answer is still
- * checked: HTTP 200, grpc-status 0 in the trailers, and a decoded
- * IntrospectResponse with active = true. Interoperability with grpc-js is
- * the test suite's job (test/e2e/grpc.spec.ts).
+ * Every answer is still checked: HTTP 200, grpc-status 0 in the trailers,
+ * and a decoded IntrospectResponse with active = true. Interoperability
+ * with grpc-js is the test suite's job (test/e2e/grpc.spec.ts).
  */
 export async function grpcIntrospectionLoad(options: GrpcLoadOptions): Promise<LoadResult> {
   const session = connect(`http://${options.address}`);
