@@ -17,7 +17,7 @@ export interface GrpcLoadOptions {
 const INTROSPECT_PATH = `/${IntrospectionService.typeName}/${IntrospectionService.method.introspect.name}`;
 
 /** A gRPC message on the wire: flag byte (0, uncompressed), 4-byte big-endian length, the message. */
-function frame(message: Uint8Array): Buffer {
+export function frame(message: Uint8Array): Buffer {
   const framed = Buffer.alloc(5 + message.length);
   framed.writeUInt32BE(message.length, 1);
   framed.set(message, 5);

@@ -2,17 +2,17 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { IntrospectResponseSchema } from "../../gen/identity/v1/introspection_pb.js";
+import { frame } from "../grpcLoad.js";
 
 // The Node HTTP/2 ceiling for a gRPC unary call: read the request, answer
 // one framed IntrospectResponse and a grpc-status trailer. No gRPC library,
 // no storage: what any gRPC server on this machine pays for the transport.
-const message = toBinary(
-  IntrospectResponseSchema,
-  create(IntrospectResponseSchema, { active: true, clientId: "bench-client", tokenType: "Bearer", scope: "openid profile email", jti: "11111111-1111-4111-8111-111111111111" }),
+const framed = frame(
+  toBinary(
+    IntrospectResponseSchema,
+    create(IntrospectResponseSchema, { active: true, clientId: "bench-client", tokenType: "Bearer", scope: "openid profile email", jti: "11111111-1111-4111-8111-111111111111" }),
+  ),
 );
-const framed = Buffer.alloc(5 + message.length);
-framed.writeUInt32BE(message.length, 1);
-framed.set(message, 5);
 
 const server = http2.createServer((req, res) => {
   req.on("data", () => {});
