@@ -5,16 +5,21 @@ import type { Db } from "./db.js";
 /**
  * A read of at most one row, found by one value: the reads on every
  * request's hot path (a token by its hash, a client by its id, a user by id).
+ * Lookups that arrive in the same turn of the event loop are answered by one
+ * query for all their values, so `key` must be unique in the results.
  */
 export interface RowQuery {
   /** Names the query's prepared statements: one name, one query. */
   readonly name: string;
-  build(db: Db, value: string): Knex.QueryBuilder;
+  /** The result column holding the looked-up value. */
+  readonly key: string;
+  /** The rows whose `key` is one of the values. */
+  build(db: Db, values: readonly string[]): Knex.QueryBuilder;
 }
 
-/** The row of `table` whose `column` holds the value. */
+/** The row of `table` whose unique `column` holds the value. */
 export function rowBy(table: string, column: string): RowQuery {
-  return { name: `${table}.${column}`, build: (db, value) => db(table).where(column, value).first() };
+  return { name: `${table}.${column}`, key: column, build: (db, values) => db(table).whereIn(column, values) };
 }
 
 export interface RowReader {
@@ -25,11 +30,11 @@ export interface RowReader {
 /**
  * On a SQLite file, the hot reads run as prepared statements on read-only
  * connections of their own; everywhere else (PostgreSQL, `:memory:`) they go
- * through Knex like every other query.
+ * through Knex like every other query. Either way, lookups are batched.
  */
 export function createRowReader(db: Db): RowReader {
   const file = sqliteFile(db);
-  return file === undefined ? new KnexRowReader(db) : new SqliteRowReader(db, file);
+  return new BatchingRowReader(file === undefined ? new KnexRows(db) : new SqliteRows(db, file));
 }
 
 function sqliteFile(db: Db): string | undefined {
@@ -39,17 +44,88 @@ function sqliteFile(db: Db): string | undefined {
   return filename && filename !== ":memory:" && !filename.startsWith("file:") ? filename : undefined;
 }
 
-class KnexRowReader implements RowReader {
+/** Runs one query for many values. */
+interface RowSource {
+  /** At most MAX_BATCH distinct values. */
+  rows(query: RowQuery, values: readonly string[]): Promise<Record<string, unknown>[]>;
+  close(): Promise<void>;
+}
+
+/** Most values one query carries. */
+const MAX_BATCH = 32;
+
+interface Waiter {
+  resolve(row: unknown): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Why batch: every query is a hop to another thread (the libuv pool for
+ * SQLite, a socket for PostgreSQL), and waking that thread costs the main
+ * thread more than a one-row read costs SQLite. Under load many requests
+ * reach their lookup in the same turn; they now share one hop. Each query
+ * still starts after every request it answers arrived, so it sees every
+ * revocation committed before them.
+ */
+class BatchingRowReader implements RowReader {
+  private waiting = new Map<RowQuery, Map<string, Waiter[]>>();
+  private scheduled = false;
+
+  constructor(private readonly source: RowSource) {}
+
+  first<Row>(query: RowQuery, value: string): Promise<Row | undefined> {
+    return new Promise((resolve, reject) => {
+      let byValue = this.waiting.get(query);
+      if (!byValue) this.waiting.set(query, (byValue = new Map()));
+      const waiter: Waiter = { resolve: resolve as (row: unknown) => void, reject };
+      const same = byValue.get(value);
+      if (same) same.push(waiter);
+      else byValue.set(value, [waiter]);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        // After the poll phase: every request read in this turn has reached its lookup.
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  close(): Promise<void> {
+    return this.source.close();
+  }
+
+  private flush(): void {
+    const waiting = this.waiting;
+    this.waiting = new Map();
+    this.scheduled = false;
+    for (const [query, byValue] of waiting) {
+      const values = [...byValue.keys()];
+      for (let i = 0; i < values.length; i += MAX_BATCH) {
+        const batch = values.slice(i, i + MAX_BATCH);
+        this.source.rows(query, batch).then(
+          (rows) => {
+            const found = new Map(rows.map((row) => [String(row[query.key]), row]));
+            for (const value of batch) for (const w of byValue.get(value)!) w.resolve(found.get(value));
+          },
+          (err) => {
+            for (const value of batch) for (const w of byValue.get(value)!) w.reject(err);
+          },
+        );
+      }
+    }
+  }
+}
+
+class KnexRows implements RowSource {
   constructor(private readonly db: Db) {}
 
-  async first<Row>(query: RowQuery, value: string): Promise<Row | undefined> {
-    return query.build(this.db, value);
+  async rows(query: RowQuery, values: readonly string[]): Promise<Record<string, unknown>[]> {
+    return query.build(this.db, values);
   }
 
   async close(): Promise<void> {}
 }
 
-/** Stands for the looked-up value in the SQL Knex builds once per statement. */
+/** Stands for a looked-up value in the SQL Knex builds once per statement. */
 const PLACEHOLDER = "\u0000row-reader-value\u0000";
 /**
  * SQLite runs one statement at a time per connection, and a lookup spends
@@ -62,10 +138,12 @@ const READ_CONNECTIONS = 4;
 /**
  * node-sqlite3 starts a statement's next call only after the main thread has
  * handled the previous one's result, so one statement per connection would
- * advance one lookup per event-loop turn under load. Several copies keep
+ * advance one query per event-loop turn under load. Several copies keep
  * the connection busy.
  */
-const STATEMENTS_PER_CONNECTION = 8;
+const STATEMENTS_PER_CONNECTION = 2;
+/** A statement takes a fixed number of values, so batches are padded up to the next of these sizes. */
+const BATCH_SIZES = [1, 2, 4, 8, 16, MAX_BATCH];
 
 interface PreparedLookup {
   statements: sqlite3.Statement[];
@@ -78,9 +156,9 @@ interface PreparedLookup {
  * mode readers never block the writer nor each other, and each statement
  * sees everything committed before it starts, so a revocation committed on
  * the write connection (or by another process) is seen by the next lookup.
- * The SQL itself is still Knex's, compiled once per query.
+ * The SQL itself is still Knex's, compiled once per query and batch size.
  */
-class SqliteRowReader implements RowReader {
+class SqliteRows implements RowSource {
   private connections: Promise<sqlite3.Database[]> | undefined;
   private readonly lookups = new Map<string, Promise<PreparedLookup>>();
   private next = 0;
@@ -90,20 +168,24 @@ class SqliteRowReader implements RowReader {
     private readonly file: string,
   ) {}
 
-  async first<Row>(query: RowQuery, value: string): Promise<Row | undefined> {
-    let lookup = this.lookups.get(query.name);
+  async rows(query: RowQuery, values: readonly string[]): Promise<Record<string, unknown>[]> {
+    const size = BATCH_SIZES.find((s) => s >= values.length)!;
+    const name = `${query.name} x${size}`;
+    let lookup = this.lookups.get(name);
     if (!lookup) {
-      lookup = this.prepare(query);
-      this.lookups.set(query.name, lookup);
-      lookup.catch(() => this.lookups.delete(query.name));
+      lookup = this.prepare(query, size);
+      this.lookups.set(name, lookup);
+      lookup.catch(() => this.lookups.delete(name));
     }
     const { statements, bindings } = await lookup;
     const statement = statements[this.next++ % statements.length]!;
-    const params = bindings.map((b) => (b === PLACEHOLDER ? value : b));
+    // Padding repeats a value: the same row, found once.
+    let slot = 0;
+    const params = bindings.map((b) => (b === PLACEHOLDER ? (values[slot++] ?? values[0]) : b));
     // `all`, not `get`: `get` stops at the first row and leaves the statement
     // active, which keeps its read transaction (and a stale snapshot) open.
     return new Promise((resolve, reject) =>
-      statement.all(params, (err: Error | null, rows: Row[]) => (err ? reject(err) : resolve(rows[0]))),
+      statement.all(params, (err: Error | null, rows: Record<string, unknown>[]) => (err ? reject(err) : resolve(rows))),
     );
   }
 
@@ -114,8 +196,8 @@ class SqliteRowReader implements RowReader {
     await Promise.all((connections ?? []).map((c) => new Promise<void>((resolve) => c.close(() => resolve()))));
   }
 
-  private async prepare(query: RowQuery): Promise<PreparedLookup> {
-    const { sql, bindings } = query.build(this.db, PLACEHOLDER).toSQL().toNative();
+  private async prepare(query: RowQuery, size: number): Promise<PreparedLookup> {
+    const { sql, bindings } = query.build(this.db, Array<string>(size).fill(PLACEHOLDER)).toSQL().toNative();
     const connections = await this.open();
     const statements = await Promise.all(
       Array.from({ length: STATEMENTS_PER_CONNECTION }, () => connections).flat().map(

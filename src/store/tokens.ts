@@ -105,12 +105,12 @@ const USER_PREFIX = "u__";
 /** An access token and, in the same read, the user it stands for (none for a client's token or a deleted user). */
 const WITH_USER_BY_HASH: RowQuery = {
   name: "access_tokens.token_hash with users",
-  build: (db, tokenHash) =>
+  key: "token_hash",
+  build: (db, tokenHashes) =>
     db("access_tokens")
       .leftJoin("users", "users.id", "access_tokens.user_id")
-      .where("access_tokens.token_hash", tokenHash)
-      .select(["access_tokens.*", ...USER_COLUMNS.map((c) => `users.${c} as ${USER_PREFIX}${c}`)])
-      .first(),
+      .whereIn("access_tokens.token_hash", tokenHashes)
+      .select(["access_tokens.*", ...USER_COLUMNS.map((c) => `users.${c} as ${USER_PREFIX}${c}`)]),
 };
 
 export class AccessTokenRepository {

@@ -407,6 +407,26 @@ describeEachBackend("storage contract", (ctx) => {
       assert.equal(again?.token.revokedAt, T0 + 1);
     });
 
+    it("answers lookups made together, each with its own row, however many share a query", async () => {
+      const user = aUser();
+      await ctx.store.users.insert(user);
+      // More than one query's worth (32), some of them a user's.
+      const tokens = Array.from({ length: 40 }, (_, i) => anAccessToken({ userId: i % 3 === 0 ? user.id : null }));
+      for (const t of tokens) await ctx.store.accessTokens.insert(t);
+      const unknown = [hash(), hash()];
+      const asked = [...tokens.map((t) => t.tokenHash), ...unknown, tokens[0]!.tokenHash, tokens[39]!.tokenHash];
+      const [plain, joined] = await Promise.all([
+        Promise.all(asked.map((h) => ctx.store.accessTokens.findByHash(h))),
+        Promise.all(asked.map((h) => ctx.store.accessTokens.findWithUserByHash(h))),
+      ]);
+      const expected = [...tokens, undefined, undefined, tokens[0], tokens[39]];
+      assert.deepEqual(plain, expected);
+      assert.deepEqual(
+        joined,
+        expected.map((t) => t && { token: t, user: t.userId ? user : undefined }),
+      );
+    });
+
     it("joins a caller's transaction: a rolled-back insert leaves no row", async () => {
       const token = anAccessToken();
       await assert.rejects(
