@@ -13,8 +13,18 @@ export interface PresentedClient {
  * half is form-urlencoded before base64). Returns undefined when the header
  * uses another scheme or is absent.
  */
-export function parseBasicAuth(authorization: string | null | undefined): Required<PresentedClient> | undefined {
+export function parseBasicAuth(authorization: string | null | undefined): Readonly<Required<PresentedClient>> | undefined {
   if (!authorization) return undefined;
+  // A request's header is parsed twice: its log line names the client, then the client authenticates.
+  if (authorization === lastParsed.authorization) return lastParsed.client;
+  const client = decodeBasicAuth(authorization);
+  lastParsed = { authorization, client: client && Object.freeze(client) };
+  return client;
+}
+
+let lastParsed: { authorization?: string; client?: Readonly<Required<PresentedClient>> } = {};
+
+function decodeBasicAuth(authorization: string): Required<PresentedClient> | undefined {
   const match = /^Basic\s+(.*)$/i.exec(authorization.trim());
   if (!match) return undefined;
   const encoded = match[1] ?? "";

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { create, fromJson, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
+import { create, fromJson, ScalarType, type DescMessage, type JsonObject, type Message, type MessageInitShape } from "@bufbuild/protobuf";
 import { OAuthError } from "../oauth/errors.js";
 
 /**
@@ -89,6 +89,8 @@ export function collectParams(url: URL, contentType: string | undefined, body: s
  */
 export function toMessage<D extends DescMessage>(schema: D, params: Map<string, string>): Message {
   const json: JsonObject = {};
+  const strings: Record<string, string> = {};
+  let onlyStrings = true;
   for (const field of schema.fields) {
     if (field.name !== field.jsonName && params.has(field.name) && params.has(field.jsonName)) {
       throw new OAuthError("invalid_request", `parameter ${field.name} is repeated (as ${field.jsonName})`);
@@ -96,7 +98,11 @@ export function toMessage<D extends DescMessage>(schema: D, params: Map<string, 
     const value = params.get(field.name) ?? params.get(field.jsonName);
     if (value === undefined || field.fieldKind !== "scalar") continue;
     json[field.jsonName] = value;
+    strings[field.localName] = value;
+    onlyStrings &&= field.scalar === ScalarType.STRING;
   }
+  // String fields take the parameters as they are; only other types need fromJson's conversion.
+  if (onlyStrings) return create(schema, strings as MessageInitShape<D>);
   try {
     return fromJson(schema, json, { ignoreUnknownFields: true });
   } catch {
