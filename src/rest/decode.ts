@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { create, fromJson, ScalarType, type DescMessage, type JsonObject, type Message, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromJson, ScalarType, type DescMessage, type JsonObject, type Message, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { OAuthError } from "../oauth/errors.js";
 
 /**
@@ -87,7 +87,7 @@ export function collectParams(url: URL, contentType: string | undefined, body: s
  * (`client_id`) or JSON name (`accessToken`), not both. Unknown parameters
  * are ignored (RFC 6749 §3.1); a value of the wrong type is `invalid_request`.
  */
-export function toMessage<D extends DescMessage>(schema: D, params: Map<string, string>): Message {
+export function toMessage<D extends DescMessage>(schema: D, params: Map<string, string>): MessageShape<D> {
   const json: JsonObject = {};
   const strings: Record<string, string> = {};
   let onlyStrings = true;

@@ -99,19 +99,23 @@ class BatchingRowReader implements RowReader {
     this.scheduled = false;
     for (const [query, byValue] of waiting) {
       const values = [...byValue.keys()];
-      for (let i = 0; i < values.length; i += MAX_BATCH) {
-        const batch = values.slice(i, i + MAX_BATCH);
-        this.source.rows(query, batch).then(
-          (rows) => {
-            const found = new Map(rows.map((row) => [String(row[query.key]), row]));
-            for (const value of batch) for (const w of byValue.get(value)!) w.resolve(found.get(value));
-          },
-          (err) => {
-            for (const value of batch) for (const w of byValue.get(value)!) w.reject(err);
-          },
-        );
-      }
+      for (let i = 0; i < values.length; i += MAX_BATCH) this.answer(query, values.slice(i, i + MAX_BATCH), byValue);
     }
+  }
+
+  private answer(query: RowQuery, values: string[], waiters: Map<string, Waiter[]>): void {
+    this.source.rows(query, values).then(
+      (rows) => {
+        const found = new Map(rows.map((row) => [String(row[query.key]), row]));
+        for (const value of values) for (const w of waiters.get(value)!) w.resolve(found.get(value));
+      },
+      (err) => {
+        if (values.length === 1) for (const w of waiters.get(values[0]!)!) w.reject(err);
+        // A value the database refuses (PostgreSQL: a NUL character) must not
+        // fail the lookups that shared its query: each is asked on its own.
+        else for (const value of values) this.answer(query, [value], waiters);
+      },
+    );
   }
 }
 

@@ -427,6 +427,18 @@ describeEachBackend("storage contract", (ctx) => {
       );
     });
 
+    it("answers a lookup that shares its query with a value the database refuses", async () => {
+      const token = anAccessToken();
+      await ctx.store.accessTokens.insert(token);
+      // PostgreSQL refuses a NUL character in text; SQLite finds nothing.
+      const [found, refused] = await Promise.allSettled([
+        ctx.store.accessTokens.findByHash(token.tokenHash),
+        ctx.store.accessTokens.findByHash("nul\u0000hash"),
+      ]);
+      assert.deepEqual(found, { status: "fulfilled", value: token });
+      assert.ok(refused.status === "rejected" || refused.value === undefined);
+    });
+
     it("joins a caller's transaction: a rolled-back insert leaves no row", async () => {
       const token = anAccessToken();
       await assert.rejects(
