@@ -61,10 +61,12 @@ interface Waiter {
 
 /**
  * Why batch: every query is a hop to another thread (the libuv pool for
- * SQLite, a socket for PostgreSQL), and waking that thread costs the main
- * thread more than a one-row read costs SQLite. Under load many requests
- * reach their lookup in the same turn; they now share one hop. Each query
- * still starts after every request it answers arrived, so it sees every
+ * SQLite, a socket for PostgreSQL), and the hop (queue the work, wake the
+ * thread, take the result back) cost more CPU than a one-row read: once
+ * lookups shared queries, an introspection took ~165 µs of main-thread CPU
+ * instead of ~285, and ~20 µs of pool-thread CPU instead of ~50. Under load
+ * many requests reach their lookup in the same turn. Each query still
+ * starts after every request it answers arrived, so it sees every
  * revocation committed before them.
  */
 class BatchingRowReader implements RowReader {

@@ -7,7 +7,7 @@ describeEachBackend("row reader", (ctx) => {
   before(() => (reads = createRowReader(ctx.db)));
   after(() => reads.close());
 
-  it("fails every lookup of a failed query, and the next lookups still work", async () => {
+  it("fails each lookup the database cannot answer, and the next lookups still work", async () => {
     const missingTable = rowBy("no_such_table", "id");
     const failed = await Promise.allSettled([reads.first(missingTable, "a"), reads.first(missingTable, "b"), reads.first(missingTable, "a")]);
     assert.deepEqual(failed.map((f) => f.status), ["rejected", "rejected", "rejected"]);
