@@ -21,15 +21,18 @@ export interface RequestContext {
 /** Where an unexpected error goes: the request's own log line when there is one. */
 export type LogUnexpected = (err: unknown, context: RequestContext | undefined) => void;
 
-const contexts = new WeakMap<object, RequestContext>();
+// A property, not a WeakMap entry: every WeakMap entry whose key is a young
+// object is extra work for each young-generation collection until it goes.
+const CONTEXT = Symbol("requestContext");
+type WithContext = { [CONTEXT]?: RequestContext };
 
 /** Attach `context` to a node:http or node:http2 request. */
 export function openRequestContext(req: object, context: RequestContext): void {
-  contexts.set(req, context);
+  (req as WithContext)[CONTEXT] = context;
 }
 
 export function requestContextOf(req: object | undefined): RequestContext | undefined {
-  return req === undefined ? undefined : contexts.get(req);
+  return (req as WithContext | undefined)?.[CONTEXT];
 }
 
 /** Add facts to a request's log line; a no-op without one. */

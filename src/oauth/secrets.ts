@@ -1,3 +1,4 @@
+import * as crypto from "node:crypto";
 import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 
 /** A random URL-safe string with `bytes` bytes of entropy (default 256 bits). */
@@ -6,9 +7,13 @@ export function randomToken(bytes = 32): string {
 }
 
 /** SHA-256 of a high-entropy value (token, code), as stored at rest. */
-export function sha256(value: string): string {
-  return createHash("sha256").update(value).digest("base64url");
-}
+export const sha256: (value: string) => string =
+  // The one-shot hash (Node 20.12+) makes no Hash object, whose weak handle
+  // V8's young-generation collector would have to visit. It is looked up on
+  // the namespace because a named import of it would not link on older Nodes.
+  typeof crypto.hash === "function"
+    ? (value) => crypto.hash("sha256", value, "base64url")
+    : (value) => createHash("sha256").update(value).digest("base64url");
 
 export function constantTimeEqual(a: string, b: string): boolean {
   const left = Buffer.from(a);
