@@ -6,9 +6,11 @@ import type { UserRecord } from "../store/users.js";
 import { OAuthError } from "./errors.js";
 import { sha256 } from "./secrets.js";
 
+export type AccessTokenClaims = Readonly<JWTPayload & { scope?: string; preferred_username?: string; client_id?: string }>;
+
 export interface ActiveAccessToken {
   record: AccessTokenRecord;
-  claims: JWTPayload & { scope?: string; preferred_username?: string; client_id?: string };
+  claims: AccessTokenClaims;
 }
 
 // A JWT we minted is three base64url parts; anything else is not worth a lookup.
@@ -27,8 +29,29 @@ export async function findActiveAccessToken(
   token: string,
 ): Promise<ActiveAccessToken | undefined> {
   if (!hasOurShape(token)) return undefined;
-  const record = await store.accessTokens.findByHash(sha256(token));
-  return record && isLive(record, clock.now()) ? { record, claims: decodeJwt(token) } : undefined;
+  const hash = sha256(token);
+  const record = await store.accessTokens.findByHash(hash);
+  return record && isLive(record, clock.now()) ? { record, claims: claimsOf(hash, token) } : undefined;
+}
+
+/**
+ * A token's payload never changes, and a resource server introspects the
+ * same token on every call it serves, so each instance keeps the decoded
+ * payloads of tokens it has found, by hash (decoding was ~7% of an
+ * introspection's CPU). Only tokens with a live row get here, and the row is
+ * still read on every call: revocation and expiry do not depend on this.
+ */
+const claimsByHash = new Map<string, AccessTokenClaims>();
+const CLAIMS_CACHE_LIMIT = 10_000;
+
+function claimsOf(hash: string, token: string): AccessTokenClaims {
+  let claims = claimsByHash.get(hash);
+  if (!claims) {
+    claims = Object.freeze(decodeJwt(token));
+    if (claimsByHash.size >= CLAIMS_CACHE_LIMIT) claimsByHash.clear();
+    claimsByHash.set(hash, claims);
+  }
+  return claims;
 }
 
 const hasOurShape = (token: string) => token.length <= MAX_TOKEN_LENGTH && JWT_SHAPE.test(token);
@@ -45,7 +68,7 @@ export async function requireUserToken(
   store: Store,
   clock: Clock,
   token: string | undefined,
-): Promise<ActiveAccessToken & { user: UserRecord }> {
+): Promise<{ record: AccessTokenRecord; user: UserRecord }> {
   if (!token) throw new OAuthError("invalid_token", "an access token is required");
   const found = hasOurShape(token) ? await store.accessTokens.findWithUserByHash(sha256(token)) : undefined;
   if (!found || !isLive(found.token, clock.now())) {
@@ -55,5 +78,5 @@ export async function requireUserToken(
     throw new OAuthError("invalid_token", "no user is bound to this access token (it stands for a client)");
   }
   if (!found.user || found.user.disabled) throw new OAuthError("invalid_token", "the user of this access token is disabled or deleted");
-  return { record: found.token, claims: decodeJwt(token), user: found.user };
+  return { record: found.token, user: found.user };
 }

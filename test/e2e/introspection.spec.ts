@@ -68,6 +68,18 @@ describe("introspection over REST", () => {
     });
   });
 
+  it("describes each token by its own claims when tokens are introspected again, together and in any order", async () => {
+    const tokens = [userToken, clientToken, userToken, clientToken, clientToken, userToken];
+    const answers = await Promise.all(tokens.map((token) => introspect(token)));
+    answers.forEach((res, i) => {
+      const claims = decodeJwt(tokens[i]!);
+      assert.equal(res.body.active, true);
+      assert.equal(res.body.jti, claims.jti);
+      assert.equal(res.body.sub, claims.sub);
+      assert.equal(res.body.username, claims.preferred_username);
+    });
+  });
+
   it("accepts client credentials in the form body too (client_secret_post)", async () => {
     const res = await postForm(server.url + INTROSPECT_PATH, { token: clientToken, client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret });
     assert.equal(res.body.active, true);
