@@ -15,16 +15,6 @@ export interface PresentedClient {
  */
 export function parseBasicAuth(authorization: string | null | undefined): Readonly<Required<PresentedClient>> | undefined {
   if (!authorization) return undefined;
-  // A request's header is parsed twice: its log line names the client, then the client authenticates.
-  if (authorization === lastParsed.authorization) return lastParsed.client;
-  const client = decodeBasicAuth(authorization);
-  lastParsed = { authorization, client: client && Object.freeze(client) };
-  return client;
-}
-
-let lastParsed: { authorization?: string; client?: Readonly<Required<PresentedClient>> } = {};
-
-function decodeBasicAuth(authorization: string): Required<PresentedClient> | undefined {
   const match = /^Basic\s+(.*)$/i.exec(authorization.trim());
   if (!match) return undefined;
   const encoded = match[1] ?? "";
@@ -36,9 +26,26 @@ function decodeBasicAuth(authorization: string): Required<PresentedClient> | und
   if (colon < 0) throw new OAuthError("invalid_client", "malformed Basic credentials");
   try {
     const formDecode = (s: string) => decodeURIComponent(s.replace(/\+/g, " "));
-    return { clientId: formDecode(decoded.slice(0, colon)), clientSecret: formDecode(decoded.slice(colon + 1)) };
+    // Frozen: one request's log line and its authentication share it.
+    return Object.freeze({ clientId: formDecode(decoded.slice(0, colon)), clientSecret: formDecode(decoded.slice(colon + 1)) });
   } catch {
     throw new OAuthError("invalid_client", "malformed Basic credentials");
+  }
+}
+
+/**
+ * A request's Basic credentials, decoded once: none, the client they name,
+ * or, when malformed, the error that refuses them where they are used (so
+ * that errors found earlier, such as a missing grant_type, still come first).
+ */
+export type BasicCredentials = Readonly<Required<PresentedClient>> | OAuthError | undefined;
+
+export function readBasicAuth(authorization: string | null | undefined): BasicCredentials {
+  try {
+    return parseBasicAuth(authorization);
+  } catch (err) {
+    if (err instanceof OAuthError) return err;
+    throw err;
   }
 }
 
@@ -46,8 +53,8 @@ function decodeBasicAuth(authorization: string): Required<PresentedClient> | und
  * Merge body credentials with Basic ones. Sending both is tolerated only when
  * they agree; RFC 6749 §2.3 forbids using more than one method.
  */
-export function resolveClient(body: PresentedClient, authorization: string | null | undefined): PresentedClient {
-  const basic = parseBasicAuth(authorization);
+export function resolveClient(body: PresentedClient, basic: BasicCredentials): PresentedClient {
+  if (basic instanceof OAuthError) throw basic;
   if (!basic) return { clientId: body.clientId || undefined, clientSecret: body.clientSecret || undefined };
   const conflicts =
     (body.clientId && body.clientId !== basic.clientId) || (body.clientSecret && body.clientSecret !== basic.clientSecret);

@@ -1,4 +1,4 @@
-import { resolveClient } from "./clientAuth.js";
+import { resolveClient, type BasicCredentials } from "./clientAuth.js";
 import { OAuthError } from "./errors.js";
 import { GRANTS } from "./grants/index.js";
 import type { GrantDeps, RequestOrigin, TokenParams } from "./grants/types.js";
@@ -16,7 +16,7 @@ export function grantEnabled(grantTypes: readonly string[], grantType: string): 
 /** The token endpoint (RFC 6749 §3.2): authenticate, check the grant, dispatch. */
 export async function exchangeToken(
   params: TokenParams,
-  authorization: string | null | undefined,
+  basic: BasicCredentials,
   deps: GrantDeps,
   origin: RequestOrigin = {},
 ): Promise<TokenSet> {
@@ -24,7 +24,7 @@ export async function exchangeToken(
   const grant = GRANTS.get(params.grantType);
   if (!grant) throw new OAuthError("unsupported_grant_type", `unsupported grant_type: ${params.grantType.slice(0, 64)}`);
 
-  const client = resolveClient(params, authorization);
+  const client = resolveClient(params, basic);
   const app =
     !client.clientSecret && grant.allowsPublicClient?.(params)
       ? await deps.clients.identify(client)

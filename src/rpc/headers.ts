@@ -1,5 +1,6 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
-import { parseBasicAuth } from "../oauth/clientAuth.js";
+import { readBasicAuth, type BasicCredentials } from "../oauth/clientAuth.js";
+import { OAuthError } from "../oauth/errors.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { annotateRequest, type RequestContext } from "../requestContext.js";
 
@@ -9,7 +10,7 @@ export function noStore(ctx: HandlerContext): void {
   ctx.responseHeader.set("pragma", "no-cache");
 }
 
-export function authorizationOf(ctx: HandlerContext): string | null {
+function authorizationOf(ctx: HandlerContext): string | null {
   return ctx.requestHeader.get("authorization");
 }
 
@@ -36,17 +37,17 @@ export function sessionCookieOf(ctx: HandlerContext): string | undefined {
   return cookieValue(ctx.requestHeader.get("cookie"), SESSION_COOKIE);
 }
 
+/** The call's Basic client credentials, decoded once for its log line and its authentication. */
+export function basicCredentialsOf(ctx: HandlerContext): BasicCredentials {
+  return readBasicAuth(authorizationOf(ctx));
+}
+
 /**
  * Put the client a request names (body field or Basic credentials) on its
  * log line. It is the presented id, before authentication; malformed
  * credentials are left for the domain to refuse.
  */
-export function noteClient(req: { clientId: string }, ctx: HandlerContext): void {
-  let clientId = req.clientId;
-  try {
-    clientId ||= parseBasicAuth(authorizationOf(ctx))?.clientId ?? "";
-  } catch {
-    return;
-  }
+export function noteClient(req: { clientId: string }, basic: BasicCredentials, ctx: HandlerContext): void {
+  const clientId = req.clientId || (basic instanceof OAuthError ? undefined : basic?.clientId);
   if (clientId) annotateRequest(ctx.values.get(REQUEST_CONTEXT), { clientId: clientId.slice(0, 200) });
 }

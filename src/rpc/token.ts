@@ -5,7 +5,7 @@ import type { Domain } from "../domain.js";
 import { OAuthError } from "../oauth/errors.js";
 import { exchangeToken } from "../oauth/tokenEndpoint.js";
 import type { TokenSet } from "../oauth/tokens.js";
-import { authorizationOf, clientAddressOf, noStore, noteClient } from "./headers.js";
+import { basicCredentialsOf, clientAddressOf, noStore, noteClient } from "./headers.js";
 
 const tokenResponse = (tokens: TokenSet) => ({ ...tokens, expiresIn: BigInt(tokens.expiresIn) });
 
@@ -13,19 +13,21 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
   return {
     async token(req, ctx) {
       noStore(ctx);
-      noteClient(req, ctx);
-      return tokenResponse(await exchangeToken(req, authorizationOf(ctx), domain, { clientAddress: clientAddressOf(ctx) }));
+      const basic = basicCredentialsOf(ctx);
+      noteClient(req, basic, ctx);
+      return tokenResponse(await exchangeToken(req, basic, domain, { clientAddress: clientAddressOf(ctx) }));
     },
     // The refresh endpoint is the token endpoint pinned to one grant type.
     async refresh(req, ctx) {
       noStore(ctx);
-      noteClient(req, ctx);
+      const basic = basicCredentialsOf(ctx);
+      noteClient(req, basic, ctx);
       if (req.grantType && req.grantType !== "refresh_token") {
         throw new OAuthError("unsupported_grant_type", "this endpoint only takes grant_type=refresh_token");
       }
       const { refreshToken, scope, clientId, clientSecret } = req;
       const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret });
-      return tokenResponse(await exchangeToken(params, authorizationOf(ctx), domain, { clientAddress: clientAddressOf(ctx) }));
+      return tokenResponse(await exchangeToken(params, basic, domain, { clientAddress: clientAddressOf(ctx) }));
     },
   };
 }

@@ -167,6 +167,10 @@ describe("token endpoint over REST", () => {
       for (const header of ["Basic !!!notbase64", "Basic " + Buffer.from("no-colon").toString("base64"), "Basic " + Buffer.from("%zz:x").toString("base64")]) {
         assertOAuthError(await postForm(url, cc, { authorization: header }), 401, "invalid_client");
       }
+      // The request's own mistakes are named first: credentials are looked at only for a grant we serve.
+      const malformed = { authorization: "Basic !!!notbase64" };
+      assertOAuthError(await postForm(url, {}, malformed), 400, "invalid_request");
+      assertOAuthError(await postForm(url, { grant_type: "urn:example:nope" }, malformed), 400, "unsupported_grant_type");
     });
 
     it("Basic and body credentials that differ: invalid_request", async () => {
