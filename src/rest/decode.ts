@@ -69,7 +69,8 @@ function jsonParams(body: string, into: Map<string, string>): void {
  */
 export function collectParams(url: URL, contentType: string | undefined, body: string): Map<string, string> {
   const params = new Map<string, string>();
-  formParams(url.searchParams, params, "query");
+  // `searchParams` makes an object on first use: most calls have no query.
+  if (url.search) formParams(url.searchParams, params, "query");
   if (body.length === 0) return params;
   const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
   if (mediaType === "application/x-www-form-urlencoded") {
