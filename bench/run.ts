@@ -163,15 +163,16 @@ async function main(): Promise<void> {
     const bareBefore = await loadBare("just before");
     const throughput = await measureThroughput(ours);
     const bareAfter = await loadBare("just after");
+    // The latency row's offered load: half of the introspection peak.
+    const halfRate = Math.round(throughput.introspection.rps / 2);
     // What the latency row's client and this machine allow: no server answers faster.
-    const halfRate = halfPeakRate(throughput);
     log(`bare node:http latency at ${halfRate} req/s`);
     const bareLatency = await paced(bare.ready[1]!, [bareRequest], halfRate);
     log(`  ${rate(bareLatency)}, p50 ${bareLatency.p50Ms.toFixed(1)} ms`);
     figure(`bare node:http, p99 at our latency row's offered rate and client (ms)`, bareLatency.p99Ms, "ms");
     await bare.stop();
     const bareRps = (bareBefore.rps + bareAfter.rps) / 2;
-    const main = await measureOurs(ours, throughput);
+    const main = await measureOurs(ours, throughput, halfRate);
     report.rows.push(
       {
         scenario: "client_credentials, RS256 JWT, token row in SQLite",
@@ -388,22 +389,18 @@ function grpcLoad(address: string, tokens: string[]): Promise<LoadResult> {
   });
 }
 
-/** The latency row's offered load: half of the introspection peak. */
-const halfPeakRate = (throughput: { introspection: LoadResult }) => Math.round(throughput.introspection.rps / 2);
-
 /** Evenly spaced load at `rate` with the run's settings. */
 const paced = (url: string, requests: HttpRequest[], rate: number) =>
   pacedLoad({ url, requests, rate, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, connections: CONNECTIONS });
 
 /** After the throughput rows: gRPC, latency at half the introspection peak, memory. */
-async function measureOurs(server: OurServer, throughput: Awaited<ReturnType<typeof measureThroughput>>) {
+async function measureOurs(server: OurServer, throughput: Awaited<ReturnType<typeof measureThroughput>>, halfRate: number) {
   const { tokens } = throughput;
 
   log("  gRPC introspection");
   const grpc = await grpcLoad(server.address, tokens);
   log(`    ${rate(grpc)}`);
 
-  const halfRate = halfPeakRate(throughput);
   log(`  introspection latency at ${halfRate} req/s`);
   const halfPeak = { rate: halfRate, result: await paced(server.url, introspectionRequests(tokens), halfRate) };
   log(`    ${rate(halfPeak.result)}, p50 ${halfPeak.result.p50Ms.toFixed(1)} ms`);

@@ -37,17 +37,19 @@ export function sessionCookieOf(ctx: HandlerContext): string | undefined {
   return cookieValue(ctx.requestHeader.get("cookie"), SESSION_COOKIE);
 }
 
-/** The call's Basic client credentials, decoded once for its log line and its authentication. */
-export function basicCredentialsOf(ctx: HandlerContext): BasicCredentials {
-  return readBasicAuth(authorizationOf(ctx));
+/**
+ * The call's Basic client credentials, decoded once for its log line and its
+ * authentication. The client the call names (body field, else Basic
+ * credentials) goes on its log line: the presented id, before
+ * authentication; malformed credentials are left for the domain to refuse.
+ */
+export function presentedCredentials(req: { clientId: string }, ctx: HandlerContext): BasicCredentials {
+  const basic = readBasicAuth(authorizationOf(ctx));
+  noteClient(req.clientId || (basic instanceof OAuthError ? undefined : basic?.clientId), ctx);
+  return basic;
 }
 
-/**
- * Put the client a request names (body field or Basic credentials) on its
- * log line. It is the presented id, before authentication; malformed
- * credentials are left for the domain to refuse.
- */
-export function noteClient(req: { clientId: string }, basic: BasicCredentials, ctx: HandlerContext): void {
-  const clientId = req.clientId || (basic instanceof OAuthError ? undefined : basic?.clientId);
+/** Put a client id on the call's log line. */
+export function noteClient(clientId: string | undefined, ctx: HandlerContext): void {
   if (clientId) annotateRequest(ctx.values.get(REQUEST_CONTEXT), { clientId: clientId.slice(0, 200) });
 }

@@ -11,7 +11,7 @@ import { revokeToken } from "../oauth/revocation.js";
 import { CLEARED_SESSION_COOKIE } from "../oauth/sessions.js";
 import { userInfo } from "../oauth/userinfo.js";
 import { accountOf } from "./account.js";
-import { basicCredentialsOf, bearerTokenOf, noStore, noteClient, sessionCookieOf } from "./headers.js";
+import { bearerTokenOf, noStore, noteClient, presentedCredentials, sessionCookieOf } from "./headers.js";
 
 /** RFC 6750 §2: a token in the message and another in the header is one method too many. */
 function oneAccessToken(fromMessage: string, ctx: HandlerContext): string | undefined {
@@ -26,8 +26,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
   return {
     async introspect(req, ctx) {
       noStore(ctx);
-      const basic = basicCredentialsOf(ctx);
-      noteClient(req, basic, ctx);
+      const basic = presentedCredentials(req, ctx);
       await domain.clients.authenticate(resolveClient(req, basic));
       const result = await introspectToken(domain.store, domain.clock, req.token);
       domain.metrics.introspected(result.active);
@@ -36,8 +35,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
     },
     async revoke(req, ctx) {
       noStore(ctx);
-      const basic = basicCredentialsOf(ctx);
-      noteClient(req, basic, ctx);
+      const basic = presentedCredentials(req, ctx);
       const app = await domain.clients.authenticate(resolveClient(req, basic));
       await revokeToken(domain.store, domain.clock, app.clientId, req.token);
       return {};
@@ -46,7 +44,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
       noStore(ctx);
       const claims = await userInfo(domain.store, domain.clock, domain.issuer, oneAccessToken(req.accessToken, ctx));
       // No client authenticates here; the log line names the client the token was issued to.
-      noteClient({ clientId: claims.aud }, undefined, ctx);
+      noteClient(claims.aud, ctx);
       // Claim names are the proto field names, so a claim the message lacks fails loudly in tests.
       return fromJson(GetUserInfoResponseSchema, claims as JsonObject);
     },

@@ -5,7 +5,7 @@ import type { Domain } from "../domain.js";
 import { OAuthError } from "../oauth/errors.js";
 import { exchangeToken } from "../oauth/tokenEndpoint.js";
 import type { TokenSet } from "../oauth/tokens.js";
-import { basicCredentialsOf, clientAddressOf, noStore, noteClient } from "./headers.js";
+import { clientAddressOf, noStore, presentedCredentials } from "./headers.js";
 
 const tokenResponse = (tokens: TokenSet) => ({ ...tokens, expiresIn: BigInt(tokens.expiresIn) });
 
@@ -13,15 +13,13 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
   return {
     async token(req, ctx) {
       noStore(ctx);
-      const basic = basicCredentialsOf(ctx);
-      noteClient(req, basic, ctx);
+      const basic = presentedCredentials(req, ctx);
       return tokenResponse(await exchangeToken(req, basic, domain, { clientAddress: clientAddressOf(ctx) }));
     },
     // The refresh endpoint is the token endpoint pinned to one grant type.
     async refresh(req, ctx) {
       noStore(ctx);
-      const basic = basicCredentialsOf(ctx);
-      noteClient(req, basic, ctx);
+      const basic = presentedCredentials(req, ctx);
       if (req.grantType && req.grantType !== "refresh_token") {
         throw new OAuthError("unsupported_grant_type", "this endpoint only takes grant_type=refresh_token");
       }
