@@ -14,7 +14,7 @@ export interface GrpcLoadOptions {
   concurrency: number;
 }
 
-const INTROSPECT_PATH = `/${IntrospectionService.typeName}/${IntrospectionService.method.introspect.name}`;
+export const GRPC_INTROSPECT_PATH = `/${IntrospectionService.typeName}/${IntrospectionService.method.introspect.name}`;
 
 /** A gRPC message on the wire: flag byte (0, uncompressed), 4-byte big-endian length, the message. */
 export function frame(message: Uint8Array): Buffer {
@@ -24,24 +24,28 @@ export function frame(message: Uint8Array): Buffer {
   return framed;
 }
 
+/** An IntrospectRequest for `token`, framed as a gRPC call's body. */
+export const introspectionCall = (token: string) => frame(toBinary(IntrospectRequestSchema, create(IntrospectRequestSchema, { token })));
+
 /**
  * Introspect over gRPC (one h2c connection) with `concurrency` calls always
- * in flight, as autocannon keeps its connections busy. Like autocannon (and
- * h2load or ghz) it sends requests encoded up front over a bare HTTP/2
- * session. Side by side, grpc-js's client spent 380-630 µs of CPU per call
- * and this one 200-240 (autocannon: 70-100 per REST request); on two cores
- * the client's CPU is taken from the server.
- * Every answer is still checked: HTTP 200, grpc-status 0 in the trailers,
+ * in flight, cycling through `tokens`: the gRPC row's client where h2load
+ * is not installed. Like autocannon (and h2load or ghz) it sends requests
+ * encoded up front over a bare HTTP/2 session, but Node's HTTP/2 client
+ * still spends 200-300 µs of CPU per call (grpc-js's: 380-630; autocannon
+ * 70-100 per REST request), and on two cores the client's CPU is taken
+ * from the server.
+ * Every answer is checked: HTTP 200, grpc-status 0 in the trailers,
  * and a decoded IntrospectResponse with active = true. Interoperability
  * with grpc-js is the test suite's job (test/e2e/grpc.spec.ts).
  */
 export async function grpcIntrospectionLoad(options: GrpcLoadOptions): Promise<LoadResult> {
   const session = connect(`http://${options.address}`);
   await new Promise<void>((resolve, reject) => session.once("connect", () => resolve()).once("error", reject));
-  const bodies = options.tokens.map((token) => frame(toBinary(IntrospectRequestSchema, create(IntrospectRequestSchema, { token }))));
+  const bodies = options.tokens.map(introspectionCall);
   const headers = {
     [constants.HTTP2_HEADER_METHOD]: "POST",
-    [constants.HTTP2_HEADER_PATH]: INTROSPECT_PATH,
+    [constants.HTTP2_HEADER_PATH]: GRPC_INTROSPECT_PATH,
     "content-type": "application/grpc+proto",
     te: "trailers",
     authorization: options.authorization,

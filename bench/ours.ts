@@ -32,8 +32,6 @@ export const FORM = "application/x-www-form-urlencoded";
 
 export interface OurServer {
   url: string;
-  /** host:port, for the gRPC client. */
-  address: string;
   /** Every instance's process (one, or the cluster's workers). */
   pids: number[];
   stop(): Promise<void>;
@@ -89,7 +87,7 @@ export async function startOurs(options: StartOptions): Promise<OurServer> {
     pids = (s) => s.ready[2]!.split(",").map(Number);
   }
   const url = service.ready[1]!;
-  return { url, address: new URL(url).host, pids: pids(service), stop: () => service.stop() };
+  return { url, pids: pids(service), stop: () => service.stop() };
 }
 
 /** The largest resident set of the server's instances, in MiB. */

@@ -14,6 +14,8 @@ export interface RequestContext {
   clientId?: string;
   /** The OAuth error code the request was answered with. */
   oauthError?: string;
+  /** A gRPC or gRPC-Web call's status, which travels in a trailer while the HTTP status stays 200. */
+  grpcStatus?: string;
   /** An unexpected error, logged with its stack on the request's line. */
   unexpected?: unknown;
 }

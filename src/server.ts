@@ -13,13 +13,14 @@ import { createLogger, errorFields, type Logger } from "./log.js";
 import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
 import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./ops/endpoints.js";
 import { PromMetrics } from "./ops/metrics.js";
-import { observeRequests, type TargetHandler } from "./ops/observe.js";
+import { isGrpc, observeRequests, watchGrpcTrailer, type TargetHandler } from "./ops/observe.js";
 import { routeNamer } from "./ops/routes.js";
 import { annotateRequest, requestContextOf, type LogUnexpected } from "./requestContext.js";
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
 import { prepareForConnect } from "./rpc/adapterInput.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
+import { createGrpcUnaryDoor } from "./rpc/grpcUnary.js";
 import { CLIENT_ADDRESS, REQUEST_CONTEXT } from "./rpc/headers.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
@@ -175,7 +176,8 @@ function connectionLimits(config: ServeConfig): ConnectionLimits {
 
 /**
  * The request chain: observation (request id, log line, metrics) around
- * probes -> browser pages -> REST facade -> sign-out -> Connect adapter -> 404.
+ * unary gRPC -> probes -> browser pages -> REST facade -> sign-out ->
+ * Connect adapter (the rest of gRPC, gRPC-Web, Connect) -> 404.
  */
 function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics: PromMetrics | undefined): Handler {
   // Inside a request the error goes on its log line, with the request id.
@@ -184,9 +186,13 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const bindings = serviceBindings(domain);
   const clientAddress = clientAddressResolver(config.trustedProxies ?? []);
   const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected, clientAddress };
+  const interceptors = [oauthErrorInterceptor(logUnexpected)];
+  const contextValues = (req: IncomingMessage) =>
+    createContextValues().set(CLIENT_ADDRESS, clientAddress(req)).set(REQUEST_CONTEXT, requestContextOf(req));
   const probes = opsEndpoints({ db: domain.store.db, keys: domain.keys, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
   // Each answers the paths it owns and returns false for the rest.
   const httpDoors: ((req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>)[] = [
+    createGrpcUnaryDoor(bindings, { interceptors, contextValues, readMaxBytes: config.maxBodyBytes }),
     (req, res) => probes(req, res),
     createWebHandler(domain, httpOptions),
     createRestFacade(bindings, httpOptions),
@@ -198,8 +204,8 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
       router.service(ServerReflection, reflectionService(bindings.map((b) => b.service)));
       correctErrorAnswers(router);
     },
-    interceptors: [oauthErrorInterceptor(logUnexpected)],
-    contextValues: (req) => createContextValues().set(CLIENT_ADDRESS, clientAddress(req)).set(REQUEST_CONTEXT, requestContextOf(req)),
+    interceptors,
+    contextValues: (req) => contextValues(req as IncomingMessage),
     readMaxBytes: config.maxBodyBytes,
     fallback: (_req, res) => sendJson(res as ServerResponse, 404, { error: "not_found", error_description: "no such path" }),
   });
@@ -218,6 +224,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
       .then((handled) => {
         if (handled) return;
         prepareForConnect(req);
+        if (isGrpc(req)) watchGrpcTrailer(res, requestContextOf(req));
         connect(req, res);
       })
       .catch((err) => {

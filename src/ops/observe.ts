@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { errorFields, type Logger } from "../log.js";
-import { openRequestContext, type RequestContext } from "../requestContext.js";
+import { annotateRequest, openRequestContext, type RequestContext } from "../requestContext.js";
 import type { PromMetrics } from "./metrics.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -46,12 +46,12 @@ export function observeRequests(handler: TargetHandler, options: ObserveOptions)
     const pathname = url?.pathname ?? "";
     const route = options.routeOf(pathname);
     const method = METHODS.has(req.method ?? "") ? req.method! : "OTHER";
-    const grpcStatus = isGrpc(req) ? captureGrpcStatus(res) : NO_GRPC_STATUS;
 
     res.once("close", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const status = res.statusCode;
-      const grpc = grpcStatus();
+      // A trailers-only gRPC answer carries its status as a header.
+      const grpc = context.grpcStatus ?? String(res.getHeader("grpc-status") ?? "");
       metrics?.observeRequest({ route, method, status, grpcStatus: grpc, seconds });
 
       const fields: Record<string, unknown> = {
@@ -78,27 +78,23 @@ export function observeRequests(handler: TargetHandler, options: ObserveOptions)
   };
 }
 
-const NO_GRPC_STATUS = () => "";
-
 /** gRPC and gRPC-Web: the only calls that answer with a grpc-status. */
-const isGrpc = (req: IncomingMessage) => req.headers["content-type"]?.startsWith("application/grpc") === true;
+export const isGrpc = (req: IncomingMessage) => req.headers["content-type"]?.startsWith("application/grpc") === true;
 
 /**
- * gRPC puts its status in a trailer (or, with no messages, a header) while
- * the HTTP status stays 200; watch both so failed RPCs are visible. Only
- * for gRPC calls: on Node 20, a property added to a response object after
- * it is made keeps the request's garbage alive until the next full
- * collection (see docs/performance.md).
+ * Notes the grpc-status trailer of a call Connect answers, for its log line
+ * and metrics. Only there: on Node 20, a property added to a response object
+ * after it is made (this replaces `addTrailers`) keeps the request's garbage
+ * alive until the next full collection (see docs/performance.md), and our
+ * own unary gRPC door notes its status itself.
  */
-function captureGrpcStatus(res: ServerResponse): () => string {
-  let trailer: string | undefined;
+export function watchGrpcTrailer(res: ServerResponse, context: RequestContext | undefined): void {
   const addTrailers = res.addTrailers.bind(res);
   res.addTrailers = (headers: OutgoingHttpHeaders | readonly [string, string][]) => {
     if (!Array.isArray(headers)) {
       const status = (headers as OutgoingHttpHeaders)["grpc-status"];
-      if (status !== undefined) trailer = String(status);
+      if (status !== undefined) annotateRequest(context, { grpcStatus: String(status) });
     }
     addTrailers(headers);
   };
-  return () => trailer ?? String(res.getHeader("grpc-status") ?? "");
 }

@@ -1,34 +1,19 @@
 import type { IncomingMessage } from "node:http";
 import { create, fromJson, ScalarType, type DescMessage, type JsonObject, type Message, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { OAuthError } from "../oauth/errors.js";
+import { readRequestBody } from "../requestBody.js";
 
-/**
- * Reads the body up to `limit` bytes, answering 413 beyond it. Plain stream
- * events rather than `for await`: the async iterator costs a few percent of a
- * small REST call's CPU.
- */
-export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+/** Reads the body up to `limit` bytes, answering 413 beyond it. */
+export async function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers["content-length"] ?? 0);
-  if (declared > limit) return Promise.reject(tooLarge(limit));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const settle = (outcome: () => void) => {
-      req.off("data", onData).off("end", onEnd).off("error", onBroken).off("close", onBroken);
-      outcome();
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) return void chunks.push(chunk);
-      // The stream keeps flowing with no listener, so the rest of the body is
-      // drained and dropped while the 413 goes out with `connection: close`.
-      settle(() => reject(tooLarge(limit)));
-    };
-    const onEnd = () => settle(() => resolve(Buffer.concat(chunks, size).toString("utf8")));
+  if (declared > limit) throw tooLarge(limit);
+  const body = await readRequestBody(
+    req,
+    (_chunks, size) => (size > limit ? tooLarge(limit) : undefined),
     // The client went away mid-body: its fault, and no one is left to read the answer.
-    const onBroken = () => settle(() => reject(new OAuthError("invalid_request", "the request body ended before its declared length")));
-    req.on("data", onData).on("end", onEnd).on("error", onBroken).on("close", onBroken);
-  });
+    () => new OAuthError("invalid_request", "the request body ended before its declared length"),
+  );
+  return body.toString("utf8");
 }
 
 function tooLarge(limit: number): OAuthError {

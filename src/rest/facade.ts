@@ -4,12 +4,12 @@ import { createContextValues } from "@connectrpc/connect";
 import { OAuthError } from "../oauth/errors.js";
 import type { ClientAddressOf } from "../clientAddress.js";
 import { requestContextOf, type LogUnexpected } from "../requestContext.js";
+import { plainHandlerContext } from "../rpc/handlerContext.js";
 import { CLIENT_ADDRESS, REQUEST_CONTEXT } from "../rpc/headers.js";
 import type { ServiceBinding } from "../rpc/services.js";
 import { collectParams, readBody, toMessage } from "./decode.js";
 import { restJson } from "./encode.js";
 import { sendError, sendJson } from "./errors.js";
-import { restHandlerContext } from "./handlerContext.js";
 import { buildRouteTable, type RestRoute } from "./routes.js";
 
 export interface RestFacadeOptions {
@@ -55,9 +55,10 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
       throw new OAuthError("invalid_request", "this endpoint takes no request body");
     }
     const request = toMessage(route.method.input, collectParams(url, req.headers["content-type"], body));
-    const ctx = restHandlerContext({
+    const ctx = plainHandlerContext({
       service: route.binding.service,
       method: route.method,
+      protocolName: "rest",
       req,
       url,
       values: createContextValues()

@@ -2,18 +2,19 @@ import assert from "node:assert/strict";
 import type { IncomingMessage } from "node:http";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import { createContextValues } from "@connectrpc/connect";
-import { restHandlerContext } from "../../src/rest/handlerContext.js";
+import { plainHandlerContext } from "../../src/rpc/handlerContext.js";
 
 const contextFor = (headers: IncomingMessage["headers"]) =>
-  restHandlerContext({
+  plainHandlerContext({
     service: IntrospectionService,
     method: IntrospectionService.method.introspect,
+    protocolName: "rest",
     req: { method: "POST", headers } as IncomingMessage,
     url: new URL("http://localhost/api/login/oauth/introspect"),
     values: createContextValues(),
   });
 
-describe("the request headers a REST call hands to the implementation", () => {
+describe("the handler context our own doors (REST, unary gRPC) hand to the implementation", () => {
   it("answers get and has by any case of the name, joins repeated values, and hides HTTP/2 pseudo-headers", () => {
     const headers = contextFor({ authorization: "Basic abc", "x-list": ["a", "b"], ":path": "/x" }).requestHeader;
     assert.ok(headers instanceof Headers);
