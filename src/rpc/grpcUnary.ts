@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerResponse } from "node:http2";
+import http2, { type Http2ServerResponse } from "node:http2";
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createServiceImplSpec, type ContextValues, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import {
@@ -79,7 +79,11 @@ export function createGrpcUnaryDoor(bindings: readonly ServiceBinding[], options
     if (!type) return false;
     const encoding = req.headers["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
-    void serve(target, type.binary, req, res, url);
+    serve(target, type.binary, req, res, url).catch((err: unknown) => {
+      // Node refused to send what the answer holds: the stream is reset, which callers read as Internal.
+      annotateRequest(requestContextOf(req), { unexpected: err });
+      (res as unknown as Http2ServerResponse).stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    });
     return true;
   };
 

@@ -1,9 +1,14 @@
 import assert from "node:assert/strict";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { gzipSync } from "node:zlib";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { IntrospectRequestSchema, IntrospectResponseSchema } from "../../gen/identity/v1/introspection_pb.js";
+import { createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { IntrospectionService, IntrospectRequestSchema, IntrospectResponseSchema } from "../../gen/identity/v1/introspection_pb.js";
+import { createGrpcUnaryDoor } from "../../src/rpc/grpcUnary.js";
+import type { ServiceBinding } from "../../src/rpc/services.js";
 import type { RunningServer } from "../../src/server.js";
 import { TOKEN_PATH } from "../support/oauth.js";
 import { basicAuth, postForm, RecordingLogger, startTestServer, TEST_APP } from "../support/server.js";
@@ -134,5 +139,40 @@ describe("unary gRPC served without Connect's streaming pipeline", () => {
     assert.ok(cancelled.fields?.aborted === true || cancelled.fields?.grpc_status === 3, JSON.stringify(cancelled));
     assert.deepEqual(logger.lines.filter((l) => l.level === "error"), []);
     assert.equal(message(await call(envelope(introspectRequest(token)))).active, true, "the connection still serves calls");
+  });
+});
+
+describe("the unary gRPC door on its own", () => {
+  it("resets the stream when Node refuses the answer's headers, instead of an unhandled rejection", async () => {
+    const impl = {
+      introspect(_req: unknown, ctx: HandlerContext) {
+        ctx.responseHeader.set("keep-alive", "5"); // HTTP/2 forbids connection-specific headers
+        return { active: true };
+      },
+    };
+    const door = createGrpcUnaryDoor([{ service: IntrospectionService, impl } as unknown as ServiceBinding], {
+      interceptors: [],
+      readMaxBytes: 65536,
+      contextValues: () => createContextValues(),
+    });
+    const server = http2.createServer((req, res) => {
+      const mine = door(req as unknown as IncomingMessage, res as unknown as ServerResponse, new URL(req.url, "http://localhost"));
+      if (!mine) res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const session = http2.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    try {
+      const code = await new Promise<number>((resolve) => {
+        const stream = session.request({ ":method": "POST", ":path": INTROSPECT, "content-type": "application/grpc", te: "trailers" });
+        stream.on("error", () => {});
+        stream.on("data", () => {});
+        stream.on("close", () => resolve(stream.rstCode ?? -1));
+        stream.end(envelope(introspectRequest("x")));
+      });
+      assert.equal(code, http2.constants.NGHTTP2_INTERNAL_ERROR);
+    } finally {
+      session.destroy();
+      server.close();
+    }
   });
 });
