@@ -24,6 +24,7 @@ import { createGrpcUnaryDoor } from "./rpc/grpcUnary.js";
 import { CLIENT_ADDRESS, REQUEST_CONTEXT } from "./rpc/headers.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
+import { useBufferTextEncoding } from "./rpc/textEncoding.js";
 import { correctErrorAnswers } from "./rpc/errorAnswers.js";
 import { openDb, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
@@ -63,6 +64,7 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** The composition root: config -> store -> domain -> front doors -> one port. */
 export async function startServer(config: ServeConfig, deps: ServerDeps = {}): Promise<RunningServer> {
+  useBufferTextEncoding();
   const clock = deps.clock ?? systemClock;
   const logger =
     deps.logger ?? createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
