@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { applyConfigFile, loadConfigFile } from "./accounts/configFile.js";
@@ -21,7 +20,7 @@ import { createRestFacade } from "./rest/facade.js";
 import { prepareForConnect } from "./rpc/adapterInput.js";
 import { oauthErrorInterceptor } from "./rpc/errors.js";
 import { createGrpcUnaryDoor } from "./rpc/grpcUnary.js";
-import { CLIENT_ADDRESS, REQUEST_CONTEXT } from "./rpc/headers.js";
+import { callContextValues } from "./rpc/headers.js";
 import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
 import { useBufferTextEncoding } from "./rpc/textEncoding.js";
@@ -189,8 +188,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const clientAddress = clientAddressResolver(config.trustedProxies ?? []);
   const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected, clientAddress };
   const interceptors = [oauthErrorInterceptor(logUnexpected)];
-  const contextValues = (req: IncomingMessage) =>
-    createContextValues().set(CLIENT_ADDRESS, clientAddress(req)).set(REQUEST_CONTEXT, requestContextOf(req));
+  const contextValues = callContextValues(clientAddress);
   const probes = opsEndpoints({ db: domain.store.db, keys: domain.keys, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
   // Each answers the paths it owns and returns false for the rest.
   const httpDoors: ((req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>)[] = [

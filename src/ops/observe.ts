@@ -46,12 +46,13 @@ export function observeRequests(handler: TargetHandler, options: ObserveOptions)
     const pathname = url?.pathname ?? "";
     const route = options.routeOf(pathname);
     const method = METHODS.has(req.method ?? "") ? req.method! : "OTHER";
+    const grpcCall = isGrpc(req);
 
     res.once("close", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const status = res.statusCode;
       // A trailers-only gRPC answer carries its status as a header.
-      const grpc = context.grpcStatus ?? String(res.getHeader("grpc-status") ?? "");
+      const grpc = context.grpcStatus ?? (grpcCall ? String(res.getHeader("grpc-status") ?? "") : "");
       metrics?.observeRequest({ route, method, status, grpcStatus: grpc, seconds });
 
       const fields: Record<string, unknown> = {

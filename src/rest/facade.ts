@@ -1,11 +1,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
-import { createContextValues } from "@connectrpc/connect";
 import { OAuthError } from "../oauth/errors.js";
 import type { ClientAddressOf } from "../clientAddress.js";
-import { requestContextOf, type LogUnexpected } from "../requestContext.js";
-import { plainHandlerContext } from "../rpc/handlerContext.js";
-import { CLIENT_ADDRESS, REQUEST_CONTEXT } from "../rpc/headers.js";
+import type { LogUnexpected } from "../requestContext.js";
+import { headerFields, plainHandlerContext } from "../rpc/handlerContext.js";
+import { callContextValues } from "../rpc/headers.js";
 import type { ServiceBinding } from "../rpc/services.js";
 import { collectParams, readBody, toMessage } from "./decode.js";
 import { restJson } from "./encode.js";
@@ -27,6 +26,7 @@ type UnaryHandler = (req: unknown, ctx: unknown) => Promise<MessageInitShape<Des
  */
 export function createRestFacade(bindings: readonly ServiceBinding[], options: RestFacadeOptions) {
   const table = buildRouteTable(bindings);
+  const contextValues = callContextValues(options.clientAddress);
 
   return async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
     const byMethod = table.get(url.pathname);
@@ -61,14 +61,10 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
       protocolName: "rest",
       req,
       url,
-      values: createContextValues()
-        .set(CLIENT_ADDRESS, options.clientAddress(req))
-        .set(REQUEST_CONTEXT, requestContextOf(req)),
+      values: contextValues(req),
     });
     const impl = (route.binding.impl as Record<string, UnaryHandler>)[route.method.localName]!;
     const response = await impl(request, ctx);
-    const headers: Record<string, string> = {};
-    ctx.responseHeader.forEach((value, key) => (headers[key] = value));
-    sendJson(res, 200, restJson(route.method.output, response), headers);
+    sendJson(res, 200, restJson(route.method.output, response), headerFields(ctx.responseHeader));
   }
 }

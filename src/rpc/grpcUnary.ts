@@ -15,7 +15,7 @@ import { wellFormed } from "../oauth/errors.js";
 import { annotateRequest, requestContextOf } from "../requestContext.js";
 import { readRequestBody } from "../requestBody.js";
 import { prepareForConnect } from "./adapterInput.js";
-import { plainHandlerContext } from "./handlerContext.js";
+import { headerFields, plainHandlerContext } from "./handlerContext.js";
 import type { ServiceBinding } from "./services.js";
 
 export interface GrpcUnaryOptions {
@@ -88,6 +88,7 @@ export function createGrpcUnaryDoor(bindings: readonly ServiceBinding[], options
   };
 
   async function serve(target: UnaryTarget, binary: boolean, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const logContext = requestContextOf(req);
     prepareForConnect(req);
     const timeout = parseTimeout(headerValue(req, "grpc-timeout"), Number.MAX_SAFE_INTEGER);
     const deadline = timeout.timeoutMs === undefined ? undefined : createDeadlineSignal(timeout.timeoutMs);
@@ -109,17 +110,19 @@ export function createGrpcUnaryDoor(bindings: readonly ServiceBinding[], options
       body = encodeEnvelope(0, target.serialization.getO(binary).serialize(output));
     } catch (err) {
       // The interceptors have already mapped (and logged) the implementation's errors.
-      if (!(err instanceof ConnectError)) annotateRequest(requestContextOf(req), { unexpected: err });
-      failure = err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal);
+      if (err instanceof ConnectError) failure = err;
+      else {
+        annotateRequest(logContext, { unexpected: err });
+        failure = new ConnectError("internal error", Code.Internal);
+      }
     } finally {
       deadline?.cleanup();
     }
     const stream = (res as unknown as Http2ServerResponse).stream;
     if (stream.closed || stream.destroyed) return; // the caller cancelled; its log line says aborted
-    const headers: Record<string, string> = { "content-type": binary ? contentTypeProto : contentTypeJson };
-    ctx.responseHeader.forEach((value, key) => (headers[key] = value));
-    const trailer = trailerOf(ctx.responseTrailer, failure);
-    annotateRequest(requestContextOf(req), { grpcStatus: trailer["grpc-status"] });
+    const headers = headerFields(ctx.responseHeader, { "content-type": binary ? contentTypeProto : contentTypeJson });
+    const trailer = headerFields(setTrailerStatus(ctx.responseTrailer, failure && wellFormedError(failure)));
+    annotateRequest(logContext, { grpcStatus: trailer["grpc-status"] });
     res.writeHead(200, headers);
     res.addTrailers(trailer);
     res.end(body);
@@ -168,14 +171,6 @@ function parseInput(target: UnaryTarget, binary: boolean, bytes: Uint8Array) {
     if (err instanceof ConnectError && err.code === Code.Internal) throw new ConnectError(err.rawMessage, Code.InvalidArgument);
     throw err;
   }
-}
-
-/** The trailer of a finished call: what the implementation set, then the status. */
-function trailerOf(trailer: Headers, failure: ConnectError | undefined): Record<string, string> {
-  const status = setTrailerStatus(trailer, failure && wellFormedError(failure));
-  const fields: Record<string, string> = {};
-  status.forEach((value, key) => (fields[key] = value));
-  return fields;
 }
 
 /** gRPC's message trailer is percent-encoded, which half a surrogate pair (quoted from a caller's text) cannot be. */

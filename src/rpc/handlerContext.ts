@@ -44,6 +44,12 @@ export function plainHandlerContext(init: {
   };
 }
 
+/** A `Headers`' fields as the plain object Node's writeHead and addTrailers take. */
+export function headerFields(headers: Headers, into: Record<string, string> = {}): Record<string, string> {
+  headers.forEach((value, key) => (into[key] = value));
+  return into;
+}
+
 /** Headers' methods, declared as methods so a subclass may override them. */
 interface HeaderMethods {
   get(name: string): string | null;

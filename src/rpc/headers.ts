@@ -1,8 +1,10 @@
-import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import type { IncomingMessage } from "node:http";
+import { createContextKey, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import type { ClientAddressOf } from "../clientAddress.js";
 import { readBasicAuth, type BasicCredentials } from "../oauth/clientAuth.js";
 import { OAuthError } from "../oauth/errors.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
-import { annotateRequest, type RequestContext } from "../requestContext.js";
+import { annotateRequest, requestContextOf, type RequestContext } from "../requestContext.js";
 
 /** RFC 6749 §5.1: token-bearing responses must not be cached. */
 export function noStore(ctx: HandlerContext): void {
@@ -28,6 +30,11 @@ export const REQUEST_CONTEXT = createContextKey<RequestContext | undefined>(unde
 
 /** The caller's IP address, which each front door puts in the call's context values. */
 export const CLIENT_ADDRESS = createContextKey<string | undefined>(undefined, { description: "client address" });
+
+/** The context values every front door gives a call: its log line and the caller's address. */
+export function callContextValues(clientAddress: ClientAddressOf): (req: IncomingMessage) => ContextValues {
+  return (req) => createContextValues().set(CLIENT_ADDRESS, clientAddress(req)).set(REQUEST_CONTEXT, requestContextOf(req));
+}
 
 export function clientAddressOf(ctx: HandlerContext): string | undefined {
   return ctx.values.get(CLIENT_ADDRESS);

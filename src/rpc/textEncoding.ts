@@ -1,5 +1,7 @@
 import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire";
 
+let configured = false;
+
 /**
  * Protobuf strings converted through Buffer rather than TextEncoder and
  * TextDecoder, for the whole process. On Node 20 `TextEncoder.encode` makes
@@ -10,6 +12,8 @@ import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire"
  * invalid UTF-8; strict decoding and the UTF-8 check stay protobuf-es's own.
  */
 export function useBufferTextEncoding(): void {
+  if (configured) return; // each server start calls this; wrapping our own would chain the delegations
+  configured = true;
   const standard = getTextEncoding();
   configureTextEncoding({
     encodeUtf8: (text) => Buffer.from(text, "utf8"),
