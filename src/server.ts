@@ -6,6 +6,7 @@ import { seedDemo, type DemoCredentials } from "./accounts/seed.js";
 import { systemClock, type Clock } from "./clock.js";
 import { OPS_DEFAULTS, type ServeConfig } from "./config.js";
 import { createDomain, type Domain, type DomainOptions } from "./domain.js";
+import type { Door } from "./door.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
 import { clientAddressResolver } from "./clientAddress.js";
 import { createLogger, errorFields, type Logger } from "./log.js";
@@ -191,9 +192,9 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const contextValues = callContextValues(clientAddress);
   const probes = opsEndpoints({ db: domain.store.db, keys: domain.keys, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
   // Each answers the paths it owns and returns false for the rest.
-  const httpDoors: ((req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>)[] = [
+  const httpDoors: Door[] = [
     createGrpcUnaryDoor(bindings, { interceptors, contextValues, readMaxBytes: config.maxBodyBytes }),
-    (req, res) => probes(req, res),
+    probes,
     createWebHandler(domain, httpOptions),
     createRestFacade(bindings, httpOptions),
     createLogoutHandler(domain, httpOptions),
@@ -210,9 +211,10 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
     fallback: (_req, res) => sendJson(res as ServerResponse, 404, { error: "not_found", error_description: "no such path" }),
   });
 
-  const serveHttp = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
-    for (const door of httpDoors) if (await door(req, res, url)) return true;
-    return false;
+  const unexpected = (req: IncomingMessage, res: ServerResponse) => (err: unknown) => {
+    logUnexpected(err, requestContextOf(req));
+    if (!res.headersSent) sendJson(res, 500, { error: "server_error", error_description: "internal error" });
+    else res.destroy();
   };
 
   const chain: TargetHandler = (req, res, url) => {
@@ -220,18 +222,19 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
       sendJson(res, 400, { error: "invalid_request", error_description: "malformed request target" });
       return;
     }
-    serveHttp(req, res, url)
-      .then((handled) => {
-        if (handled) return;
-        prepareForConnect(req);
-        if (isGrpc(req)) watchGrpcTrailer(res, requestContextOf(req));
-        connect(req, res);
-      })
-      .catch((err) => {
-        logUnexpected(err, requestContextOf(req));
-        if (!res.headersSent) sendJson(res, 500, { error: "server_error", error_description: "internal error" });
-        else res.destroy();
-      });
+    try {
+      for (const door of httpDoors) {
+        const answer = door(req, res, url);
+        if (answer === false) continue;
+        if (answer !== true) answer.catch(unexpected(req, res));
+        return;
+      }
+      prepareForConnect(req);
+      if (isGrpc(req)) watchGrpcTrailer(res, requestContextOf(req));
+      connect(req, res);
+    } catch (err) {
+      unexpected(req, res)(err);
+    }
   };
   return observeRequests(chain, {
     logger,

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { DoorAnswer } from "../door.js";
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
 import { OAuthError } from "../oauth/errors.js";
 import type { ClientAddressOf } from "../clientAddress.js";
@@ -28,7 +29,7 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
   const table = buildRouteTable(bindings);
   const contextValues = callContextValues(options.clientAddress);
 
-  return async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+  return function handleRest(req: IncomingMessage, res: ServerResponse, url: URL): DoorAnswer {
     const byMethod = table.get(url.pathname);
     if (!byMethod) return false;
     const route = byMethod.get(req.method ?? "GET");
@@ -38,15 +39,12 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
       });
       return true;
     }
-    try {
-      await serve(route, url, req, res);
-    } catch (err) {
+    return serve(route, url, req, res).catch((err: unknown) => {
       // The client may still be sending a body we stopped reading (413):
       // reusing this connection would then fail, so ask it not to.
       if (!req.complete && req.httpVersionMajor === 1) res.setHeader("connection", "close");
       sendError(res, err, options.log);
-    }
-    return true;
+    });
   };
 
   async function serve(route: RestRoute, url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {

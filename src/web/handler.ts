@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ClientAddressOf } from "../clientAddress.js";
 import type { Domain } from "../domain.js";
+import type { DoorAnswer } from "../door.js";
 import { asOAuthError, OAuthError, worthLogging } from "../oauth/errors.js";
 import type { PathPattern } from "../ops/routes.js";
 import { collectParams, readBody } from "../rest/decode.js";
@@ -79,16 +80,20 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     serve: async (req, res, url, name) => pages.provider(req, res, name, await params(req, url)),
   };
 
-  return async function handleWeb(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+  return function handleWeb(req: IncomingMessage, res: ServerResponse, url: URL): DoorAnswer {
     const providerName = PROVIDER_PATH.exec(url.pathname)?.[1];
     const route = providerName ? providerButton : Object.hasOwn(routes, url.pathname) ? routes[url.pathname] : undefined;
     if (!route) return false;
+    return serve(req, res, url, route, providerName ?? "");
+  };
+
+  async function serve(req: IncomingMessage, res: ServerResponse, url: URL, route: Route, providerName: string): Promise<void> {
     try {
       if (!route.methods.includes(req.method ?? "GET")) {
         res.setHeader("allow", route.methods.join(", "));
         throw new OAuthError("invalid_request", `use ${route.methods.join(" or ")}`, 405);
       }
-      await route.serve(req, res, url, providerName ?? "");
+      await route.serve(req, res, url, providerName);
     } catch (err) {
       // A database outage or text it cannot store is an OAuth error too (503, 400), not a crash page.
       const known = asOAuthError(err);
@@ -97,6 +102,5 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       else if (known) pages.showError(res, known);
       else sendPage(res, 500, errorPage("Something went wrong", "The sign-in service had an internal error."));
     }
-    return true;
-  };
+  }
 }

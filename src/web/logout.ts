@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { DoorAnswer } from "../door.js";
 import type { Domain } from "../domain.js";
 import { endSession } from "../oauth/endSession.js";
 import { CLEARED_SESSION_COOKIE, cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
@@ -21,12 +22,16 @@ export interface LogoutHandlerOptions {
  * Returns false for every other path.
  */
 export function createLogoutHandler(domain: Domain, options: LogoutHandlerOptions) {
-  return async function handleLogout(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+  return function handleLogout(req: IncomingMessage, res: ServerResponse, url: URL): DoorAnswer {
     if (url.pathname !== LOGOUT_PATH) return false;
     if (req.method !== "GET" && req.method !== "POST") {
       sendJson(res, 405, { error: "invalid_request", error_description: "use GET or POST" }, { allow: "GET, POST" });
       return true;
     }
+    return serve(req, res, url);
+  };
+
+  async function serve(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     try {
       const body = req.method === "POST" ? await readBody(req, options.maxBodyBytes) : "";
       const params = collectParams(url, req.headers["content-type"], body);
@@ -45,6 +50,5 @@ export function createLogoutHandler(domain: Domain, options: LogoutHandlerOption
     } catch (err) {
       sendError(res, err, options.log);
     }
-    return true;
-  };
+  }
 }
