@@ -26,8 +26,9 @@ import { reflectionService } from "./rpc/reflection.js";
 import { serviceBindings } from "./rpc/services.js";
 import { useBufferTextEncoding } from "./rpc/textEncoding.js";
 import { correctErrorAnswers } from "./rpc/errorAnswers.js";
-import { openDb, withDbLock } from "./store/db.js";
+import { openDb, sqliteFile, withDbLock } from "./store/db.js";
 import { createStore } from "./store/index.js";
+import { startWalCheckpoints } from "./store/walCheckpoints.js";
 import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./transport.js";
 import { createWebHandler, WEB_ROUTES } from "./web/handler.js";
 import { createLogoutHandler, LOGOUT_PATH } from "./web/logout.js";
@@ -105,10 +106,14 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   });
   let metricsListener: MetricsListener | undefined;
   const store = createStore(db);
+  const file = sqliteFile(db);
+  const checkpoints =
+    file === undefined ? undefined : startWalCheckpoints(file, (err) => logger.error("database checkpoint failed", errorFields(err)));
   const close = async () => {
     await listener.close((config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds) * 1000);
     await metricsListener?.close();
     await cleanup.stop();
+    await checkpoints?.stop();
     await store.close();
     await db.destroy();
   };

@@ -113,6 +113,14 @@ function openPostgres(options: DbOptions, log: (message: string) => void): Db {
   });
 }
 
+/** The SQLite file behind `db`, when other connections can open it too. */
+export function sqliteFile(db: Db): string | undefined {
+  if (db.client.config.client !== "sqlite3") return undefined;
+  const filename = (db.client.config.connection as { filename?: string }).filename;
+  // An in-memory database exists only on the connection that made it.
+  return filename && filename !== ":memory:" && !filename.startsWith("file:") ? filename : undefined;
+}
+
 function openSqlite(path: string, log: (message: string) => void): Db {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   return knex({
@@ -127,9 +135,11 @@ function openSqlite(path: string, log: (message: string) => void): Db {
       max: 1,
       afterCreate(conn: { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
         // WAL with synchronous=NORMAL survives a process crash without losing
-        // a committed transaction; busy_timeout lets several processes share a file.
+        // a committed transaction; busy_timeout lets several processes share a
+        // file. Checkpoints run off the write path (walCheckpoints.ts); the
+        // writer checkpoints itself only if those fall 10,000 pages behind.
         conn.exec(
-          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;",
+          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=10000;",
           (err) => done(err, conn),
         );
       },

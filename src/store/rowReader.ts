@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
 import sqlite3 from "sqlite3";
-import type { Db } from "./db.js";
+import { sqliteFile, type Db } from "./db.js";
 
 /**
  * A read of at most one row, found by one value: the reads on every
@@ -35,13 +35,6 @@ export interface RowReader {
 export function createRowReader(db: Db): RowReader {
   const file = sqliteFile(db);
   return new BatchingRowReader(file === undefined ? new KnexRows(db) : new SqliteRows(db, file));
-}
-
-function sqliteFile(db: Db): string | undefined {
-  if (db.client.config.client !== "sqlite3") return undefined;
-  const filename = (db.client.config.connection as { filename?: string }).filename;
-  // An in-memory database exists only on the connection that made it.
-  return filename && filename !== ":memory:" && !filename.startsWith("file:") ? filename : undefined;
 }
 
 /** Runs one query for many values. */
