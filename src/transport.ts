@@ -53,7 +53,7 @@ export async function listenOnePort(
   // check sits where the headers are written instead of in a Set of the
   // responses in flight: an entry added and deleted per request made V8
   // promote every request's objects to the old generation once a full
-  // collection had run, ~15% of an introspection's throughput
+  // collection had run, 15-20% of introspection's throughput
   // (docs/performance.md).
   class ClosingWhenDraining extends http.ServerResponse {
     override writeHead(...args: unknown[]): this {
@@ -92,7 +92,9 @@ export async function listenOnePort(
   const closeIdleWhenDraining = () => {
     if (draining) closeIdleH1();
   };
-  h1.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => res.on("close", closeIdleWhenDraining));
+  h1.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.on("close", closeIdleWhenDraining);
+  });
   h1.on("request", handler as http.RequestListener);
   h2.on("session", (session) => {
     sessions.add(session);

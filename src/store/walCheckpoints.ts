@@ -14,8 +14,8 @@ export interface WalCheckpoints {
  * Why: by default the connection whose commit takes the WAL past 1,000
  * pages copies them into the file and syncs it before that commit returns.
  * Under client_credentials load that was ~20 times a second, and every
- * request waiting on the group commit waited with it (3,421-3,470 token
- * responses a second against 3,925-3,965 with this, docs/performance.md).
+ * request waiting on the group commit waited with it (3,253-3,539 token
+ * responses a second against 3,887-3,948 with this, docs/performance.md).
  * A PASSIVE checkpoint blocks neither readers nor the writer; one that
  * finds another checkpoint running (another instance's) gives up at once,
  * and the next tick tries again. The writer still checkpoints by itself
