@@ -88,9 +88,8 @@ export async function listenOnePort(
 
   // While draining, a connection is closed as soon as it has no request in
   // flight (one whose answer went out before draining began stays open).
-  const closeIdleH1 = () => setImmediate(() => h1.closeIdleConnections());
   const closeIdleWhenDraining = () => {
-    if (draining) closeIdleH1();
+    if (draining) setImmediate(() => h1.closeIdleConnections());
   };
   h1.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
     res.on("close", closeIdleWhenDraining);

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { DoorAnswer } from "../door.js";
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
-import { OAuthError } from "../oauth/errors.js";
 import type { ClientAddressOf } from "../clientAddress.js";
+import type { DoorAnswer } from "../door.js";
+import { OAuthError } from "../oauth/errors.js";
 import type { LogUnexpected } from "../requestContext.js";
 import { headerFields, plainHandlerContext } from "../rpc/handlerContext.js";
 import { callContextValues } from "../rpc/headers.js";

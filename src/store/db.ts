@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import knex, { type Knex } from "knex";
 import pg from "pg";
+import sqlite3 from "sqlite3";
 import { isUniqueViolation } from "./errors.js";
 import { migrations } from "./migrations/index.js";
 
@@ -119,6 +120,17 @@ export function sqliteFile(db: Db): string | undefined {
   const filename = (db.client.config.connection as { filename?: string }).filename;
   // An in-memory database exists only on the connection that made it.
   return filename && filename !== ":memory:" && !filename.startsWith("file:") ? filename : undefined;
+}
+
+/** A node-sqlite3 connection of its own to `file`, beside Knex's; with a busy timeout, it waits out locks that long. */
+export function openSqliteConnection(file: string, mode: number, busyTimeoutMs?: number): Promise<sqlite3.Database> {
+  return new Promise((resolve, reject) => {
+    const connection = new sqlite3.Database(file, mode, (err) => {
+      if (err) return reject(err);
+      if (busyTimeoutMs !== undefined) connection.configure("busyTimeout", busyTimeoutMs);
+      resolve(connection);
+    });
+  });
 }
 
 function openSqlite(path: string, log: (message: string) => void): Db {

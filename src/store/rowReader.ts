@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
 import sqlite3 from "sqlite3";
-import { sqliteFile, type Db } from "./db.js";
+import { openSqliteConnection, sqliteFile, type Db } from "./db.js";
 
 /**
  * A read of at most one row, found by one value: the reads on every
@@ -216,12 +216,5 @@ class SqliteRows implements RowSource {
   }
 }
 
-function openReadOnly(file: string): Promise<sqlite3.Database> {
-  return new Promise((resolve, reject) => {
-    const connection = new sqlite3.Database(file, sqlite3.OPEN_READONLY, (err) => {
-      if (err) return reject(err);
-      // A checkpoint may hold the WAL index for a moment; wait instead of failing.
-      connection.exec("PRAGMA busy_timeout=5000;", (pragmaErr) => (pragmaErr ? reject(pragmaErr) : resolve(connection)));
-    });
-  });
-}
+// A checkpoint may hold the WAL index for a moment; wait instead of failing.
+const openReadOnly = (file: string) => openSqliteConnection(file, sqlite3.OPEN_READONLY, 5000);

@@ -1,4 +1,5 @@
 import sqlite3 from "sqlite3";
+import { openSqliteConnection } from "./db.js";
 
 /** How often the WAL is copied back into the database file. */
 const CHECKPOINT_INTERVAL_MS = 100;
@@ -26,7 +27,7 @@ export function startWalCheckpoints(file: string, onError: (err: unknown) => voi
   let running: Promise<void> | undefined;
   let failing = false;
   const checkpoint = async () => {
-    connection ??= openReadWrite(file).catch((err) => {
+    connection ??= openSqliteConnection(file, sqlite3.OPEN_READWRITE).catch((err) => {
       connection = undefined;
       throw err;
     });
@@ -41,8 +42,10 @@ export function startWalCheckpoints(file: string, onError: (err: unknown) => voi
     running ??= checkpoint()
       .then(
         () => (failing = false),
-        // Once per spell of failures, not ten times a second.
-        (err) => (failing ? undefined : ((failing = true), onError(err))),
+        (err) => {
+          if (!failing) onError(err); // once per spell of failures, not ten times a second
+          failing = true;
+        },
       )
       .then(() => (running = undefined));
   }, CHECKPOINT_INTERVAL_MS);
@@ -52,13 +55,7 @@ export function startWalCheckpoints(file: string, onError: (err: unknown) => voi
       clearInterval(timer);
       await running;
       const db = await connection?.catch(() => undefined);
-      await new Promise<void>((resolve) => (db ? db.close(() => resolve()) : resolve()));
+      if (db) await new Promise<void>((resolve) => db.close(() => resolve()));
     },
   };
-}
-
-function openReadWrite(file: string): Promise<sqlite3.Database> {
-  return new Promise((resolve, reject) => {
-    const db = new sqlite3.Database(file, sqlite3.OPEN_READWRITE, (err) => (err ? reject(err) : resolve(db)));
-  });
 }
