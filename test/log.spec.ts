@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { SECRET_FIELDS } from "../src/log.js";
 import { captureLogs } from "./support/logs.js";
 
@@ -40,5 +42,42 @@ describe("logger", () => {
     assert.equal(logs.lines()[0]!.headers.host, "example");
     assert.equal(headers.authorization, "Bearer keep-me");
     assert.equal(fields.headers, headers);
+  });
+
+  describe("on standard error", () => {
+    const logModule = fileURLToPath(new URL("../src/log.ts", import.meta.url));
+
+    /** Runs `script` (with `log`, an info logger on stderr) in a child; resolves with each stderr line and when it came. */
+    function child(script: string): Promise<{ code: number | null; lines: { msg: string; time: string; at: number }[] }> {
+      const program = `import { createLogger } from ${JSON.stringify(logModule)}; const log = createLogger({ level: "info" }); ${script}`;
+      const proc = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", program], { stdio: ["ignore", "ignore", "pipe"] });
+      const started = Date.now();
+      const lines: { msg: string; time: string; at: number }[] = [];
+      let partial = "";
+      proc.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+        const parts = (partial + chunk).split("\n");
+        partial = parts.pop()!;
+        for (const line of parts) lines.push({ ...(JSON.parse(line) as { msg: string; time: string }), at: Date.now() - started });
+      });
+      return new Promise((resolve) => proc.on("close", (code) => resolve({ code, lines })));
+    }
+
+    it("writes lines still pending when the process exits at once, in order", async () => {
+      const run = await child(`log.info("first"); log.info("second"); process.exit(3);`);
+      assert.equal(run.code, 3);
+      assert.deepEqual(run.lines.map((l) => l.msg), ["first", "second"]);
+    });
+
+    it("writes a line soon, without waiting for more lines or the process's end", async () => {
+      const run = await child(`log.info("early"); setTimeout(() => log.info("late"), 1000);`);
+      assert.deepEqual(run.lines.map((l) => l.msg), ["early", "late"]);
+      assert.ok(run.lines[1]!.at - run.lines[0]!.at > 500, `the early line came with the late one: ${JSON.stringify(run.lines)}`);
+    });
+
+    it("stamps each line with the time it was written, to the millisecond", async () => {
+      const run = await child(`log.info("a"); setTimeout(() => log.info("b"), 20);`);
+      const [a, b] = run.lines.map((l) => Date.parse(l.time));
+      assert.ok(b! - a! >= 20, `times ${run.lines.map((l) => l.time).join(", ")}`);
+    });
   });
 });

@@ -55,18 +55,15 @@ export function observeRequests(handler: TargetHandler, options: ObserveOptions)
       const grpc = context.grpcStatus ?? (grpcCall ? String(res.getHeader("grpc-status") ?? "") : "");
       metrics?.observeRequest({ route, method, status, grpcStatus: grpc, seconds });
 
-      const fields: Record<string, unknown> = {
-        request_id: context.requestId,
-        method,
-        route,
-        ...(route === "other" ? { path: pathname.slice(0, 200) } : {}),
-        status,
-        ...(grpc ? { grpc_status: Number(grpc) } : {}),
-        duration_ms: Math.round(seconds * 1e4) / 10,
-        ...(context.clientId ? { client_id: context.clientId } : {}),
-        ...(context.oauthError ? { oauth_error: context.oauthError } : {}),
-        ...(res.writableFinished ? {} : { aborted: true }),
-      };
+      // Assigned one by one, not spread in: spreading conditional objects made this the costliest line of the layer.
+      const fields: Record<string, unknown> = { request_id: context.requestId, method, route };
+      if (route === "other") fields.path = pathname.slice(0, 200);
+      fields.status = status;
+      if (grpc) fields.grpc_status = Number(grpc);
+      fields.duration_ms = Math.round(seconds * 1e4) / 10;
+      if (context.clientId) fields.client_id = context.clientId;
+      if (context.oauthError) fields.oauth_error = context.oauthError;
+      if (!res.writableFinished) fields.aborted = true;
       if (logger.enabled("debug")) fields.headers = req.headers; // secrets among them are redacted
       // Only failures of our own carry a stack; a client's mistake is not an error here.
       if (context.unexpected !== undefined) logger.error("request", { ...fields, ...errorFields(context.unexpected) });
