@@ -1,6 +1,7 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { Metrics } from "../oauth/metrics.js";
 import type { Db } from "../store/db.js";
+import { ScrapedCounter, type CounterSeries } from "./scrapedCounter.js";
 
 /** One finished HTTP request, as the request chain saw it. */
 export interface RequestObservation {
@@ -34,7 +35,7 @@ export class PromMetrics implements Metrics {
   private readonly registry = new Registry();
   private readonly exposition: Registry;
   private readonly counter = (name: string, help: string, labelNames: string[] = []) =>
-    new Counter({ name, help, labelNames, registers: [this.registry] });
+    new ScrapedCounter(this.registry, name, help, labelNames);
 
   private readonly requests = this.counter("identity_http_requests_total", "HTTP requests by route, method and status", [
     "route",
@@ -50,10 +51,11 @@ export class PromMetrics implements Metrics {
   });
   /**
    * Each request's two series, looked up by one string: prom-client would
-   * otherwise sort and hash the label set twice per request. Every label is
-   * bounded (routeNamer, METHODS, our own statuses), so this map is too.
+   * otherwise validate and hash the latency's label set on every `observe`.
+   * Every label is bounded (routeNamer, METHODS, our own statuses), so this
+   * map is too.
    */
-  private readonly requestSeries = new Map<string, { count: { inc(): void }; latency: { observe(seconds: number): void } }>();
+  private readonly requestSeries = new Map<string, { count: CounterSeries; latency: { observe(seconds: number): void } }>();
   private readonly issued = this.counter("identity_tokens_issued_total", "token responses issued, by grant type", ["grant_type"]);
   private readonly introspections = this.counter("identity_introspections_total", "token introspections, by result", ["result"]);
   private readonly reuse = this.counter("identity_refresh_token_reuse_total", "refresh tokens presented again after use");
@@ -84,8 +86,8 @@ export class PromMetrics implements Metrics {
       },
     });
     // Both results exist from the start, so rates over them are defined.
-    this.introspections.inc({ result: "active" }, 0);
-    this.introspections.inc({ result: "inactive" }, 0);
+    this.introspections.seriesOf({ result: "active" });
+    this.introspections.seriesOf({ result: "inactive" });
     this.exposition = Registry.merge([processMetrics(), this.registry]);
   }
 
@@ -116,7 +118,7 @@ export class PromMetrics implements Metrics {
     let series = this.requestSeries.get(key);
     if (!series) {
       series = {
-        count: this.requests.labels({ route: r.route, method: r.method, status: String(r.status), grpc_status: r.grpcStatus }),
+        count: this.requests.seriesOf({ route: r.route, method: r.method, status: String(r.status), grpc_status: r.grpcStatus }),
         latency: this.latency.labels({ route: r.route, method: r.method }),
       };
       this.requestSeries.set(key, series);

@@ -100,6 +100,12 @@ describe("/metrics", () => {
     assert.equal(requests({ route: "connect:identity.v1.IntrospectionService/Introspect", status: "200", grpc_status: "16" }), 1);
     assert.equal(requests({ route: "other", method: "GET", status: "404" }), 1);
     assert.equal(requests({ route: "/metrics", method: "GET", status: "200" }), 1); // the first scrape
+    // A scrape reports each request once, however often it is scraped.
+    const again = await scrape(metricsUrl);
+    const sinceAfter = (labels: Record<string, string>) =>
+      sampleValue(again, "identity_http_requests_total", labels) - sampleValue(after, "identity_http_requests_total", labels);
+    assert.equal(sinceAfter({ route: TOKEN_PATH, method: "POST", status: "200" }), 0);
+    assert.equal(sinceAfter({ route: "/metrics", method: "GET", status: "200" }), 1);
     assert.equal(delta("identity_http_request_duration_seconds_count", { route: TOKEN_PATH, method: "POST" }), 3);
     // Raw paths never become labels.
     assert.ok(!after.some((s) => Object.values(s.labels).some((v) => v.includes("path-4d2c9"))));

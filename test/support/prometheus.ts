@@ -42,8 +42,11 @@ export function parsePrometheusText(text: string): Sample[] {
       const label = LABEL.exec(labelText) ?? fail("malformed labels");
       labels[label[1]!] = label[2]!.replace(/\\n/g, "\n").replace(/\\(["\\])/g, "$1");
     }
-    const value = rawValue === "+Inf" ? Infinity : rawValue === "-Inf" ? -Infinity : Number(rawValue);
-    if (Number.isNaN(value) && rawValue !== "NaN") fail("bad value");
+    // Values are read as Go's ParseFloat reads them, which ignores case in NaN and Inf
+    // (prom-client writes "Nan" for an event-loop lag with no samples since the last scrape).
+    const special = rawValue!.toLowerCase();
+    const value = special === "+inf" || special === "inf" ? Infinity : special === "-inf" ? -Infinity : Number(rawValue);
+    if (Number.isNaN(value) && special !== "nan") fail("bad value");
     samples.push({ name: name!, labels, value });
   }
   return samples;
