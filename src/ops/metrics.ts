@@ -50,10 +50,11 @@ export class PromMetrics implements Metrics {
     registers: [this.registry],
   });
   /**
-   * Each request's two series, looked up by one string: prom-client would
-   * otherwise validate and hash the latency's label set on every `observe`.
-   * Every label is bounded (routeNamer, METHODS, our own statuses), so this
-   * map is too.
+   * Each request's two series, looked up by one string: prom-client's
+   * `labels()` would otherwise validate the latency's label set and make a
+   * child on every request (the child's `observe` still hashes it). Every
+   * label is bounded (routeNamer, METHODS, our own statuses), so this map is
+   * too.
    */
   private readonly requestSeries = new Map<string, { count: CounterSeries; latency: { observe(seconds: number): void } }>();
   private readonly issued = this.counter("identity_tokens_issued_total", "token responses issued, by grant type", ["grant_type"]);

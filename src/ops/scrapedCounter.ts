@@ -35,7 +35,7 @@ export class ScrapedCounter {
   }
 
   /** The series of `labels`, to keep and count on: the caller's own lookup then replaces this one's. */
-  seriesOf(labels: Labels = {}): CounterSeries {
+  seriesOf(labels: Labels): CounterSeries {
     const counted = this.entry(labels);
     return { inc: () => void counted.uncollected++ };
   }
