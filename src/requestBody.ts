@@ -1,4 +1,4 @@
-import type { IncomingMessage } from "node:http";
+import type { Readable } from "node:stream";
 
 /**
  * A request's whole body, read with plain stream events rather than
@@ -9,7 +9,7 @@ import type { IncomingMessage } from "node:http";
  * before its end rejects with `cutShort()`.
  */
 export function readRequestBody(
-  req: IncomingMessage,
+  req: Readable,
   check: (chunks: readonly Buffer[], size: number) => Error | undefined,
   cutShort: () => Error,
 ): Promise<Buffer> {

@@ -13,7 +13,7 @@ import { createLogger, errorFields, type Logger } from "./log.js";
 import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
 import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./ops/endpoints.js";
 import { PromMetrics } from "./ops/metrics.js";
-import { isGrpc, observeRequests, watchGrpcTrailer, type TargetHandler } from "./ops/observe.js";
+import { isGrpc, observeRequests, observeStreams, watchGrpcTrailer, type StreamHandler, type TargetHandler } from "./ops/observe.js";
 import { routeNamer } from "./ops/routes.js";
 import { annotateRequest, requestContextOf, type LogUnexpected } from "./requestContext.js";
 import { sendJson } from "./rest/errors.js";
@@ -63,6 +63,12 @@ export interface RunningServer {
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** What serves requests once the domain is up: HTTP/2 streams served as they come, then every request. */
+interface FrontDoors {
+  streams: StreamHandler;
+  requests: Handler;
+}
+
 /** The composition root: config -> store -> domain -> front doors -> one port. */
 export async function startServer(config: ServeConfig, deps: ServerDeps = {}): Promise<RunningServer> {
   useBufferTextEncoding();
@@ -82,14 +88,16 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   });
 
   // Listen first: the default issuer names the port, which port 0 only reveals now.
-  let ready: Handler | undefined;
+  let ready: FrontDoors | undefined;
   let listener;
   try {
     listener = await listenOnePort(
-      (req, res) => (ready ? ready(req as IncomingMessage, res as ServerResponse) : sendJson(res as ServerResponse, 503, { error: "temporarily_unavailable" })),
+      (req, res) =>
+        ready ? ready.requests(req as IncomingMessage, res as ServerResponse) : sendJson(res as ServerResponse, 503, { error: "temporarily_unavailable" }),
       config.host,
       config.port,
       limits,
+      (stream, headers) => ready?.streams(stream, headers) ?? false,
     );
   } catch (err) {
     await db.destroy();
@@ -182,11 +190,12 @@ function connectionLimits(config: ServeConfig): ConnectionLimits {
 }
 
 /**
- * The request chain: observation (request id, log line, metrics) around
- * unary gRPC -> probes -> browser pages -> REST facade -> sign-out ->
- * Connect adapter (the rest of gRPC, gRPC-Web, Connect) -> 404.
+ * The request chain, each door inside observation (request id, log line,
+ * metrics): unary gRPC on HTTP/2 streams as they come; then, for every other
+ * request, probes -> browser pages -> REST facade -> sign-out -> Connect
+ * adapter (the rest of gRPC, gRPC-Web, Connect) -> 404.
  */
-function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics: PromMetrics | undefined): Handler {
+function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics: PromMetrics | undefined): FrontDoors {
   // Inside a request the error goes on its log line, with the request id.
   const logUnexpected: LogUnexpected = (err, context) =>
     context ? annotateRequest(context, { unexpected: err }) : logger.error("unexpected error", errorFields(err));
@@ -198,7 +207,6 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const probes = opsEndpoints({ db: domain.store.db, keys: domain.keys, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
   // Each answers the paths it owns and returns false for the rest.
   const httpDoors: Door[] = [
-    createGrpcUnaryDoor(bindings, { interceptors, contextValues, readMaxBytes: config.maxBodyBytes }),
     probes,
     createWebHandler(domain, httpOptions),
     createRestFacade(bindings, httpOptions),
@@ -211,7 +219,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
       correctErrorAnswers(router);
     },
     interceptors,
-    contextValues: (req) => contextValues(req as IncomingMessage),
+    contextValues: (req) => contextValues(req as IncomingMessage, requestContextOf(req)),
     readMaxBytes: config.maxBodyBytes,
     fallback: (_req, res) => sendJson(res as ServerResponse, 404, { error: "not_found", error_description: "no such path" }),
   });
@@ -241,10 +249,14 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
       unexpected(req, res)(err);
     }
   };
-  return observeRequests(chain, {
+  const observation = {
     logger,
     metrics,
     routeOf: routeNamer(bindings, [...OPS_PATHS, ...WEB_ROUTES, LOGOUT_PATH]),
     quietRoutes: new Set(OPS_PATHS),
-  });
+  };
+  return {
+    streams: observeStreams(createGrpcUnaryDoor(bindings, { interceptors, contextValues, readMaxBytes: config.maxBodyBytes }), observation),
+    requests: observeRequests(chain, observation),
+  };
 }

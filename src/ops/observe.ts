@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders as StreamHeaders, ServerHttp2Stream } from "node:http2";
 import { errorFields, type Logger } from "../log.js";
 import { annotateRequest, openRequestContext, type RequestContext } from "../requestContext.js";
 import type { PromMetrics } from "./metrics.js";
@@ -30,17 +31,58 @@ function parseTarget(target: string | undefined): URL | undefined {
   }
 }
 
+/** What the log line and the metrics say of a request once it is over. */
+interface Outcome {
+  route: string;
+  method: string;
+  pathname: string;
+  status: number;
+  /** The grpc-status it was answered with; "" for anything but gRPC. */
+  grpcStatus: string;
+  /** Whether the answer was cut off before its end. */
+  aborted: boolean;
+  headers: IncomingHttpHeaders;
+}
+
+/** The request's one log line and its metrics. */
+function recordOutcome(options: ObserveOptions, context: RequestContext, started: bigint, outcome: Outcome): void {
+  const { logger, metrics } = options;
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const { route, status, grpcStatus } = outcome;
+  metrics?.observeRequest({ route, method: outcome.method, status, grpcStatus, seconds });
+
+  // Assigned one by one, not spread in: spreading conditional objects made this the costliest line of the layer.
+  const fields: Record<string, unknown> = { request_id: context.requestId, method: outcome.method, route };
+  if (route === "other") fields.path = outcome.pathname.slice(0, 200);
+  fields.status = status;
+  if (grpcStatus) fields.grpc_status = Number(grpcStatus);
+  fields.duration_ms = Math.round(seconds * 1e4) / 10;
+  if (context.clientId) fields.client_id = context.clientId;
+  if (context.oauthError) fields.oauth_error = context.oauthError;
+  if (outcome.aborted) fields.aborted = true;
+  if (logger.enabled("debug")) fields.headers = outcome.headers; // secrets among them are redacted
+  // Only failures of our own carry a stack; a client's mistake is not an error here.
+  if (context.unexpected !== undefined) logger.error("request", { ...fields, ...errorFields(context.unexpected) });
+  else if (status >= 500) logger.error("request", fields);
+  else if (options.quietRoutes.has(route)) logger.debug("request", fields);
+  else logger.info("request", fields);
+}
+
+/** A context for the request's log line, under the caller's X-Request-Id when that is usable. */
+function openContext(headers: IncomingHttpHeaders): RequestContext {
+  const sent = headers["x-request-id"];
+  return { requestId: typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID() };
+}
+
 /**
  * The request chain's outer layer: a request id (taken from X-Request-Id or
  * made up, and echoed back), a context the layers below annotate, and at the
  * end one log line and the HTTP metrics.
  */
 export function observeRequests(handler: TargetHandler, options: ObserveOptions): Handler {
-  const { logger, metrics } = options;
   return (req, res) => {
     const started = process.hrtime.bigint();
-    const sent = req.headers["x-request-id"];
-    const context: RequestContext = { requestId: typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID() };
+    const context = openContext(req.headers);
     res.setHeader("x-request-id", context.requestId);
     const url = parseTarget(req.url);
     const pathname = url?.pathname ?? "";
@@ -49,30 +91,55 @@ export function observeRequests(handler: TargetHandler, options: ObserveOptions)
     const grpcCall = isGrpc(req);
 
     res.once("close", () => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const status = res.statusCode;
       // A trailers-only gRPC answer carries its status as a header.
-      const grpc = context.grpcStatus ?? (grpcCall ? String(res.getHeader("grpc-status") ?? "") : "");
-      metrics?.observeRequest({ route, method, status, grpcStatus: grpc, seconds });
-
-      // Assigned one by one, not spread in: spreading conditional objects made this the costliest line of the layer.
-      const fields: Record<string, unknown> = { request_id: context.requestId, method, route };
-      if (route === "other") fields.path = pathname.slice(0, 200);
-      fields.status = status;
-      if (grpc) fields.grpc_status = Number(grpc);
-      fields.duration_ms = Math.round(seconds * 1e4) / 10;
-      if (context.clientId) fields.client_id = context.clientId;
-      if (context.oauthError) fields.oauth_error = context.oauthError;
-      if (!res.writableFinished) fields.aborted = true;
-      if (logger.enabled("debug")) fields.headers = req.headers; // secrets among them are redacted
-      // Only failures of our own carry a stack; a client's mistake is not an error here.
-      if (context.unexpected !== undefined) logger.error("request", { ...fields, ...errorFields(context.unexpected) });
-      else if (status >= 500) logger.error("request", fields);
-      else if (options.quietRoutes.has(route)) logger.debug("request", fields);
-      else logger.info("request", fields);
+      const grpcStatus = context.grpcStatus ?? (grpcCall ? String(res.getHeader("grpc-status") ?? "") : "");
+      recordOutcome(options, context, started, {
+        route,
+        method,
+        pathname,
+        status: res.statusCode,
+        grpcStatus,
+        aborted: !res.writableFinished,
+        headers: req.headers,
+      });
     });
     openRequestContext(req, context);
     handler(req, res, url);
+  };
+}
+
+/** A front door that serves HTTP/2 streams as they come, before Node's compatibility layer. */
+export interface StreamDoor<Claim> {
+  /** What the door needs to serve the stream, or undefined when the stream is not its own. */
+  claim(headers: StreamHeaders): Claim | undefined;
+  /** Answers the stream, echoing the context's request id. */
+  serve(claim: Claim, stream: ServerHttp2Stream, headers: StreamHeaders, context: RequestContext): void;
+}
+
+/** Whether a stream was served; the compatibility layer gets the rest. */
+export type StreamHandler = (stream: ServerHttp2Stream, headers: StreamHeaders) => boolean;
+
+/** observeRequests for the streams a stream door serves: the same request id, log line and metrics. */
+export function observeStreams<Claim>(door: StreamDoor<Claim>, options: ObserveOptions): StreamHandler {
+  return (stream, headers) => {
+    const claim = door.claim(headers);
+    if (claim === undefined) return false;
+    const started = process.hrtime.bigint();
+    const context = openContext(headers);
+    const pathname = headers[":path"] ?? "";
+    stream.once("close", () => {
+      recordOutcome(options, context, started, {
+        route: options.routeOf(pathname),
+        method: headers[":method"] ?? "OTHER",
+        pathname,
+        status: Number(stream.sentHeaders?.[":status"] ?? 200),
+        grpcStatus: context.grpcStatus ?? "",
+        aborted: !stream.writableFinished,
+        headers,
+      });
+    });
+    door.serve(claim, stream, headers, context);
+    return true;
   };
 }
 

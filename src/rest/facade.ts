@@ -3,7 +3,7 @@ import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
 import type { ClientAddressOf } from "../clientAddress.js";
 import type { DoorAnswer } from "../door.js";
 import { OAuthError } from "../oauth/errors.js";
-import type { LogUnexpected } from "../requestContext.js";
+import { requestContextOf, type LogUnexpected } from "../requestContext.js";
 import { headerFields, plainHandlerContext } from "../rpc/handlerContext.js";
 import { callContextValues } from "../rpc/headers.js";
 import type { ServiceBinding } from "../rpc/services.js";
@@ -58,8 +58,8 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
       method: route.method,
       protocolName: "rest",
       req,
-      url,
-      values: contextValues(req),
+      url: url.href,
+      values: contextValues(req, requestContextOf(req)),
     });
     const impl = (route.binding.impl as Record<string, UnaryHandler>)[route.method.localName]!;
     const response = await impl(request, ctx);

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 
 /** The longest delay a Node.js timer takes (about 24.8 days); longer ones fire after 1 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const GRPC_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
 

@@ -1,5 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import http2, { type Http2ServerResponse } from "node:http2";
+import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createServiceImplSpec, type ContextValues, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import {
@@ -11,10 +10,11 @@ import {
   type MethodSerializationLookup,
 } from "@connectrpc/connect/protocol";
 import { contentTypeJson, contentTypeProto, parseContentType, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { RequestSource } from "../clientAddress.js";
 import { wellFormed } from "../oauth/errors.js";
-import { annotateRequest, requestContextOf } from "../requestContext.js";
+import { annotateRequest, type RequestContext } from "../requestContext.js";
 import { readRequestBody } from "../requestBody.js";
-import { prepareForConnect } from "./adapterInput.js";
+import { MAX_TIMER_MS } from "./adapterInput.js";
 import { headerFields, plainHandlerContext } from "./handlerContext.js";
 import type { ServiceBinding } from "./services.js";
 
@@ -22,14 +22,16 @@ export interface GrpcUnaryOptions {
   interceptors: Interceptor[];
   /** The largest request message, as Connect's `readMaxBytes`. */
   readMaxBytes: number;
-  contextValues: (req: IncomingMessage) => ContextValues;
+  contextValues: (source: RequestSource, context: RequestContext) => ContextValues;
 }
 
-interface UnaryTarget {
+export interface UnaryTarget {
   service: DescService;
   method: DescMethod;
   spec: MethodImplSpec<DescMessage, DescMessage> & { kind: "unary" };
   serialization: MethodSerializationLookup<DescMessage, DescMessage>;
+  /** Whether the call is binary protobuf rather than JSON. */
+  binary: boolean;
 }
 
 /** One message on the wire: flag byte, 4-byte big-endian length, the message. */
@@ -37,100 +39,113 @@ const ENVELOPE_HEAD = 5;
 const COMPRESSED_FLAG = 0b1;
 
 /**
- * Unary gRPC calls over HTTP/2, served with Connect's own protocol pieces
- * (its content types, timeout parsing, serialization with read limits,
- * unary invocation with the interceptors, trailer status) but without its
- * streaming pipeline. Connect's gRPC handler treats every call as a stream:
- * a chain of async generators, a deadline signal and a linked abort
- * controller, and a DOMException when the call ends. For an introspection
- * that was over 80% of the server's busy CPU, several times the
- * implementation itself (docs/performance.md).
+ * Unary gRPC calls over HTTP/2, served on Node's HTTP/2 streams themselves
+ * with Connect's own protocol pieces (its content types, timeout parsing,
+ * serialization with read limits, unary invocation with the interceptors,
+ * trailer status) but without its streaming pipeline, and without Node's
+ * HTTP/2 compatibility layer. Connect's gRPC handler treats every call as a
+ * stream: a chain of async generators, a deadline signal and a linked abort
+ * controller, and a DOMException when the call ends; for an introspection
+ * that was over 80% of the server's busy CPU. The compatibility layer's
+ * request and response objects (two more streams over the stream) were
+ * about a tenth of what was left (docs/performance.md).
  *
- * Only the plain case is served here: HTTP/2, POST, `application/grpc`
- * (proto or JSON), no request compression, a unary method of ours.
- * Everything else (compressed requests, streaming methods, reflection,
- * gRPC-Web, the Connect protocol, unknown paths) falls through to Connect.
- * Responses are never compressed; gRPC lets a server answer with identity
- * whatever the caller accepts, and these messages are small.
- *
- * Returns false for a call it leaves to Connect.
+ * Only the plain case is claimed: POST, `application/grpc` (proto or JSON),
+ * no request compression, a unary method of ours, the exact path. Everything
+ * else (compressed requests, streaming methods, reflection, unknown paths)
+ * goes on to the compatibility layer and Connect. Responses are never
+ * compressed; gRPC lets a server answer with identity whatever the caller
+ * accepts, and these messages are small.
  */
 export function createGrpcUnaryDoor(bindings: readonly ServiceBinding[], options: GrpcUnaryOptions) {
   const limits = validateReadWriteMaxBytes(options.readMaxBytes, undefined, undefined);
-  const targets = new Map<string, UnaryTarget>();
+  // Each method twice, for the two codecs: a claim hands out one of these rather than a new object per call.
+  const targets = new Map<string, { proto: UnaryTarget; json: UnaryTarget }>();
   for (const { service, impl } of bindings) {
     const specs = createServiceImplSpec(service, impl);
     for (const method of service.methods) {
       if (method.methodKind !== "unary") continue;
-      targets.set(`/${service.typeName}/${method.name}`, {
+      const target = {
         service,
         method,
         spec: specs.methods[method.localName] as UnaryTarget["spec"],
         serialization: createMethodSerializationLookup(method, undefined, undefined, limits),
-      });
+      };
+      targets.set(`/${service.typeName}/${method.name}`, { proto: { ...target, binary: true }, json: { ...target, binary: false } });
     }
   }
 
-  return function handleGrpcUnary(req: IncomingMessage, res: ServerResponse, url: URL): boolean {
-    if (req.httpVersionMajor !== 2 || req.method !== "POST") return false;
-    const target = targets.get(url.pathname);
-    if (!target) return false;
-    const type = parseContentType(req.headers["content-type"] ?? null);
-    if (!type) return false;
-    const encoding = req.headers["grpc-encoding"];
-    if (encoding !== undefined && encoding !== "identity") return false;
-    serve(target, type.binary, req, res, url).catch((err: unknown) => {
-      // Node refused to send what the answer holds: the stream is reset, which callers read as Internal.
-      annotateRequest(requestContextOf(req), { unexpected: err });
-      (res as unknown as Http2ServerResponse).stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-    });
-    return true;
+  return {
+    /** What a call is for when this door serves it; undefined leaves it to Connect. */
+    claim(headers: IncomingHttpHeaders): UnaryTarget | undefined {
+      if (headers[":method"] !== "POST") return undefined;
+      const target = targets.get(headers[":path"] ?? "");
+      if (!target) return undefined;
+      const type = parseContentType(headers["content-type"] ?? null);
+      if (!type) return undefined;
+      const encoding = headers["grpc-encoding"];
+      if (encoding !== undefined && encoding !== "identity") return undefined;
+      return type.binary ? target.proto : target.json;
+    },
+
+    /** Answer a claimed call. The answer echoes the call's request id, as every answer of ours does. */
+    serve(target: UnaryTarget, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, context: RequestContext): void {
+      answer(target, stream, headers, context).catch((err: unknown) => {
+        // Node refused to send what the answer holds: the stream is reset, which callers read as Internal.
+        annotateRequest(context, { unexpected: err });
+        stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      });
+    },
   };
 
-  async function serve(target: UnaryTarget, binary: boolean, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-    const logContext = requestContextOf(req);
-    prepareForConnect(req);
-    const timeout = parseTimeout(headerValue(req, "grpc-timeout"), Number.MAX_SAFE_INTEGER);
-    const deadline = timeout.timeoutMs === undefined ? undefined : createDeadlineSignal(timeout.timeoutMs);
+  async function answer(target: UnaryTarget, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, context: RequestContext): Promise<void> {
+    const { binary } = target;
+    const timeout = parseTimeout(headerValue(headers, "grpc-timeout"), Number.MAX_SAFE_INTEGER);
+    // A deadline longer than a timer can hold is no deadline at all: Node would fire the timer after 1 ms.
+    const timeoutMs = timeout.timeoutMs !== undefined && timeout.timeoutMs <= MAX_TIMER_MS ? timeout.timeoutMs : undefined;
+    const deadline = timeoutMs === undefined ? undefined : createDeadlineSignal(timeoutMs);
     const ctx = plainHandlerContext({
       service: target.service,
       method: target.method,
       protocolName: "grpc",
-      req,
-      url,
-      values: options.contextValues(req),
-      deadline: deadline && { signal: deadline.signal, timeoutMs: timeout.timeoutMs! },
+      req: { method: "POST", headers },
+      url: `http://${headers[":authority"] ?? "localhost"}${headers[":path"]}`,
+      values: options.contextValues({ socket: stream.session?.socket ?? {}, headers }, context),
+      deadline: deadline && { signal: deadline.signal, timeoutMs: timeoutMs! },
     });
     let body: Uint8Array | undefined;
     let failure: ConnectError | undefined;
     try {
       if (timeout.error) throw timeout.error;
-      const input = parseInput(target, binary, await readOneEnvelope(req, options.readMaxBytes));
+      const input = parseInput(target, binary, await readOneEnvelope(stream, options.readMaxBytes));
       const output = await invokeUnaryImplementation(target.spec, ctx, input, options.interceptors);
       body = encodeEnvelope(0, target.serialization.getO(binary).serialize(output));
     } catch (err) {
       // The interceptors have already mapped (and logged) the implementation's errors.
       if (err instanceof ConnectError) failure = err;
       else {
-        annotateRequest(logContext, { unexpected: err });
+        annotateRequest(context, { unexpected: err });
         failure = new ConnectError("internal error", Code.Internal);
       }
     } finally {
       deadline?.cleanup();
     }
-    const stream = (res as unknown as Http2ServerResponse).stream;
     if (stream.closed || stream.destroyed) return; // the caller cancelled; its log line says aborted
-    const headers = headerFields(ctx.responseHeader, { "content-type": binary ? contentTypeProto : contentTypeJson });
+    const responseHeaders = headerFields(ctx.responseHeader, {
+      ":status": "200",
+      "content-type": binary ? contentTypeProto : contentTypeJson,
+      "x-request-id": context.requestId,
+    });
     const trailer = headerFields(setTrailerStatus(ctx.responseTrailer, failure && wellFormedError(failure)));
-    annotateRequest(logContext, { grpcStatus: trailer["grpc-status"] });
-    res.writeHead(200, headers);
-    res.addTrailers(trailer);
-    res.end(body);
+    annotateRequest(context, { grpcStatus: trailer["grpc-status"] });
+    stream.respond(responseHeaders, { waitForTrailers: true });
+    stream.once("wantTrailers", () => stream.sendTrailers(trailer));
+    stream.end(body);
   }
 }
 
-function headerValue(req: IncomingMessage, name: string): string | null {
-  const value = req.headers[name];
+function headerValue(headers: IncomingHttpHeaders, name: string): string | null {
+  const value = headers[name];
   return typeof value === "string" ? value : null;
 }
 
@@ -140,9 +155,9 @@ function headerValue(req: IncomingMessage, name: string): string | null {
  * ResourceExhausted, none or more than one Unimplemented, and bytes that do
  * not decode InvalidArgument (the caller's fault, see errorAnswers.ts).
  */
-async function readOneEnvelope(req: IncomingMessage, readMaxBytes: number): Promise<Uint8Array> {
+async function readOneEnvelope(stream: ServerHttp2Stream, readMaxBytes: number): Promise<Uint8Array> {
   const bytes = await readRequestBody(
-    req,
+    stream,
     (chunks, size) => {
       if (size < ENVELOPE_HEAD) return undefined;
       const length = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)).readUInt32BE(1);

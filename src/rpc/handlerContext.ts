@@ -18,8 +18,9 @@ export function plainHandlerContext(init: {
   service: DescService;
   method: DescMethod;
   protocolName: string;
-  req: IncomingMessage;
-  url: URL;
+  req: Pick<IncomingMessage, "method" | "headers">;
+  /** The request's URL, which only labels the call. */
+  url: string;
   values: ContextValues;
   /** The caller's deadline, when it set one. */
   deadline?: { signal: AbortSignal; timeoutMs: number };
@@ -31,7 +32,7 @@ export function plainHandlerContext(init: {
     method: init.method,
     protocolName: init.protocolName,
     requestMethod: init.req.method ?? "GET",
-    url: init.url.href,
+    url: init.url,
     signal: deadline?.signal ?? NEVER_ABORTED,
     timeoutMs: () => (endsAt === undefined ? undefined : endsAt - Date.now()),
     requestHeader: new IncomingHeaders(init.req.headers) as unknown as Headers,

@@ -1,10 +1,9 @@
-import type { IncomingMessage } from "node:http";
 import { createContextKey, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
-import type { ClientAddressOf } from "../clientAddress.js";
+import type { ClientAddressOf, RequestSource } from "../clientAddress.js";
 import { readBasicAuth, type BasicCredentials } from "../oauth/clientAuth.js";
 import { OAuthError } from "../oauth/errors.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
-import { annotateRequest, requestContextOf, type RequestContext } from "../requestContext.js";
+import { annotateRequest, type RequestContext } from "../requestContext.js";
 
 /** RFC 6749 §5.1: token-bearing responses must not be cached. */
 export function noStore(ctx: HandlerContext): void {
@@ -32,8 +31,8 @@ export const REQUEST_CONTEXT = createContextKey<RequestContext | undefined>(unde
 export const CLIENT_ADDRESS = createContextKey<string | undefined>(undefined, { description: "client address" });
 
 /** The context values every front door gives a call: its log line and the caller's address. */
-export function callContextValues(clientAddress: ClientAddressOf): (req: IncomingMessage) => ContextValues {
-  return (req) => createContextValues().set(CLIENT_ADDRESS, clientAddress(req)).set(REQUEST_CONTEXT, requestContextOf(req));
+export function callContextValues(clientAddress: ClientAddressOf): (source: RequestSource, context: RequestContext | undefined) => ContextValues {
+  return (source, context) => createContextValues().set(CLIENT_ADDRESS, clientAddress(source)).set(REQUEST_CONTEXT, context);
 }
 
 export function clientAddressOf(ctx: HandlerContext): string | undefined {

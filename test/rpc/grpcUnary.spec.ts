@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -64,7 +63,7 @@ describe("unary gRPC served without Connect's streaming pipeline", () => {
   const message = (answer: Answer) => fromBinary(IntrospectResponseSchema, answer.body.subarray(5));
 
   it("answers as Connect does: a compressed call (left to Connect) and a plain one agree, success and failure alike", async () => {
-    const plain = await call(envelope(introspectRequest(token)));
+    const plain = await call(envelope(introspectRequest(token)), { "x-request-id": "caller-chose-this" });
     const compressed = await call(envelope(gzipSync(introspectRequest(token)), 1), { "grpc-encoding": "gzip" });
     assert.equal(compressed.headers["grpc-encoding"], "gzip", "Connect served the compressed call");
     assert.equal(plain.headers["grpc-encoding"], undefined);
@@ -74,6 +73,8 @@ describe("unary gRPC served without Connect's streaming pipeline", () => {
       assert.equal(answer.headers["cache-control"], "no-store");
       assert.equal(answer.trailers["grpc-status"], "0");
     }
+    assert.equal(plain.headers["x-request-id"], "caller-chose-this");
+    assert.match(String(compressed.headers["x-request-id"]), /^[0-9a-f-]{36}$/);
     assert.equal(message(plain).active, true);
     assert.deepEqual(message(plain), message(compressed));
 
@@ -155,9 +156,12 @@ describe("the unary gRPC door on its own", () => {
       readMaxBytes: 65536,
       contextValues: () => createContextValues(),
     });
-    const server = http2.createServer((req, res) => {
-      const mine = door(req as unknown as IncomingMessage, res as unknown as ServerResponse, new URL(req.url, "http://localhost"));
-      if (!mine) res.writeHead(404).end();
+    const server = http2.createServer();
+    server.on("stream", (stream, headers) => {
+      stream.on("error", () => {}); // as the transport does: a reset stream emits one
+      const target = door.claim(headers);
+      if (target) door.serve(target, stream, headers, { requestId: "test" });
+      else stream.respond({ ":status": 404 }, { endStream: true });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const session = http2.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);

@@ -9,8 +9,8 @@ const contextFor = (headers: IncomingMessage["headers"]) =>
     service: IntrospectionService,
     method: IntrospectionService.method.introspect,
     protocolName: "rest",
-    req: { method: "POST", headers } as IncomingMessage,
-    url: new URL("http://localhost/api/login/oauth/introspect"),
+    req: { method: "POST", headers },
+    url: "http://localhost/api/login/oauth/introspect",
     values: createContextValues(),
   });
 
