@@ -48,7 +48,7 @@ export async function h2loadRun(options: H2loadOptions): Promise<LoadResult> {
   writeFileSync(bodyFile, options.body);
   rmSync(logFile, { force: true }); // h2load appends to it
   const args = (seconds: number) => [
-    "-D", String(seconds),
+    "-D", `${Math.round(seconds * 1000)}ms`,
     "-c", "1",
     "-m", String(options.concurrency),
     "-d", bodyFile,

@@ -44,6 +44,21 @@ export function latencyResult(latencies: number[], failures: number, elapsedSeco
   return { rps: ok / elapsedSeconds, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), ok, okWithWarmup: ok, failures };
 }
 
+/** Runs of one load taken as one: their responses over their time, the worst run's percentiles. */
+export function combined(results: readonly LoadResult[]): LoadResult {
+  const sum = (of: (r: LoadResult) => number) => results.reduce((total, r) => total + of(r), 0);
+  const ok = sum((r) => r.ok);
+  const seconds = sum((r) => (r.rps > 0 ? r.ok / r.rps : 0));
+  return {
+    rps: seconds > 0 ? ok / seconds : 0,
+    p50Ms: Math.max(...results.map((r) => r.p50Ms)),
+    p99Ms: Math.max(...results.map((r) => r.p99Ms)),
+    ok,
+    okWithWarmup: sum((r) => r.okWithWarmup),
+    failures: sum((r) => r.failures),
+  };
+}
+
 /** HTTP/1.1 load with autocannon: keep-alive connections, one request in flight on each. */
 export async function httpLoad(options: LoadOptions): Promise<LoadResult> {
   const run = (seconds: number) =>

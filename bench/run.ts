@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { GRPC_INTROSPECT_PATH, grpcIntrospectionLoad, introspectionCall } from "./grpcLoad.js";
 import { h2loadInstalled, h2loadRun } from "./h2load.js";
-import { CONNECTIONS, httpAmount, httpLoad, type HttpRequest, type LoadResult } from "./httpLoad.js";
+import { combined, CONNECTIONS, httpAmount, httpLoad, type HttpRequest, type LoadResult } from "./httpLoad.js";
 import { pacedLoad } from "./pacedLoad.js";
 import {
   assertActive,
@@ -55,6 +55,8 @@ const settings = {
   smallStore: 10_000,
   /** Tokens issued by the server before its RSS is read. */
   issued: quick ? 20_000 : 1_000_000,
+  /** Short runs each of the loads compared in one row is split into, taken in turns (see inTurns). */
+  turns: quick ? 3 : 5,
   /** Different tokens each load cycles through. */
   tokens: 100,
   userTokens: 16,
@@ -96,8 +98,27 @@ const post = (path: string, body: string, headers: Record<string, string> = {}):
   body,
 });
 const form = (params: Record<string, string>) => new URLSearchParams(params).toString();
-const load = (url: string, requests: HttpRequest[], extra: { overallRate?: number } = {}) =>
+const load = (url: string, requests: HttpRequest[], extra: { overallRate?: number; seconds?: number; warmupSeconds?: number } = {}) =>
   httpLoad({ url, requests, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, ...extra });
+
+/** One of the loads `inTurns` runs: `seconds` of load after `warmupSeconds` of warm-up. */
+type TurnLoad = (seconds: number, warmupSeconds: number) => Promise<LoadResult>;
+
+/**
+ * Loads that are compared with each other, each run for the run's length in
+ * all but in `settings.turns` short runs taken in turns (a, b, a, b...), the
+ * first of each after its warm-up. These machines' speed drifts by up to 2x
+ * within minutes, and loads measured one after the other saw different
+ * minutes: the same build's ratios moved by ±20% between full runs.
+ */
+async function inTurns(loads: readonly TurnLoad[]): Promise<LoadResult[]> {
+  const runs = loads.map((): LoadResult[] => []);
+  const seconds = settings.seconds / settings.turns;
+  for (let turn = 0; turn < settings.turns; turn++) {
+    for (const [i, run] of loads.entries()) runs[i]!.push(await run(seconds, turn === 0 ? settings.warmupSeconds : 0));
+  }
+  return runs.map(combined);
+}
 
 async function main(): Promise<void> {
   ensureBuilt();
@@ -153,27 +174,23 @@ async function main(): Promise<void> {
     const oidcFigures = await measureOidcProvider(oidc);
     figure("node-oidc-provider client_credentials, RS256 JWT", oidcFigures.jwt.rps);
     figure("node-oidc-provider client_credentials, opaque", oidcFigures.opaque.rps);
-    figure("node-oidc-provider introspection, opaque token", oidcFigures.introspection.rps);
-    await Promise.all([bare2.stop(), oidc.stop()]);
+    await bare2.stop();
 
     // --- our server: the throughput rows, latency, memory ---
     log(`our server (${workers === 1 ? "one process" : `${workers} workers`})`);
     const ours = await startOurs({ dir, name: "main", workers });
-    // The bare server is measured right before and right after each row it
-    // is the reference of, and compared by the mean of the two: this machine's
-    // speed drifts by up to 2x within minutes, so a reference measured even a
-    // row earlier skews the ratio.
+    // The bare server is measured in turns with the two rows it is the reference of.
     const bareRequest = post("/", form({ token: "x".repeat(300), grant_type: "client_credentials" }));
-    const loadBare = async (when: string) => {
-      log(`bare node:http, ${when}`);
-      const result = await load(bare.ready[1]!, [bareRequest]);
-      log(`  ${rate(result)}`);
-      figure(`bare node:http, form POST in, ~300-byte JSON out, ${when}`, result.rps);
-      return result;
-    };
-    const throughput = await measureThroughput(ours, loadBare);
-    const [bareBeforeIntrospection, bareBetween, bareAfterUserinfo] = throughput.bare;
-    if (!bareBeforeIntrospection || !bareBetween || !bareAfterUserinfo) throw new Error("the bare server was not measured");
+    const throughput = await measureThroughput(ours, [
+      (seconds, warmupSeconds) => load(bare.ready[1]!, [bareRequest], { seconds, warmupSeconds }),
+      oidcFigures.introspection,
+    ]);
+    const [bareInTurns, oidcIntrospection] = throughput.references as [LoadResult, LoadResult];
+    log(`    bare node:http ${rate(bareInTurns)}`);
+    log(`    node-oidc-provider introspection ${rate(oidcIntrospection)}`);
+    figure("bare node:http, form POST in, ~300-byte JSON out, in turns with introspection and userinfo", bareInTurns.rps);
+    figure("node-oidc-provider introspection, opaque token, in turns with ours", oidcIntrospection.rps);
+    await oidc.stop();
     // The latency row's offered load: half of the introspection peak.
     const halfRate = Math.round(throughput.introspection.rps / 2);
     // What the latency row's client and this machine allow: no server answers faster.
@@ -208,37 +225,37 @@ async function main(): Promise<void> {
         scenario: "introspection of a valid access token, Basic auth",
         ours: main.introspection.rps,
         unit: "req/s",
-        referenceLabel: "node-oidc-provider introspection",
-        reference: oidcFigures.introspection.rps,
+        referenceLabel: "node-oidc-provider introspection, in turns with this row",
+        reference: oidcIntrospection.rps,
         comparison: "atLeast",
         target: 3,
-        problem: failed(main.introspection, oidcFigures.introspection),
+        problem: failed(main.introspection, oidcIntrospection),
       },
       {
         scenario: "introspection of a valid access token, Basic auth",
         ours: main.introspection.rps,
         unit: "req/s",
-        referenceLabel: "bare node:http (mean of the runs just before and after this row)",
-        reference: (bareBeforeIntrospection.rps + bareBetween.rps) / 2,
+        referenceLabel: "bare node:http, in turns with this row",
+        reference: bareInTurns.rps,
         comparison: "atLeast",
         target: 0.35,
-        problem: failed(main.introspection, bareBeforeIntrospection, bareBetween),
+        problem: failed(main.introspection, bareInTurns),
       },
       {
         scenario: "userinfo with a Bearer token",
         ours: main.userinfo.rps,
         unit: "req/s",
-        referenceLabel: "bare node:http (mean of the runs just before and after this row)",
-        reference: (bareBetween.rps + bareAfterUserinfo.rps) / 2,
+        referenceLabel: "bare node:http, in turns with this row",
+        reference: bareInTurns.rps,
         comparison: "atLeast",
         target: 0.35,
-        problem: failed(main.userinfo, bareBetween, bareAfterUserinfo),
+        problem: failed(main.userinfo, bareInTurns),
       },
       {
         scenario: `gRPC (h2c) introspection, ${CONNECTIONS} concurrent calls (${grpcClient})`,
         ours: main.grpc.result.rps,
         unit: "req/s",
-        referenceLabel: main.grpc.restSameToken ? "REST introspection of the same token, just after" : "REST introspection",
+        referenceLabel: main.grpc.restSameToken ? "REST introspection of the same token, in turns with this row" : "REST introspection",
         reference: (main.grpc.restSameToken ?? main.introspection).rps,
         comparison: "atLeast",
         target: 1,
@@ -272,29 +289,33 @@ async function main(): Promise<void> {
     await ours.stop();
 
     // --- index size: the same introspection load on a small and a large token table ---
-    const stored = async (count: number) => {
-      const name = `stored-${count}`;
-      log(`seeding ${count.toLocaleString("en-US")} access-token rows`);
-      await seedStoredTokens(databaseFile({ dir, name }), count);
-      const server = await startOurs({ dir, name, workers });
-      try {
+    // Both servers run at once, their loads in turns.
+    const storeSizes = [settings.smallStore, settings.largeStore];
+    const storeServers: OurServer[] = [];
+    let small: LoadResult, large: LoadResult;
+    try {
+      const loads: TurnLoad[] = [];
+      for (const count of storeSizes) {
+        const name = `stored-${count}`;
+        log(`seeding ${count.toLocaleString("en-US")} access-token rows`);
+        await seedStoredTokens(databaseFile({ dir, name }), count);
+        const server = await startOurs({ dir, name, workers });
+        storeServers.push(server);
         const tokens = await clientTokens(server, settings.tokens);
         await assertActive(server, tokens[0]!);
-        const result = await load(server.url, introspectionRequests(tokens));
-        log(`  introspection with ${count.toLocaleString("en-US")} stored: ${rate(result)}`);
-        return result;
-      } finally {
-        await server.stop();
-        rmSync(databaseFile({ dir, name }), { force: true });
+        loads.push((seconds, warmupSeconds) => load(server.url, introspectionRequests(tokens), { seconds, warmupSeconds }));
       }
-    };
-    const small = await stored(settings.smallStore);
-    const large = await stored(settings.largeStore);
+      log(`introspection with ${storeSizes.map((n) => n.toLocaleString("en-US")).join(" and ")} stored, in ${settings.turns} turns`);
+      [small, large] = (await inTurns(loads)) as [LoadResult, LoadResult];
+      log(`  ${rate(small)}; ${rate(large)}`);
+    } finally {
+      await Promise.all(storeServers.map((server) => server.stop()));
+    }
     report.rows.push({
       scenario: `introspection with ${settings.largeStore.toLocaleString("en-US")} stored tokens`,
       ours: large.rps,
       unit: "req/s",
-      referenceLabel: `with ${settings.smallStore.toLocaleString("en-US")} stored`,
+      referenceLabel: `with ${settings.smallStore.toLocaleString("en-US")} stored, in turns with this row`,
       reference: small.rps,
       comparison: "atLeast",
       target: 0.9,
@@ -361,45 +382,42 @@ async function measureOidcProvider(oidc: Service) {
     body: form({ token: tokens[0]! }),
   });
   if (((await check.json()) as { active?: boolean }).active !== true) throw new Error("node-oidc-provider: introspection says inactive");
-  log("node-oidc-provider: introspection");
-  const introspection = await load(url, tokens.map((token) => post("/token/introspection", form({ token }), { authorization })));
-  log(`  ${rate(introspection)}`);
+  const requests = tokens.map((token) => post("/token/introspection", form({ token }), { authorization }));
+  // Measured later, in turns with ours.
+  const introspection: TurnLoad = (seconds, warmupSeconds) => load(url, requests, { seconds, warmupSeconds });
   return { jwt, opaque, introspection };
 }
 
 /**
  * client_credentials, introspection and userinfo: the rows that --workers
- * scales. `bare` measures the reference right before, between and right
- * after the two rows it is compared with.
+ * scales. Introspection and userinfo run in turns, with the references they
+ * are compared with (`alongside`), whose results come back in that order.
  */
-async function measureThroughput(server: OurServer, bare?: (when: string) => Promise<LoadResult>) {
+async function measureThroughput(server: OurServer, alongside: readonly TurnLoad[] = []) {
   log("  client_credentials");
   const clientCredentials = await load(server.url, [post(TOKEN_PATH, form({ grant_type: "client_credentials" }), { authorization: BENCH_BASIC })]);
   log(`    ${rate(clientCredentials)}`);
   const tokens = await clientTokens(server, settings.tokens);
   await assertActive(server, tokens[0]!);
   const users = await userTokens(server, settings.userTokens);
-  const bareBefore = await bare?.("just before introspection");
-  log("  introspection");
-  const introspection = await load(server.url, introspectionRequests(tokens));
-  log(`    ${rate(introspection)}`);
-  const bareBetween = await bare?.("between introspection and userinfo");
-  log("  userinfo");
-  const userinfo = await load(
-    server.url,
-    users.map((token) => ({ method: "GET", path: USERINFO_PATH, headers: { authorization: `Bearer ${token}` } })),
-  );
-  log(`    ${rate(userinfo)}`);
-  const bareAfter = await bare?.("just after userinfo");
-  return { clientCredentials, introspection, userinfo, tokens, bare: [bareBefore, bareBetween, bareAfter] as const };
+  const userinfoRequests = users.map((token): HttpRequest => ({ method: "GET", path: USERINFO_PATH, headers: { authorization: `Bearer ${token}` } }));
+  log(`  introspection and userinfo${alongside.length > 0 ? " with their references" : ""}, in ${settings.turns} turns`);
+  const [introspection, userinfo, ...references] = await inTurns([
+    (seconds, warmupSeconds) => load(server.url, introspectionRequests(tokens), { seconds, warmupSeconds }),
+    (seconds, warmupSeconds) => load(server.url, userinfoRequests, { seconds, warmupSeconds }),
+    ...alongside,
+  ]);
+  log(`    introspection ${rate(introspection!)}`);
+  log(`    userinfo ${rate(userinfo!)}`);
+  return { clientCredentials, introspection: introspection!, userinfo: userinfo!, tokens, references };
 }
 
 /**
  * gRPC introspection load with the run's settings, `CONNECTIONS` calls in
  * flight on one connection. h2load sends one body, so only the first token.
  */
-function grpcLoad(url: string, tokens: string[], dir: string): Promise<LoadResult> {
-  const load = { seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, concurrency: CONNECTIONS };
+function grpcLoad(url: string, tokens: string[], dir: string, seconds = settings.seconds, warmupSeconds = settings.warmupSeconds): Promise<LoadResult> {
+  const load = { seconds, warmupSeconds, concurrency: CONNECTIONS };
   if (grpcClient === "h2load") {
     const headers = { "content-type": "application/grpc+proto", te: "trailers", authorization: BENCH_BASIC };
     return h2loadRun({ url: url + GRPC_INTROSPECT_PATH, body: introspectionCall(tokens[0]!), headers, dir, ...load });
@@ -411,8 +429,8 @@ function grpcLoad(url: string, tokens: string[], dir: string): Promise<LoadResul
  * Our gRPC row. Every call must end with grpc-status 0 and an active token;
  * h2load sees only HTTP statuses, so with it those come from our server's
  * metrics (which count the status each call's trailer carried), and REST is
- * then measured again on the same token: concurrent lookups of one token
- * share one read, which made REST 5-14% faster in two of three runs.
+ * measured again on the same token, in turns with it: concurrent lookups of
+ * one token share one read, which made REST 5-14% faster in two of three runs.
  */
 async function measureGrpc(server: OurServer, tokens: string[], dir: string) {
   if (grpcClient !== "h2load") {
@@ -428,13 +446,14 @@ async function measureGrpc(server: OurServer, tokens: string[], dir: string) {
       .reduce((sum, s) => sum + s.value, sampleValue(samples, "identity_introspections_total", { result: "inactive" }));
   };
   const notOkBefore = await notOk();
-  const loaded = await grpcLoad(server.url, tokens, dir);
-  const result = { ...loaded, failures: loaded.failures + (await notOk()) - notOkBefore };
+  const [loaded, restSameToken] = await inTurns([
+    (seconds, warmupSeconds) => grpcLoad(server.url, tokens, dir, seconds, warmupSeconds),
+    (seconds, warmupSeconds) => load(server.url, introspectionRequests(tokens.slice(0, 1)), { seconds, warmupSeconds }),
+  ]);
+  const result = { ...loaded!, failures: loaded!.failures + (await notOk()) - notOkBefore };
   log(`    ${rate(result)}`);
-  log("  REST introspection of the same token");
-  const restSameToken = await load(server.url, introspectionRequests(tokens.slice(0, 1)));
-  log(`    ${rate(restSameToken)}`);
-  return { result, restSameToken };
+  log(`    REST introspection of the same token, in turns with it: ${rate(restSameToken!)}`);
+  return { result, restSameToken: restSameToken! };
 }
 
 /** Evenly spaced load at `rate` with the run's settings. */
