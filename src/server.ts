@@ -19,7 +19,7 @@ import { annotateRequest, requestContextOf, type LogUnexpected } from "./request
 import { sendJson } from "./rest/errors.js";
 import { createRestFacade } from "./rest/facade.js";
 import { prepareForConnect } from "./rpc/adapterInput.js";
-import { oauthErrorInterceptor } from "./rpc/errors.js";
+import { oauthErrorInterceptor, toConnectError } from "./rpc/errors.js";
 import { createGrpcUnaryDoor } from "./rpc/grpcUnary.js";
 import { callContextValues } from "./rpc/headers.js";
 import { reflectionService } from "./rpc/reflection.js";
@@ -205,6 +205,11 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const interceptors = [oauthErrorInterceptor(logUnexpected)];
   const contextValues = callContextValues(clientAddress);
   const probes = opsEndpoints({ db: domain.store.db, keys: domain.keys, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
+  const grpcUnary = createGrpcUnaryDoor(bindings, {
+    toConnectError: (failure, context) => toConnectError(failure, logUnexpected, context),
+    contextValues,
+    readMaxBytes: config.maxBodyBytes,
+  });
   // Each answers the paths it owns and returns false for the rest.
   const httpDoors: Door[] = [
     probes,
@@ -256,7 +261,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
     quietRoutes: new Set(OPS_PATHS),
   };
   return {
-    streams: observeStreams(createGrpcUnaryDoor(bindings, { interceptors, contextValues, readMaxBytes: config.maxBodyBytes }), observation),
+    streams: observeStreams(grpcUnary, observation),
     requests: observeRequests(chain, observation),
   };
 }

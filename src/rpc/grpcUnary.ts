@@ -1,11 +1,10 @@
 import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
-import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, createServiceImplSpec, type ContextValues, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
+import { create, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, createServiceImplSpec, type ContextValues, type MethodImplSpec } from "@connectrpc/connect";
 import {
   createDeadlineSignal,
   createMethodSerializationLookup,
   encodeEnvelope,
-  invokeUnaryImplementation,
   validateReadWriteMaxBytes,
   type MethodSerializationLookup,
 } from "@connectrpc/connect/protocol";
@@ -19,7 +18,8 @@ import { headerFields, plainHandlerContext } from "./handlerContext.js";
 import type { ServiceBinding } from "./services.js";
 
 export interface GrpcUnaryOptions {
-  interceptors: Interceptor[];
+  /** What a call's failure answers with: the mapping Connect's interceptor applies to the calls it serves. */
+  toConnectError: (failure: unknown, context: RequestContext) => ConnectError;
   /** The largest request message, as Connect's `readMaxBytes`. */
   readMaxBytes: number;
   contextValues: (source: RequestSource, context: RequestContext) => ContextValues;
@@ -41,9 +41,11 @@ const COMPRESSED_FLAG = 0b1;
 /**
  * Unary gRPC calls over HTTP/2, served on Node's HTTP/2 streams themselves
  * with Connect's own protocol pieces (its content types, timeout parsing,
- * serialization with read limits, unary invocation with the interceptors,
- * trailer status) but without its streaming pipeline, and without Node's
- * HTTP/2 compatibility layer. Connect's gRPC handler treats every call as a
+ * serialization with read limits, trailer status) but without its streaming
+ * pipeline, without Node's HTTP/2 compatibility layer, and calling the
+ * implementation as the REST facade does, without Connect's interceptor
+ * chain (the failure goes through the same mapping as its interceptor's).
+ * Connect's gRPC handler treats every call as a
  * stream: a chain of async generators, a deadline signal and a linked abort
  * controller, and a DOMException when the call ends; for an introspection
  * that was over 80% of the server's busy CPU. The compatibility layer's
@@ -118,15 +120,10 @@ export function createGrpcUnaryDoor(bindings: readonly ServiceBinding[], options
     try {
       if (timeout.error) throw timeout.error;
       const input = parseInput(target, binary, await readOneEnvelope(stream, options.readMaxBytes));
-      const output = await invokeUnaryImplementation(target.spec, ctx, input, options.interceptors);
+      const output = create(target.method.output, await target.spec.impl(input, ctx));
       body = encodeEnvelope(0, target.serialization.getO(binary).serialize(output));
     } catch (err) {
-      // The interceptors have already mapped (and logged) the implementation's errors.
-      if (err instanceof ConnectError) failure = err;
-      else {
-        annotateRequest(context, { unexpected: err });
-        failure = new ConnectError("internal error", Code.Internal);
-      }
+      failure = options.toConnectError(err, context);
     } finally {
       deadline?.cleanup();
     }

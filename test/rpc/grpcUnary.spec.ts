@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { gzipSync } from "node:zlib";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { IntrospectionService, IntrospectRequestSchema, IntrospectResponseSchema } from "../../gen/identity/v1/introspection_pb.js";
 import { createGrpcUnaryDoor } from "../../src/rpc/grpcUnary.js";
 import type { ServiceBinding } from "../../src/rpc/services.js";
@@ -152,7 +152,7 @@ describe("the unary gRPC door on its own", () => {
       },
     };
     const door = createGrpcUnaryDoor([{ service: IntrospectionService, impl } as unknown as ServiceBinding], {
-      interceptors: [],
+      toConnectError: (failure) => (failure instanceof ConnectError ? failure : new ConnectError("internal error", Code.Internal)),
       readMaxBytes: 65536,
       contextValues: () => createContextValues(),
     });
