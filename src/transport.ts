@@ -116,6 +116,7 @@ export async function listenOnePort(
     // but only once the client has acknowledged it: a connection's first
     // request may come before that, so the check is made here too.
     if (headerListSize(rawHeaders) > limits.maxHeaderBytes) {
+      if (stream.closed || stream.destroyed) return; // reset by the caller already: respond would throw
       stream.respond({ ":status": 431, ...JSON_ERROR_HEADERS });
       stream.end(oauthErrorJson(`request headers exceed ${limits.maxHeaderBytes} bytes`));
     } else if (!streamHandler(stream, headers)) {
