@@ -25,7 +25,7 @@ export interface GrpcUnaryOptions {
   contextValues: (source: RequestSource, context: RequestContext) => ContextValues;
 }
 
-export interface UnaryTarget {
+interface UnaryTarget {
   service: DescService;
   method: DescMethod;
   spec: MethodImplSpec<DescMessage, DescMessage> & { kind: "unary" };
@@ -41,16 +41,17 @@ const COMPRESSED_FLAG = 0b1;
 /**
  * Unary gRPC calls over HTTP/2, served on Node's HTTP/2 streams themselves
  * with Connect's own protocol pieces (its content types, timeout parsing,
- * serialization with read limits, trailer status) but without its streaming
- * pipeline, without Node's HTTP/2 compatibility layer, and calling the
- * implementation as the REST facade does, without Connect's interceptor
- * chain (the failure goes through the same mapping as its interceptor's).
- * Connect's gRPC handler treats every call as a
- * stream: a chain of async generators, a deadline signal and a linked abort
- * controller, and a DOMException when the call ends; for an introspection
- * that was over 80% of the server's busy CPU. The compatibility layer's
- * request and response objects (two more streams over the stream) were
- * about a tenth of what was left (docs/performance.md).
+ * serialization with read limits, trailer status). Three layers are left
+ * out, each measured (docs/performance.md):
+ * - Connect's gRPC handler, which treats every call as a stream: a chain of
+ *   async generators, a deadline signal and a linked abort controller, and a
+ *   DOMException when the call ends; for an introspection that was over 80%
+ *   of the server's busy CPU;
+ * - Node's HTTP/2 compatibility layer, whose request and response objects
+ *   (two more streams over the stream) were about a tenth of what was left;
+ * - Connect's interceptor chain: the implementation is called as the REST
+ *   facade calls it, and a failure goes through the mapping of the
+ *   interceptor Connect's own calls get.
  *
  * Only the plain case is claimed: POST, `application/grpc` (proto or JSON),
  * no request compression, a unary method of ours, the exact path. Everything
