@@ -1,7 +1,7 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 
 /** The longest delay a Node.js timer takes (about 24.8 days); longer ones fire after 1 ms. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const GRPC_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
 
@@ -12,23 +12,29 @@ function deadlineMs(name: string, value: string): number | undefined {
 }
 
 /**
- * Headers the Connect adapter would trip over, made harmless before it reads
- * them; malformed values are left for it to refuse with InvalidArgument.
- *
- * - A deadline longer than a timer can hold is no deadline at all. connect-es
- *   would arm a timer with it, which Node clamps to 1 ms with a warning, and
- *   the call would time out at once. The header is dropped.
- * - An HTTP/1.0 request may come without Host, from which the adapter builds
- *   the request URL; it throws (a 500) without one. The URL only labels the
- *   call, so any authority will do.
+ * A deadline longer than a timer can hold is no deadline at all: connect-es
+ * (and our own unary door) would arm a timer with it, which Node clamps to
+ * 1 ms with a warning, and the call would time out at once. Such a header is
+ * dropped; malformed values are left for Connect's parser to refuse with
+ * InvalidArgument.
  */
-export function prepareForConnect(req: IncomingMessage): void {
-  const headers = req.headers;
+export function dropUntimeableDeadlines(headers: IncomingHttpHeaders): void {
   for (const name of ["grpc-timeout", "connect-timeout-ms"]) {
     const value = headers[name];
     if (typeof value !== "string") continue;
     const ms = deadlineMs(name, value);
     if (ms !== undefined && ms > MAX_TIMER_MS) delete headers[name];
   }
-  if (headers.host === undefined && !("authority" in req)) headers.host = "localhost";
+}
+
+/**
+ * Headers the Connect adapter would trip over, made harmless before it reads
+ * them: deadlines no timer can hold (above), and a missing Host. An HTTP/1.0
+ * request may come without Host, from which the adapter builds the request
+ * URL; it throws (a 500) without one. The URL only labels the call, so any
+ * authority will do.
+ */
+export function prepareForConnect(req: IncomingMessage): void {
+  dropUntimeableDeadlines(req.headers);
+  if (req.headers.host === undefined && !("authority" in req)) req.headers.host = "localhost";
 }

@@ -13,7 +13,7 @@ import type { RequestSource } from "../clientAddress.js";
 import { wellFormed } from "../oauth/errors.js";
 import { annotateRequest, type RequestContext } from "../requestContext.js";
 import { readRequestBody } from "../requestBody.js";
-import { MAX_TIMER_MS } from "./adapterInput.js";
+import { dropUntimeableDeadlines } from "./adapterInput.js";
 import { headerFields, plainHandlerContext } from "./handlerContext.js";
 import type { ServiceBinding } from "./services.js";
 
@@ -103,10 +103,9 @@ export function createGrpcUnaryDoor(bindings: readonly ServiceBinding[], options
 
   async function answer(target: UnaryTarget, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, context: RequestContext): Promise<void> {
     const { binary } = target;
+    dropUntimeableDeadlines(headers);
     const timeout = parseTimeout(headerValue(headers, "grpc-timeout"), Number.MAX_SAFE_INTEGER);
-    // A deadline longer than a timer can hold is no deadline at all: Node would fire the timer after 1 ms.
-    const timeoutMs = timeout.timeoutMs !== undefined && timeout.timeoutMs <= MAX_TIMER_MS ? timeout.timeoutMs : undefined;
-    const deadline = timeoutMs === undefined ? undefined : createDeadlineSignal(timeoutMs);
+    const deadline = timeout.timeoutMs === undefined ? undefined : createDeadlineSignal(timeout.timeoutMs);
     const ctx = plainHandlerContext({
       service: target.service,
       method: target.method,
@@ -114,7 +113,7 @@ export function createGrpcUnaryDoor(bindings: readonly ServiceBinding[], options
       req: { method: "POST", headers },
       url: `http://${headers[":authority"] ?? "localhost"}${headers[":path"]}`,
       values: options.contextValues({ socket: stream.session?.socket ?? {}, headers }, context),
-      deadline: deadline && { signal: deadline.signal, timeoutMs: timeoutMs! },
+      deadline: deadline && { signal: deadline.signal, timeoutMs: timeout.timeoutMs! },
     });
     let body: Uint8Array | undefined;
     let failure: ConnectError | undefined;
