@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { GRPC_INTROSPECT_PATH, grpcIntrospectionLoad, introspectionCall } from "./grpcLoad.js";
 import { h2loadInstalled, h2loadRun } from "./h2load.js";
 import { combined, CONNECTIONS, httpAmount, httpLoad, type HttpRequest, type LoadResult } from "./httpLoad.js";
-import { pacedLoad } from "./pacedLoad.js";
+import { pacedLoadInOwnProcess } from "./pacedLoad.js";
 import {
   assertActive,
   BENCH_BASIC,
@@ -458,7 +458,7 @@ async function measureGrpc(server: OurServer, tokens: string[], dir: string) {
 
 /** Evenly spaced load at `rate` with the run's settings. */
 const paced = (url: string, requests: HttpRequest[], rate: number) =>
-  pacedLoad({ url, requests, rate, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, connections: CONNECTIONS });
+  pacedLoadInOwnProcess({ url, requests, rate, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, connections: CONNECTIONS });
 
 /** After the throughput rows: gRPC, latency at half the introspection peak, memory. */
 async function measureOurs(server: OurServer, throughput: Awaited<ReturnType<typeof measureThroughput>>, halfRate: number, dir: string) {
