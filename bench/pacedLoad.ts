@@ -20,7 +20,7 @@ export interface PacedLoadOptions {
  * during the latency row.
  */
 export async function pacedLoadInOwnProcess(options: PacedLoadOptions): Promise<LoadResult> {
-  return JSON.parse(await runNode(["--import", "tsx", "bench/pacedClient.ts", JSON.stringify(options)])) as LoadResult;
+  return JSON.parse(await runNode(["--import", "tsx", "bench/pacedClient.ts"], JSON.stringify(options))) as LoadResult;
 }
 
 /**

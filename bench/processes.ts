@@ -80,10 +80,11 @@ export function rssMiB(pid: number): number {
   return Number(kib[1]) / 1024;
 }
 
-/** Run `node <args>` to completion and return its stdout. */
-export function runNode(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+/** Run `node <args>` to completion, with `input` on its stdin, and return its stdout. */
+export function runNode(args: string[], input = ""): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "inherit"] });
+    child.stdin.end(input);
     running.add(child);
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
