@@ -84,7 +84,8 @@ export function rssMiB(pid: number): number {
 export function runNode(args: string[], input = ""): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "inherit"] });
-    child.stdin.end(input);
+    // A child that dies before reading it all breaks the pipe; its exit code says why.
+    child.stdin.on("error", () => {}).end(input);
     running.add(child);
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
