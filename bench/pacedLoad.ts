@@ -19,9 +19,25 @@ export interface PacedLoadOptions {
  * autocannon runs of the rows before, that heap paused for up to 19-29 ms
  * during the latency row.
  */
-export async function pacedLoadInOwnProcess(options: PacedLoadOptions): Promise<LoadResult> {
-  return JSON.parse(await runNode(["--import", "tsx", "bench/pacedClient.ts"], JSON.stringify(options))) as LoadResult;
+export async function pacedLoadInOwnProcess(options: PacedLoadOptions): Promise<PacedRun> {
+  return JSON.parse(await runNode(["--import", "tsx", "bench/pacedClient.ts"], JSON.stringify(options))) as PacedRun;
 }
+
+/** What one paced run saw, kept whole so that runs can be pooled. */
+export interface PacedRun {
+  /** Each success's latency, rounded to the microsecond. */
+  latenciesMs: number[];
+  failures: number;
+  seconds: number;
+}
+
+/** Paced runs taken as one: their percentiles over all their latencies, their responses over their time. */
+export const pooled = (runs: readonly PacedRun[]): LoadResult =>
+  latencyResult(
+    runs.flatMap((run) => run.latenciesMs),
+    runs.reduce((sum, run) => sum + run.failures, 0),
+    runs.reduce((sum, run) => sum + run.seconds, 0),
+  );
 
 /**
  * autocannon's rate limit lets each connection send its whole per-second
@@ -33,12 +49,12 @@ export async function pacedLoadInOwnProcess(options: PacedLoadOptions): Promise<
  * is kept per request but its latency: holding every request's promise to
  * the end promoted them all and brought the client's own full collections.
  */
-export async function pacedLoad(options: PacedLoadOptions): Promise<LoadResult> {
+export async function pacedLoad(options: PacedLoadOptions): Promise<PacedRun> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
   const target = new URL(options.url);
 
   const run = (seconds: number) =>
-    new Promise<LoadResult>((resolve) => {
+    new Promise<PacedRun>((resolve) => {
       const latencies: number[] = [];
       let failures = 0;
       let sent = 0;
@@ -46,9 +62,9 @@ export async function pacedLoad(options: PacedLoadOptions): Promise<LoadResult> 
       const started = performance.now();
       const total = Math.round(options.rate * seconds);
       const settle = (dueAt: number, ok: boolean) => {
-        if (ok) latencies.push(performance.now() - dueAt);
+        if (ok) latencies.push(Math.round((performance.now() - dueAt) * 1000) / 1000);
         else failures++;
-        if (++answered === total) resolve(latencyResult(latencies, failures, (performance.now() - started) / 1000));
+        if (++answered === total) resolve({ latenciesMs: latencies, failures, seconds: (performance.now() - started) / 1000 });
       };
       const send = (request: HttpRequest, dueAt: number) => {
         let done = false;
