@@ -45,13 +45,21 @@ export function machineDescription(): string {
 
 export const ratioOf = (row: Row) => row.ours / row.reference;
 
+const meets = (row: Row, ratio: number) => (row.comparison === "atLeast" ? ratio >= row.target : ratio <= row.target);
+
 export function passes(row: Row): boolean {
-  if (row.problem) return false;
-  const ratio = ratioOf(row);
-  return row.comparison === "atLeast" ? ratio >= row.target : ratio <= row.target;
+  return !row.problem && meets(row, ratioOf(row));
 }
 
 const number = (value: number, digits = 0) => value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** The ratio to two decimals, or more where two would round it onto the target's other side (0.996x, not 1.00x, misses ≥ 1.00x). */
+function ratioText(row: Row): string {
+  const ratio = ratioOf(row);
+  let digits = 2;
+  while (digits < 6 && meets(row, Number(ratio.toFixed(digits))) !== meets(row, ratio)) digits++;
+  return `${number(ratio, digits)}x`;
+}
 
 function figure(value: number, unit: string): string {
   if (unit === "ms") return `${number(value, 1)} ms`;
@@ -71,7 +79,7 @@ export function renderMarkdown(report: Report): string {
       row.scenario,
       figure(row.ours, row.unit),
       `${row.referenceLabel}: ${figure(row.reference, row.unit)}`,
-      `${number(ratioOf(row), 2)}x`,
+      ratioText(row),
       `${row.comparison === "atLeast" ? "≥" : "≤"} ${number(row.target, 2)}x`,
       passes(row) ? "pass" : `**FAIL**${row.problem ? ` (${row.problem})` : ""}`,
     ]),
