@@ -477,19 +477,20 @@ async function latencyAtHalfPeak(server: OurServer, tokens: string[], bare: Bare
     const peak = await load(server.url, introspectionRequests(tokens), { seconds, warmupSeconds: turn === 0 ? settings.warmupSeconds : 0 });
     const halfRate = Math.round(peak.rps / 2);
     rates.push(halfRate);
-    const [oursRun, bareRun] = [await paced(server.url, introspectionRequests(tokens), halfRate), await paced(bare.url, [bare.request], halfRate)];
+    const oursRun = await paced(server.url, introspectionRequests(tokens), halfRate);
+    const bareRun = await paced(bare.url, [bare.request], halfRate);
     ours.push(oursRun);
     bares.push(bareRun);
     log(`    turn ${turn + 1}, ${halfRate} req/s offered: ours ${rate(pooled([oursRun]))}; bare ${rate(pooled([bareRun]))}`);
   }
-  const short = ours.findIndex((run, turn) => run.latenciesMs.length / run.seconds < rates[turn]! * 0.95);
-  const served = ours[short];
+  const served = ours.map((run) => Math.round(pooled([run]).rps));
+  const short = served.findIndex((rps, turn) => rps < rates[turn]! * 0.95);
   const range = [Math.min(...rates), Math.max(...rates)].map((r) => r.toLocaleString("en-US"));
   return {
     offered: range[0] === range[1] ? range[0]! : range.join("-"),
     ours: pooled(ours),
     bare: pooled(bares),
-    overloaded: served && `turn ${short + 1} served only ${Math.round(served.latenciesMs.length / served.seconds)} of ${rates[short]} req/s`,
+    overloaded: short < 0 ? undefined : `turn ${short + 1} served only ${served[short]} of ${rates[short]} req/s`,
   };
 }
 
