@@ -195,6 +195,7 @@ async function main(): Promise<void> {
     await bare.stop();
     // What the latency row's client and this machine allow: no server answers faster.
     figure(`bare node:http, p99 at our latency row's offered rates and client, in turns with it (ms)`, main.halfPeak.bare.p99Ms, "ms");
+    report.notes.push(`Latency row, p99 turn by turn: ours ${main.halfPeak.oursByTurn}; bare node:http ${main.halfPeak.bareByTurn} (ms).`);
     report.rows.push(
       {
         scenario: "client_credentials, RS256 JWT, token row in SQLite",
@@ -486,10 +487,13 @@ async function latencyAtHalfPeak(server: OurServer, tokens: string[], bare: Bare
   const served = ours.map((run) => Math.round(pooled([run]).rps));
   const short = served.findIndex((rps, turn) => rps < rates[turn]! * 0.95);
   const range = [Math.min(...rates), Math.max(...rates)].map((r) => r.toLocaleString("en-US"));
+  const p99s = (runs: PacedRun[]) => runs.map((run) => pooled([run]).p99Ms.toFixed(1)).join(", ");
   return {
     offered: range[0] === range[1] ? range[0]! : range.join("-"),
     ours: pooled(ours),
     bare: pooled(bares),
+    oursByTurn: p99s(ours),
+    bareByTurn: p99s(bares),
     overloaded: short < 0 ? undefined : `turn ${short + 1} served only ${served[short]} of ${rates[short]} req/s`,
   };
 }
