@@ -39,7 +39,9 @@ export async function findActiveAccessToken(
  * same token on every call it serves, so each instance keeps the decoded
  * payloads of tokens it has found, by hash (decoding was ~7% of an
  * introspection's CPU). Only tokens with a live row get here, and the row is
- * still read on every call: revocation and expiry do not depend on this.
+ * still looked up on every call (the store may answer from rows it keeps
+ * while the database is unchanged): revocation and expiry do not depend on
+ * this.
  */
 const claimsByHash = new Map<string, AccessTokenClaims>();
 const CLAIMS_CACHE_LIMIT = 10_000;

@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import sqlite3 from "sqlite3";
 import { openSqliteConnection, sqliteFile, type Db } from "./db.js";
+import { SqliteChangeWatch } from "./sqliteChanges.js";
 
 /**
  * A read of at most one row, found by one value: the reads on every
@@ -34,7 +35,8 @@ export interface RowReader {
  */
 export function createRowReader(db: Db): RowReader {
   const file = sqliteFile(db);
-  return new BatchingRowReader(file === undefined ? new KnexRows(db) : new SqliteRows(db, file));
+  if (file === undefined) return new BatchingRowReader(new KnexRows(db));
+  return new BatchingRowReader(new SqliteRows(db, file), new KeptRows(new SqliteChangeWatch(file)));
 }
 
 /** Runs one query for many values. */
@@ -66,7 +68,10 @@ class BatchingRowReader implements RowReader {
   private waiting = new Map<RowQuery, Map<string, Waiter[]>>();
   private scheduled = false;
 
-  constructor(private readonly source: RowSource) {}
+  constructor(
+    private readonly source: RowSource,
+    private readonly kept?: KeptRows,
+  ) {}
 
   first<Row>(query: RowQuery, value: string): Promise<Row | undefined> {
     return new Promise((resolve, reject) => {
@@ -85,6 +90,7 @@ class BatchingRowReader implements RowReader {
   }
 
   close(): Promise<void> {
+    this.kept?.close();
     return this.source.close();
   }
 
@@ -92,25 +98,79 @@ class BatchingRowReader implements RowReader {
     const waiting = this.waiting;
     this.waiting = new Map();
     this.scheduled = false;
+    // Looked at after every lookup of this turn arrived, as a query would start.
+    const version = this.kept?.version();
     for (const [query, byValue] of waiting) {
-      const values = [...byValue.keys()];
-      for (let i = 0; i < values.length; i += MAX_BATCH) this.answer(query, values.slice(i, i + MAX_BATCH), byValue);
+      const values: string[] = [];
+      for (const [value, waiters] of byValue) {
+        const row = version === undefined ? undefined : this.kept!.row(query, value, version);
+        if (row === undefined) values.push(value);
+        else for (const w of waiters) w.resolve(row);
+      }
+      for (let i = 0; i < values.length; i += MAX_BATCH) this.answer(query, values.slice(i, i + MAX_BATCH), byValue, version);
     }
   }
 
-  private answer(query: RowQuery, values: string[], waiters: Map<string, Waiter[]>): void {
+  private answer(query: RowQuery, values: string[], waiters: Map<string, Waiter[]>, version: number | undefined): void {
     this.source.rows(query, values).then(
       (rows) => {
         const found = new Map(rows.map((row) => [String(row[query.key]), row]));
-        for (const value of values) for (const w of waiters.get(value)!) w.resolve(found.get(value));
+        for (const value of values) {
+          const row = found.get(value);
+          if (row !== undefined && version !== undefined) this.kept!.keep(query, value, row, version);
+          for (const w of waiters.get(value)!) w.resolve(row);
+        }
       },
       (err) => {
         if (values.length === 1) for (const w of waiters.get(values[0]!)!) w.reject(err);
         // A value the database refuses (PostgreSQL: a NUL character) must not
         // fail the lookups that shared its query: each is asked on its own.
-        else for (const value of values) this.answer(query, [value], waiters);
+        else for (const value of values) this.answer(query, [value], waiters, version);
       },
     );
+  }
+}
+
+/** Rows kept per query; past it, that query's rows are dropped and read again. */
+const KEPT_ROWS_LIMIT = 10_000;
+
+/**
+ * Rows read from a SQLite file, kept while the file has not changed since.
+ * Whether it has is one read of its WAL-index header (`SqliteChangeWatch`),
+ * which every commit rewrites, whichever connection or process made it; a
+ * turn's lookups share that read, and a kept row answers them without a hop
+ * to the libuv pool. A row is kept with the version looked at before its
+ * query started, so a commit during the query makes it look stale, never the
+ * other way round. Under writes (token issuance) rows are seldom found
+ * unchanged, and each turn pays that one read for nothing.
+ */
+class KeptRows {
+  private readonly rows = new Map<RowQuery, Map<string, { version: number; row: unknown }>>();
+
+  constructor(private readonly changes: SqliteChangeWatch) {}
+
+  /** The database's version now; undefined when nothing can be promised. */
+  version(): number | undefined {
+    return this.changes.current();
+  }
+
+  /** The row kept for `value` if read at `version`. */
+  row(query: RowQuery, value: string, version: number): unknown {
+    const kept = this.rows.get(query)?.get(value);
+    return kept?.version === version ? kept.row : undefined;
+  }
+
+  keep(query: RowQuery, value: string, row: unknown, version: number): void {
+    let rows = this.rows.get(query);
+    if (!rows) this.rows.set(query, (rows = new Map()));
+    if (rows.size >= KEPT_ROWS_LIMIT) rows.clear();
+    // Shared by every lookup it answers: none may change it.
+    rows.set(value, { version, row: Object.freeze(row) });
+  }
+
+  close(): void {
+    this.changes.close();
+    this.rows.clear();
   }
 }
 
