@@ -35,14 +35,19 @@ export interface RowReader {
  */
 export function createRowReader(db: Db): RowReader {
   const file = sqliteFile(db);
-  if (file === undefined) return new BatchingRowReader(new KnexRows(db));
-  return new BatchingRowReader(new SqliteRows(db, file), new KeptRows(new SqliteChangeWatch(file)));
+  return new BatchingRowReader(file === undefined ? new KnexRows(db) : new SqliteRows(db, file));
 }
 
 /** Runs one query for many values. */
 interface RowSource {
   /** At most MAX_BATCH distinct values. */
   rows(query: RowQuery, values: readonly string[]): Promise<Record<string, unknown>[]>;
+  /**
+   * A number that differs from every earlier one if the data may have changed
+   * since, so rows read between two equal ones still hold; undefined (or no
+   * such method) promises nothing, and every lookup is a query.
+   */
+  version?(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -68,10 +73,9 @@ class BatchingRowReader implements RowReader {
   private waiting = new Map<RowQuery, Map<string, Waiter[]>>();
   private scheduled = false;
 
-  constructor(
-    private readonly source: RowSource,
-    private readonly kept?: KeptRows,
-  ) {}
+  private readonly kept = new KeptRows();
+
+  constructor(private readonly source: RowSource) {}
 
   first<Row>(query: RowQuery, value: string): Promise<Row | undefined> {
     return new Promise((resolve, reject) => {
@@ -90,7 +94,7 @@ class BatchingRowReader implements RowReader {
   }
 
   close(): Promise<void> {
-    this.kept?.close();
+    this.kept.clear();
     return this.source.close();
   }
 
@@ -99,11 +103,11 @@ class BatchingRowReader implements RowReader {
     this.waiting = new Map();
     this.scheduled = false;
     // Looked at after every lookup of this turn arrived, as a query would start.
-    const version = this.kept?.version();
+    const version = this.source.version?.();
     for (const [query, byValue] of waiting) {
       const values: string[] = [];
       for (const [value, waiters] of byValue) {
-        const row = version === undefined ? undefined : this.kept!.row(query, value, version);
+        const row = version === undefined ? undefined : this.kept.row(query, value, version);
         if (row === undefined) values.push(value);
         else for (const w of waiters) w.resolve(row);
       }
@@ -117,7 +121,7 @@ class BatchingRowReader implements RowReader {
         const found = new Map(rows.map((row) => [String(row[query.key]), row]));
         for (const value of values) {
           const row = found.get(value);
-          if (row !== undefined && version !== undefined) this.kept!.keep(query, value, row, version);
+          if (row !== undefined && version !== undefined) this.kept.keep(query, value, row, version);
           for (const w of waiters.get(value)!) w.resolve(row);
         }
       },
@@ -135,24 +139,15 @@ class BatchingRowReader implements RowReader {
 const KEPT_ROWS_LIMIT = 10_000;
 
 /**
- * Rows read from a SQLite file, kept while the file has not changed since.
- * Whether it has is one read of its WAL-index header (`SqliteChangeWatch`),
- * which every commit rewrites, whichever connection or process made it; a
- * turn's lookups share that read, and a kept row answers them without a hop
- * to the libuv pool. A row is kept with the version looked at before its
- * query started, so a commit during the query makes it look stale, never the
- * other way round. Under writes (token issuance) rows are seldom found
- * unchanged, and each turn pays that one read for nothing.
+ * Rows kept while their source's version stays the same (on a SQLite file:
+ * until the next commit, by any connection or process). A turn's lookups
+ * share one look at the version, and a kept row answers them without a
+ * query. A row is kept with the version looked at before its query started,
+ * so a commit during the query makes it look stale, never the other way
+ * round. Under writes (token issuance) rows are seldom found unchanged.
  */
 class KeptRows {
   private readonly rows = new Map<RowQuery, Map<string, { version: number; row: unknown }>>();
-
-  constructor(private readonly changes: SqliteChangeWatch) {}
-
-  /** The database's version now; undefined when nothing can be promised. */
-  version(): number | undefined {
-    return this.changes.current();
-  }
 
   /** The row kept for `value` if read at `version`. */
   row(query: RowQuery, value: string, version: number): unknown {
@@ -168,8 +163,7 @@ class KeptRows {
     rows.set(value, { version, row: Object.freeze(row) });
   }
 
-  close(): void {
-    this.changes.close();
+  clear(): void {
     this.rows.clear();
   }
 }
@@ -219,6 +213,8 @@ interface PreparedLookup {
  */
 class SqliteRows implements RowSource {
   private connections: Promise<sqlite3.Database[]> | undefined;
+  /** Opened once the read connections are: while they are, SQLite keeps the `-shm` file it reads. */
+  private changes: SqliteChangeWatch | undefined;
   private readonly lookups = new Map<string, Promise<PreparedLookup>>();
   private next = 0;
 
@@ -248,9 +244,15 @@ class SqliteRows implements RowSource {
     );
   }
 
+  version(): number | undefined {
+    return this.changes?.current();
+  }
+
   async close(): Promise<void> {
     const connections = await this.connections?.catch(() => []);
     this.connections = undefined;
+    this.changes?.close();
+    this.changes = undefined;
     this.lookups.clear();
     await Promise.all((connections ?? []).map((c) => new Promise<void>((resolve) => c.close(() => resolve()))));
   }
@@ -269,9 +271,10 @@ class SqliteRows implements RowSource {
   }
 
   private open(): Promise<sqlite3.Database[]> {
-    this.connections ??= Promise.all(
-      Array.from({ length: READ_CONNECTIONS }, () => openReadOnly(this.file)),
-    );
+    this.connections ??= Promise.all(Array.from({ length: READ_CONNECTIONS }, () => openReadOnly(this.file))).then((connections) => {
+      this.changes = new SqliteChangeWatch(this.file);
+      return connections;
+    });
     return this.connections;
   }
 }
