@@ -8,6 +8,9 @@ import { closeSync, openSync, readSync } from "node:fs";
  */
 const HEADER_BYTES = 96;
 
+/** Versions are never reused, not even by another watch on the same file. */
+let lastVersion = 0;
+
 /**
  * Whether a SQLite database in WAL mode may have changed, by a commit of any
  * connection in any process, since it was last asked: one read of the
@@ -19,7 +22,7 @@ export class SqliteChangeWatch {
   private fd: number | undefined;
   private readonly seen = Buffer.alloc(HEADER_BYTES);
   private readonly now = Buffer.alloc(HEADER_BYTES);
-  private version = 0;
+  private version: number | undefined;
 
   constructor(private readonly file: string) {}
 
@@ -35,9 +38,9 @@ export class SqliteChangeWatch {
     } catch {
       return undefined;
     }
-    if (!this.now.equals(this.seen)) {
+    if (this.version === undefined || !this.now.equals(this.seen)) {
       this.now.copy(this.seen);
-      this.version++;
+      this.version = ++lastVersion;
     }
     return this.version;
   }
