@@ -21,7 +21,11 @@ export interface Grant {
    * that narrows the access token keeps the refresh token's scope (RFC 6749 §6).
    */
   refreshTokenScopes?: string[];
-  /** Continues an existing family (refresh); a new one is started otherwise. */
+  /**
+   * The family the tokens join (an authorization code's, a refresh token's).
+   * Otherwise a new one is started if a refresh token is issued, and none if
+   * not: a family exists to be revoked as one.
+   */
   familyId?: string;
   /** Epoch seconds of the user's authentication. */
   authTime?: number;
@@ -71,7 +75,6 @@ export class TokenMinter {
     const now = epochSeconds(this.clock);
     const expiresIn = app.expireInHours * HOUR;
     const scope = grant.scopes.join(" ");
-    const familyId = grant.familyId ?? randomUUID();
     const authTime = grant.authTime ?? now;
     const { kid, key } = await this.keys.signingKey();
     const sign = (payload: Record<string, unknown>, typ: string) =>
@@ -100,7 +103,10 @@ export class TokenMinter {
       sign(accessClaims, "at+jwt"),
       wantsIdToken ? sign(this.idTokenClaims({ ...grant, user }, now), "JWT") : undefined,
     ]);
-    const refreshToken = grant.refreshToken && user ? randomToken() : undefined;
+    // A refresh token continues the grant's family or starts one; without it
+    // the access token joins the grant's family (a code's), or none.
+    const refresh = grant.refreshToken && user ? { token: randomToken(), familyId: grant.familyId ?? randomUUID() } : undefined;
+    const familyId = refresh?.familyId ?? grant.familyId ?? null;
 
     const nowMs = now * 1000;
     const rows: IssuedTokenRows = {
@@ -116,10 +122,10 @@ export class TokenMinter {
         revokedAt: null,
         kid,
       },
-      refresh: refreshToken
+      refresh: refresh
         ? {
-            tokenHash: sha256(refreshToken),
-            familyId,
+            tokenHash: sha256(refresh.token),
+            familyId: refresh.familyId,
             clientId: app.clientId,
             userId: user?.id ?? null,
             scope: grant.refreshTokenScopes?.join(" ") ?? scope,
@@ -142,7 +148,7 @@ export class TokenMinter {
       await this.store.issuedTokens.add(rows);
     }
 
-    return { accessToken, idToken, refreshToken, tokenType: "Bearer", expiresIn, scope };
+    return { accessToken, idToken, refreshToken: refresh?.token, tokenType: "Bearer", expiresIn, scope };
   }
 
   /**

@@ -7,7 +7,8 @@ import { USER_COLUMNS, userFromRow, type UserRecord, type UserRow } from "./user
 export interface AccessTokenRecord {
   tokenHash: string;
   jti: string;
-  familyId: string;
+  /** Null for a token no code or refresh token stands behind (client_credentials, implicit): nothing revokes it with others. */
+  familyId: string | null;
   clientId: string;
   userId: string | null;
   scope: string;
@@ -37,7 +38,7 @@ const num = (v: unknown): number | null => (v === null || v === undefined ? null
 interface AccessTokenRow {
   token_hash: string;
   jti: string;
-  family_id: string;
+  family_id: string | null;
   client_id: string;
   user_id: string | null;
   scope: string;

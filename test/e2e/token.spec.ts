@@ -137,12 +137,27 @@ describe("token endpoint over REST", () => {
       await assertUserTokens(await call(`${url}?${query}`, { method: "POST" }));
     });
 
+    it("puts the access and refresh token in one family, a new one for each grant", async () => {
+      const families = [];
+      for (let i = 0; i < 2; i++) {
+        const { body } = await postForm(url, userBody, basic);
+        const access = await server.domain.store.accessTokens.findByHash(sha256(body.access_token));
+        const refresh = await server.domain.store.refreshTokens.findByHash(sha256(body.refresh_token));
+        assert.ok(access?.familyId, "revoking the refresh token's family must reach its access token");
+        assert.equal(access.familyId, refresh?.familyId);
+        families.push(access.familyId);
+      }
+      assert.notEqual(families[0], families[1]);
+    });
+
     it("records every token so each is introspectable on its own", async () => {
       const a = await postForm(url, { grant_type: "client_credentials", ...clientBody });
       const b = await postForm(url, { grant_type: "client_credentials", ...clientBody });
       assert.notEqual(a.body.access_token, b.body.access_token);
       for (const token of [a.body.access_token, b.body.access_token]) {
-        assert.equal((await server.domain.store.accessTokens.findByHash(sha256(token)))?.clientId, TEST_APP.clientId);
+        const row = await server.domain.store.accessTokens.findByHash(sha256(token));
+        assert.equal(row?.clientId, TEST_APP.clientId);
+        assert.equal(row?.familyId, null, "no code or refresh token stands behind it: nothing revokes it with others");
       }
     });
   });

@@ -383,10 +383,11 @@ describeEachBackend("storage contract", (ctx) => {
   });
 
   describe("access tokens", () => {
-    it("round-trips by hash, with expiry and revocation times", async () => {
-      const token = anAccessToken({ userId: null });
-      await ctx.store.accessTokens.insert(token);
-      assert.deepEqual(await ctx.store.accessTokens.findByHash(token.tokenHash), token);
+    it("round-trips by hash, with expiry and revocation times, in a family or in none", async () => {
+      for (const token of [anAccessToken({ userId: null }), anAccessToken({ userId: null, familyId: null })]) {
+        await ctx.store.accessTokens.insert(token);
+        assert.deepEqual(await ctx.store.accessTokens.findByHash(token.tokenHash), token);
+      }
       assert.equal(await ctx.store.accessTokens.findByHash(hash()), undefined);
     });
 
@@ -488,14 +489,16 @@ describeEachBackend("storage contract", (ctx) => {
       const access = [anAccessToken({ familyId }), anAccessToken({ familyId })];
       const refresh = [aRefreshToken({ familyId, consumedAt: T0 }), aRefreshToken({ familyId })];
       const bystanderAccess = anAccessToken();
+      const familyless = anAccessToken({ familyId: null });
       const bystanderRefresh = aRefreshToken();
-      for (const t of [...access, bystanderAccess]) await ctx.store.accessTokens.insert(t);
+      for (const t of [...access, bystanderAccess, familyless]) await ctx.store.accessTokens.insert(t);
       for (const t of [...refresh, bystanderRefresh]) await ctx.store.refreshTokens.insert(t);
 
       await revokeFamily(ctx.db, familyId, T0 + 100);
       for (const t of access) assert.equal((await ctx.store.accessTokens.findByHash(t.tokenHash))?.revokedAt, T0 + 100);
       for (const t of refresh) assert.equal((await ctx.store.refreshTokens.findByHash(t.tokenHash))?.revokedAt, T0 + 100);
       assert.equal((await ctx.store.accessTokens.findByHash(bystanderAccess.tokenHash))?.revokedAt, null);
+      assert.equal((await ctx.store.accessTokens.findByHash(familyless.tokenHash))?.revokedAt, null);
       assert.equal((await ctx.store.refreshTokens.findByHash(bystanderRefresh.tokenHash))?.revokedAt, null);
       assert.equal(await ctx.store.refreshTokens.consume(refresh[1]!.tokenHash, T0 + 101), false);
 
@@ -543,19 +546,21 @@ describeEachBackend("storage contract", (ctx) => {
     it("deletes expired access tokens, sessions and federation states, and keeps live ones", async () => {
       const now = clock.now();
       const expiredAccess = anAccessToken({ expiresAt: now + 1000 });
+      const expiredFamilyless = anAccessToken({ expiresAt: now + 1000, familyId: null });
       const liveAccess = anAccessToken({ expiresAt: now + HOUR });
       const expiredSession = aSession({ expiresAt: now + 1000 });
       const liveSession = aSession({ expiresAt: now + HOUR });
       const expiredState = aFederationState({ expiresAt: now + 1000 });
       const liveState = aFederationState({ expiresAt: now + HOUR });
-      for (const t of [expiredAccess, liveAccess]) await ctx.store.accessTokens.insert(t);
+      for (const t of [expiredAccess, expiredFamilyless, liveAccess]) await ctx.store.accessTokens.insert(t);
       for (const s of [expiredSession, liveSession]) await ctx.store.sessions.insert(s);
       for (const s of [expiredState, liveState]) await ctx.store.federationStates.insert(s);
 
       assert.deepEqual(await job().runOnce(), NOTHING_SWEPT);
       clock.advanceSeconds(1);
-      assert.deepEqual(await job().runOnce(), { ...NOTHING_SWEPT, access_tokens: 1, sessions: 1, federation_states: 1 });
+      assert.deepEqual(await job().runOnce(), { ...NOTHING_SWEPT, access_tokens: 2, sessions: 1, federation_states: 1 });
       assert.equal(await ctx.store.accessTokens.findByHash(expiredAccess.tokenHash), undefined);
+      assert.equal(await ctx.store.accessTokens.findByHash(expiredFamilyless.tokenHash), undefined);
       assert.equal(await ctx.store.sessions.findByHash(expiredSession.idHash), undefined);
       assert.equal(await ctx.store.federationStates.findByHash(expiredState.stateHash), undefined);
       assert.ok(await ctx.store.accessTokens.findByHash(liveAccess.tokenHash));

@@ -5,6 +5,7 @@ import * as signingKeyUsage from "./005_signing_key_usage.js";
 import * as cleanupIndexes from "./006_cleanup_indexes.js";
 import * as federation from "./007_federation.js";
 import * as signingKeyHold from "./008_signing_key_hold.js";
+import * as tokensWithoutFamily from "./009_tokens_without_family.js";
 
 interface Migration {
   name: string;
@@ -21,6 +22,7 @@ const all: Migration[] = [
   { name: "006_cleanup_indexes", ...cleanupIndexes },
   { name: "007_federation", ...federation },
   { name: "008_signing_key_hold", ...signingKeyHold },
+  { name: "009_tokens_without_family", ...tokensWithoutFamily },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
