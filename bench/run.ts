@@ -65,6 +65,8 @@ const settings = {
 /** The gRPC row's load client: h2load where installed, else our Node one (which costs the server a core's share). */
 const grpcClient = h2loadInstalled() ? "h2load" : "node:http2";
 
+/** Node's flags for the TypeScript reference servers and clients the bench starts. */
+const tsx = ["--import", "tsx"];
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 const rate = (r: LoadResult) => `${Math.round(r.rps).toLocaleString("en-US")} req/s, p99 ${r.p99Ms.toFixed(1)} ms${r.failures ? `, ${r.failures} FAILED` : ""}`;
 const failed = (...results: LoadResult[]) => {
@@ -147,7 +149,6 @@ async function main(): Promise<void> {
 
   try {
     // --- the references: bare node:http and node:http2, node-oidc-provider, the RS256 ceiling ---
-    const tsx = ["--import", "tsx"];
     const [bare, bare2, oidc] = await Promise.all([
       startService({ name: "bare node:http", args: [...tsx, "bench/references/bareHttp.ts"], logFile: join(dir, "bare.log"), ready: /listening on (\S+)/ }),
       startService({ name: "bare node:http2", args: [...tsx, "bench/references/bareHttp2.ts"], logFile: join(dir, "bare2.log"), ready: /listening on (\S+)/ }),
@@ -399,7 +400,7 @@ async function oidcIntrospection(url: string, authorization: string): Promise<Tu
 
 /** jose's RS256 signing rate, 16 in flight, in a process of its own; `rps` is signatures per second. */
 const joseSigning: TurnLoad = async (seconds) => {
-  const output = await runNode(["--import", "tsx", "bench/references/cryptoCeiling.ts", String(seconds), "jose"]);
+  const output = await runNode([...tsx, "bench/references/cryptoCeiling.ts", String(seconds), "jose"]);
   const { joseSign16 } = JSON.parse(output) as { joseSign16: number };
   const ok = Math.round(joseSign16 * seconds);
   return { rps: joseSign16, p50Ms: 0, p99Ms: 0, ok, okWithWarmup: ok, failures: 0 };

@@ -50,6 +50,9 @@ export function isPostgres(db: Db): boolean {
   return db.client.config.client === "pg";
 }
 
+/** Where Knex finds the migrations and records which have run. */
+export const MIGRATIONS = { migrationSource: migrations, tableName: "knex_migrations" };
+
 /** Open the database and bring its schema up to date. */
 export async function openDb(options: DbOptions): Promise<Db> {
   const log = options.log ?? ((message: string) => process.stderr.write(`database: ${message}\n`));
@@ -61,8 +64,7 @@ export async function openDb(options: DbOptions): Promise<Db> {
     // advisory lock serialises the whole step; knex's lock still guards the batch.
     await withDbLock(db, "migrate", () =>
       db.migrate.latest({
-        migrationSource: migrations,
-        tableName: "knex_migrations",
+        ...MIGRATIONS,
         // A long index build must not trip the per-statement limit.
         beforeAll: async (trx: Knex) => {
           if (isPostgres(db)) await trx.raw("set local statement_timeout = 0");

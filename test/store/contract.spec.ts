@@ -10,12 +10,13 @@ import type { FederatedIdentityRecord } from "../../src/store/federatedIdentitie
 import type { FederationStateRecord } from "../../src/store/federationStates.js";
 import type { ProviderRecord } from "../../src/store/providers.js";
 import type { SessionRecord } from "../../src/store/sessions.js";
-import { revokeFamily, type AccessTokenRecord, type RefreshTokenRecord } from "../../src/store/tokens.js";
+import { revokeFamily, type RefreshTokenRecord } from "../../src/store/tokens.js";
 import type { UserRecord } from "../../src/store/users.js";
 import { isPostgres, type Db } from "../../src/store/db.js";
 import { createStore } from "../../src/store/index.js";
 import { FakeClock } from "../support/clock.js";
 import { describeEachBackend } from "../support/databases.js";
+import { anAccessToken, hash, HOUR, T0 } from "../support/storeFixtures.js";
 
 /** What a cleanup run reports when it deleted nothing, table by table. */
 const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.table, 0]));
@@ -29,12 +30,7 @@ const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.table, 0])
  * tests share one database per backend without seeing each other.
  */
 
-// Epoch milliseconds beyond 2^32, so a column that truncated to 32 bits would show.
-const T0 = 1_750_000_000_000;
-const HOUR = 3_600_000;
-
 const id = () => randomBytes(8).toString("hex");
-const hash = () => randomBytes(32).toString("hex");
 
 const anApplication = (over: Partial<ApplicationRecord> = {}): ApplicationRecord => ({
   id: randomUUID(),
@@ -83,20 +79,6 @@ const aProvider = (over: Partial<ProviderRecord> = {}): ProviderRecord => ({
   trustEmail: true,
   createdAt: T0,
   updatedAt: T0,
-  ...over,
-});
-
-const anAccessToken = (over: Partial<AccessTokenRecord> = {}): AccessTokenRecord => ({
-  tokenHash: hash(),
-  jti: randomUUID(),
-  familyId: randomUUID(),
-  clientId: "client",
-  userId: randomUUID(),
-  scope: "openid profile",
-  issuedAt: T0,
-  expiresAt: T0 + HOUR,
-  kid: null,
-  revokedAt: null,
   ...over,
 });
 

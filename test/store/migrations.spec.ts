@@ -1,31 +1,14 @@
 import assert from "node:assert/strict";
-import { randomBytes, randomUUID } from "node:crypto";
-import { migrations } from "../../src/store/migrations/index.js";
-import type { AccessTokenRecord } from "../../src/store/tokens.js";
+import { MIGRATIONS } from "../../src/store/db.js";
 import { describeEachBackend } from "../support/databases.js";
-
-const MIGRATIONS = { migrationSource: migrations, tableName: "knex_migrations" };
-
-const anAccessToken = (over: Partial<AccessTokenRecord> = {}): AccessTokenRecord => ({
-  tokenHash: randomBytes(32).toString("base64url"),
-  jti: randomUUID(),
-  familyId: randomUUID(),
-  clientId: "client",
-  userId: null,
-  scope: "openid",
-  issuedAt: 1_750_000_000_000,
-  expiresAt: 1_750_003_600_000,
-  revokedAt: null,
-  kid: "k1",
-  ...over,
-});
+import { anAccessToken } from "../support/storeFixtures.js";
 
 describeEachBackend("migration 009: access tokens of no family", (ctx) => {
   const tokens = () => ctx.store.accessTokens;
 
   it("keeps every row when it is applied, and when it is undone", async () => {
     await ctx.db.migrate.down(MIGRATIONS);
-    const earlier = [anAccessToken(), anAccessToken({ userId: randomUUID(), revokedAt: 1_750_000_100_000 })];
+    const earlier = [anAccessToken({ userId: null }), anAccessToken({ kid: "k1", revokedAt: 1_750_000_100_000 })];
     for (const t of earlier) await tokens().insert(t);
     await assert.rejects(tokens().insert(anAccessToken({ familyId: null })), "before it, every access token has a family");
 
