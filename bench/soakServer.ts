@@ -3,8 +3,8 @@
  * own), started by bench/soak.ts with --expose-gc. It answers `heap` messages
  * with its heap after a full collection.
  */
-import { silentLogger } from "../src/log.js";
-import { startServer } from "../src/server.js";
+import { silentLogger } from "../src/shared/log.js";
+import { startServer } from "../src/app/server.js";
 import { writeConfigFile } from "../test/support/server.js";
 import { SOAK_APP, SOAK_USER } from "./soakLoad.js";
 

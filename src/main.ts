@@ -1,9 +1,9 @@
-import type { DemoCredentials } from "./accounts/seed.js";
-import { runAdminCommand } from "./adminCommands.js";
-import { OPS_DEFAULTS, optionsTable, parseServeConfig, SERVE_OPTIONS } from "./config.js";
-import { createLogger, errorFields } from "./log.js";
+import type { DemoCredentials } from "./app/seed.js";
+import { runAdminCommand } from "./app/adminCommands.js";
+import { OPS_DEFAULTS, optionsTable, parseServeConfig, SERVE_OPTIONS } from "./app/config.js";
+import { createLogger, errorFields } from "./shared/log.js";
 import { OAuthError } from "./oauth/errors.js";
-import { startServer } from "./server.js";
+import { startServer } from "./app/server.js";
 
 const FLAG_WIDTH = Math.max(...SERVE_OPTIONS.map((o) => o.flag.length));
 const ENV_WIDTH = Math.max(...SERVE_OPTIONS.map((o) => o.env.length));

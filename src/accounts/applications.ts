@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import type { Clock } from "../clock.js";
+import type { Clock } from "../shared/clock.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import { cleartextRedirectProblem } from "../oauth/redirectUris.js";
 import { hashSecret, randomToken, SCRYPT_COST, verifySecret, type ScryptCost } from "../oauth/secrets.js";
-import type { ApplicationRecord, ApplicationRepository } from "../store/applications.js";
+import type { ApplicationRepository } from "../store/applications.js";
 import {
   absoluteHttpUrlProblem,
   conflictsAsErrors,
@@ -14,6 +14,7 @@ import {
   rejectUnknownFields,
   requireName,
 } from "./validation.js";
+import type { ApplicationRecord } from "../shared/model.js";
 
 export const GRANT_TYPES = ["authorization_code", "implicit", "password", "client_credentials", "refresh_token"] as const;
 

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
-import type { Clock } from "../clock.js";
+import type { Clock } from "../shared/clock.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import { hashSecret, SCRYPT_COST, verifySecret, type ScryptCost } from "../oauth/secrets.js";
-import type { UserRecord, UserRepository } from "../store/users.js";
+import type { UserRepository } from "../store/users.js";
 import { conflictsAsErrors, InvalidInputError, optionalBoolean, optionalString, rejectUnknownFields, requireName } from "./validation.js";
+import type { UserRecord } from "../shared/model.js";
 
 export const USER_FIELDS = [
   "name", "password", "displayName", "email", "emailVerified", "avatar", "phone", "address", "isAdmin", "disabled",

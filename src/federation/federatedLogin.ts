@@ -1,12 +1,12 @@
-import type { Logger } from "../log.js";
+import type { Logger } from "../shared/log.js";
 import { OAuthError } from "../oauth/errors.js";
-import type { ProviderRecord } from "../store/providers.js";
 import type { AccountLinker, LinkResult } from "./linking.js";
 import type { LoginStates, Starter, TakenState } from "./loginStates.js";
 import type { ProviderAdmin } from "./providers.js";
 import { SecretBoxError } from "./secretBox.js";
 import type { Metrics } from "../oauth/metrics.js";
 import { UpstreamError, type UpstreamClient, type UpstreamProfile } from "./upstream.js";
+import type { ProviderRecord } from "../shared/model.js";
 
 export interface BegunLogin {
   /** The provider's Auth URL with the spec's parameters. */

@@ -1,14 +1,13 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { absoluteHttpUrlProblem } from "../accounts/validation.js";
-import type { Clock } from "../clock.js";
+import type { Clock } from "../shared/clock.js";
 import { OAuthError } from "../oauth/errors.js";
 import type { Db } from "../store/db.js";
 import { ConflictError } from "../store/errors.js";
-import type { ExternalKey, FederatedIdentityRecord } from "../store/federatedIdentities.js";
+import type { ExternalKey } from "../store/federatedIdentities.js";
 import type { Store } from "../store/index.js";
-import type { ProviderRecord } from "../store/providers.js";
-import type { UserRecord } from "../store/users.js";
 import type { UpstreamProfile } from "./upstream.js";
+import type { FederatedIdentityRecord, ProviderRecord, UserRecord } from "../shared/model.js";
 
 export interface LinkResult {
   user: UserRecord;

@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.js";
+import type { Clock } from "../shared/clock.js";
 import { OAuthError } from "../oauth/errors.js";
 import { constantTimeEqual, randomToken, sha256 } from "../oauth/secrets.js";
 import type { FederationStateRepository } from "../store/federationStates.js";

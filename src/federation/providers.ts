@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.js";
+import type { Clock } from "../shared/clock.js";
 import {
   absoluteHttpUrlProblem,
   conflictsAsErrors,
@@ -8,8 +8,9 @@ import {
   rejectUnknownFields,
 } from "../accounts/validation.js";
 import { echo, OAuthError } from "../oauth/errors.js";
-import type { ProviderRecord, ProviderRepository } from "../store/providers.js";
+import type { ProviderRepository } from "../store/providers.js";
 import { SecretBox, SecretBoxError } from "./secretBox.js";
+import type { ProviderRecord } from "../shared/model.js";
 
 export const PROVIDER_FIELDS = [
   "name", "type", "displayName", "clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon", "trustEmail",

@@ -1,10 +1,10 @@
 import { decodeJwt, type JWTPayload } from "jose";
-import type { Clock } from "../clock.js";
+import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import type { AccessTokenRecord } from "../store/tokens.js";
-import type { UserRecord } from "../store/users.js";
 import { OAuthError } from "./errors.js";
 import { sha256 } from "./secrets.js";
+import type { UserRecord } from "../shared/model.js";
 
 export type AccessTokenClaims = Readonly<JWTPayload & { scope?: string; preferred_username?: string; client_id?: string }>;
 

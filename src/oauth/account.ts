@@ -1,9 +1,9 @@
-import type { Clock } from "../clock.js";
+import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
-import type { UserRecord } from "../store/users.js";
 import { requireUserToken } from "./accessTokens.js";
 import { OAuthError } from "./errors.js";
 import type { SessionManager } from "./sessions.js";
+import type { UserRecord } from "../shared/model.js";
 
 /** How a caller may prove who they are: a Bearer access token or a session cookie. */
 export interface Caller {

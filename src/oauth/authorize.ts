@@ -1,10 +1,9 @@
-import type { ApplicationRecord } from "../store/applications.js";
-import type { UserRecord } from "../store/users.js";
 import type { AuthorizeRequest, ResponseTarget } from "./authorizeRequest.js";
 import type { AuthorizationCodes } from "./codes.js";
 import type { OAuthError } from "./errors.js";
 import type { Metrics } from "./metrics.js";
 import type { TokenMinter } from "./tokens.js";
+import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
 export interface AuthorizeDeps {
   issuer: string;

@@ -1,9 +1,10 @@
-import type { ApplicationRecord, ApplicationRepository } from "../store/applications.js";
+import type { ApplicationRepository } from "../store/applications.js";
 import { OAuthError } from "./errors.js";
 import { parseChallenge, PKCE_METHOD } from "./pkce.js";
 import { redirectUriAllowed } from "./redirectUris.js";
 import { parseScope } from "./scopes.js";
 import { grantEnabled } from "./tokenEndpoint.js";
+import type { ApplicationRecord } from "../shared/model.js";
 
 export const RESPONSE_TYPES = ["code", "token", "id_token"] as const;
 export type ResponseType = (typeof RESPONSE_TYPES)[number];

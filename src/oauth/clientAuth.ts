@@ -1,6 +1,7 @@
-import type { ApplicationRecord, ApplicationRepository } from "../store/applications.js";
+import type { ApplicationRepository } from "../store/applications.js";
 import { OAuthError } from "./errors.js";
 import { DUMMY_SECRET_HASH, sha256, verifySecret } from "./secrets.js";
+import type { ApplicationRecord } from "../shared/model.js";
 
 /** Client credentials as sent in the request body or message fields. */
 export interface PresentedClient {

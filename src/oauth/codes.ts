@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Clock } from "../clock.js";
-import type { ApplicationRecord } from "../store/applications.js";
+import type { Clock } from "../shared/clock.js";
 import type { AuthorizationCodeRecord } from "../store/authorizationCodes.js";
 import type { Store } from "../store/index.js";
 import { revokeFamily } from "../store/tokens.js";
@@ -8,6 +7,7 @@ import { OAuthError } from "./errors.js";
 import type { Metrics } from "./metrics.js";
 import { verifyPkce } from "./pkce.js";
 import { randomToken, sha256 } from "./secrets.js";
+import type { ApplicationRecord } from "../shared/model.js";
 
 /** What a code is bound to when it is issued. */
 export interface CodeGrant {

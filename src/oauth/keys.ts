@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { createPublicKey } from "node:crypto";
 import { exportJWK, generateKeyPair, importJWK, type JWK, type SignJWT } from "jose";
-import type { Clock } from "../clock.js";
-import type { SigningKeyRecord, SigningKeyRepository } from "../store/keys.js";
+import type { Clock } from "../shared/clock.js";
+import type { SigningKeyRepository } from "../store/keys.js";
 import { selfSignedCertificate } from "./certificate.js";
 import { echo, OAuthError } from "./errors.js";
+import type { SigningKeyRecord } from "../shared/model.js";
 
 export const SIGNING_ALG = "RS256";
 

@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.js";
+import type { Clock } from "../shared/clock.js";
 import type { LoginFailureRepository } from "../store/loginFailures.js";
 import { echo, OAuthError } from "./errors.js";
 import { sha256 } from "./secrets.js";

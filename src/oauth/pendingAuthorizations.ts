@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.js";
+import type { Clock } from "../shared/clock.js";
 import type { AuthorizationRequestRepository } from "../store/authorizationRequests.js";
 import type { AuthorizeRequest } from "./authorizeRequest.js";
 import { constantTimeEqual, randomToken, sha256 } from "./secrets.js";

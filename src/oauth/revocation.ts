@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.js";
+import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import { revokeFamily } from "../store/tokens.js";
 import { OAuthError } from "./errors.js";

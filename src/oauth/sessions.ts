@@ -1,8 +1,8 @@
-import { epochSeconds, type Clock } from "../clock.js";
+import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import type { SessionRecord } from "../store/sessions.js";
-import type { UserRecord } from "../store/users.js";
 import { randomToken, sha256 } from "./secrets.js";
+import type { UserRecord } from "../shared/model.js";
 
 /** Name of the browser session cookie. */
 export const SESSION_COOKIE = "identity_session";

@@ -1,14 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { SignJWT } from "jose";
-import { epochSeconds, type Clock } from "../clock.js";
-import type { ApplicationRecord } from "../store/applications.js";
+import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { Db } from "../store/db.js";
 import type { Store } from "../store/index.js";
 import type { IssuedTokenRows } from "../store/tokens.js";
-import type { UserRecord } from "../store/users.js";
 import { SIGNING_ALG, type KeyRing } from "./keys.js";
 import { claimsForScopes } from "./scopes.js";
 import { randomToken, sha256 } from "./secrets.js";
+import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
 /** What a grant hands to the minter. */
 export interface Grant {

@@ -1,8 +1,9 @@
-import type { UserRecord, UserRepository } from "../store/users.js";
+import type { UserRepository } from "../store/users.js";
 import { OAuthError } from "./errors.js";
 import type { LoginThrottle } from "./loginThrottle.js";
 import type { Metrics } from "./metrics.js";
 import { DUMMY_SECRET_HASH, verifySecret } from "./secrets.js";
+import type { UserRecord } from "../shared/model.js";
 
 /**
  * Checks user passwords for the password grant and the login form, without

@@ -1,9 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { errorFields, type Logger } from "../log.js";
-import type { KeyRing } from "../oauth/keys.js";
-import { sendJson } from "../rest/errors.js";
-import type { Db } from "../store/db.js";
+import { errorFields, type Logger } from "../shared/log.js";
+import type { Readiness } from "../domain/index.js";
+import { sendJson } from "../http/answers.js";
 import type { PromMetrics } from "./metrics.js";
 
 /** The operational paths, hand-written: they are for probes and scrapers, not OAuth clients. */
@@ -13,8 +12,7 @@ export const OPS_PATHS = ["/healthz", "/readyz", "/metrics"] as const;
 const DATABASE_CHECK_MS = 2000;
 
 export interface OpsEndpointsOptions {
-  db: Db;
-  keys: KeyRing;
+  readiness: Readiness;
   logger: Logger;
   /** Served at /metrics when given (metrics on the main port). */
   metrics?: PromMetrics;
@@ -43,15 +41,15 @@ export function opsEndpoints(options: OpsEndpointsOptions): (req: IncomingMessag
 async function readiness(options: OpsEndpointsOptions): Promise<{ ready: boolean; checks: Record<string, string> }> {
   const checks: Record<string, string> = {
     database: await databaseCheck(options),
-    signing_keys: options.keys.hasSigningKey() ? "ok" : "none active",
+    signing_keys: options.readiness.signingKeyLoaded() ? "ok" : "none active",
   };
   return { ready: Object.values(checks).every((c) => c === "ok"), checks };
 }
 
-async function databaseCheck({ db, logger }: OpsEndpointsOptions): Promise<string> {
+async function databaseCheck({ readiness, logger }: OpsEndpointsOptions): Promise<string> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("timeout"), DATABASE_CHECK_MS)));
-  const query = db.raw("select 1").then(
+  const query = readiness.database().then(
     () => "ok",
     (err: unknown) => {
       logger.warn("readiness: database check failed", errorFields(err));

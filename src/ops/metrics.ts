@@ -1,6 +1,5 @@
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { Metrics } from "../oauth/metrics.js";
-import type { Db } from "../store/db.js";
 import { ScrapedCounter, type CounterSeries } from "./scrapedCounter.js";
 
 /** One finished HTTP request, as the request chain saw it. */
@@ -14,10 +13,10 @@ export interface RequestObservation {
   seconds: number;
 }
 
-/** The pool knex keeps under `db.client.pool` (tarn). */
-interface PoolStats {
-  numUsed(): number;
-  numPendingAcquires(): number;
+/** The database pool's load, read at each scrape. */
+export interface PoolStats {
+  inUse: number;
+  pendingAcquires: number;
 }
 
 // Process metrics describe the process, not a server in it: collected once.
@@ -68,14 +67,13 @@ export class PromMetrics implements Metrics {
     "outcome",
   ]);
 
-  constructor(db: Db) {
-    const pool = () => (db.client as { pool?: PoolStats }).pool;
+  constructor(pool: () => PoolStats) {
     new Gauge({
       name: "identity_db_pool_connections_in_use",
       help: "database connections lent out by the pool",
       registers: [this.registry],
       collect() {
-        this.set(pool()?.numUsed() ?? 0);
+        this.set(pool().inUse);
       },
     });
     new Gauge({
@@ -83,7 +81,7 @@ export class PromMetrics implements Metrics {
       help: "queries waiting for a database connection",
       registers: [this.registry],
       collect() {
-        this.set(pool()?.numPendingAcquires() ?? 0);
+        this.set(pool().pendingAcquires);
       },
     });
     // Both results exist from the start, so rates over them are defined.

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { IncomingHttpHeaders as StreamHeaders, ServerHttp2Stream } from "node:http2";
-import { errorFields, type Logger } from "../log.js";
-import { annotateRequest, openRequestContext, type RequestContext } from "../requestContext.js";
+import { errorFields, type Logger } from "../shared/log.js";
+import { annotateRequest, openRequestContext, type RequestContext } from "../http/requestContext.js";
 import type { PromMetrics } from "./metrics.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;

@@ -1,12 +1,6 @@
 import { ServerReflection } from "../../gen/grpc/reflection/v1/reflection_pb.js";
-import { buildRouteTable } from "../rest/routes.js";
-import type { ServiceBinding } from "../rpc/services.js";
-
-/** Hand-written paths that share one label, e.g. `/login/oauth/provider/{name}`. */
-export interface PathPattern {
-  pattern: RegExp;
-  label: string;
-}
+import type { DescService } from "@bufbuild/protobuf";
+import type { PathPattern } from "../http/door.js";
 
 /**
  * The route label of a request path, from a bounded set so metrics cannot
@@ -15,17 +9,18 @@ export interface PathPattern {
  * for an RPC over gRPC, gRPC-Web or Connect, and `other` for everything else.
  */
 export function routeNamer(
-  bindings: readonly ServiceBinding[],
+  services: readonly DescService[],
+  restPaths: Iterable<string>,
   handWritten: Iterable<string | PathPattern>,
 ): (pathname: string) => string {
-  const paths = new Set<string>(buildRouteTable(bindings).keys());
+  const paths = new Set<string>(restPaths);
   const patterns: PathPattern[] = [];
   for (const route of handWritten) {
     if (typeof route === "string") paths.add(route);
     else patterns.push(route);
   }
   const rpcs = new Map<string, string>();
-  for (const service of [...bindings.map((b) => b.service), ServerReflection]) {
+  for (const service of [...services, ServerReflection]) {
     for (const method of service.methods) rpcs.set(`/${service.typeName}/${method.name}`, `connect:${service.typeName}/${method.name}`);
   }
   return (pathname) =>

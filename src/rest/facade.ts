@@ -1,15 +1,16 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
-import type { ClientAddressOf } from "../clientAddress.js";
-import type { DoorAnswer } from "../door.js";
+import type { ClientAddressOf } from "../http/clientAddress.js";
+import type { DoorAnswer } from "../http/door.js";
 import { OAuthError } from "../oauth/errors.js";
-import { requestContextOf, type LogUnexpected } from "../requestContext.js";
+import { requestContextOf, type LogUnexpected } from "../http/requestContext.js";
 import { headerFields, plainHandlerContext } from "../rpc/handlerContext.js";
 import { callContextValues } from "../rpc/headers.js";
 import type { ServiceBinding } from "../rpc/services.js";
-import { collectParams, readBody, toMessage } from "./decode.js";
+import { collectParams, readBody } from "../http/params.js";
+import { toMessage } from "./decode.js";
 import { restJson } from "./encode.js";
-import { sendError, sendJson } from "./errors.js";
+import { sendError, sendJson } from "../http/answers.js";
 import { buildRouteTable, type RestRoute } from "./routes.js";
 
 export interface RestFacadeOptions {

@@ -1,5 +1,4 @@
-import type { FederatedIdentityRecord } from "../store/federatedIdentities.js";
-import type { UserRecord } from "../store/users.js";
+import type { FederatedIdentityRecord, UserRecord } from "../shared/model.js";
 
 /** A linked external account as the contract shows it: never any upstream token. */
 export function linkedIdentityOf(link: FederatedIdentityRecord) {

@@ -8,12 +8,10 @@ import {
 } from "../../gen/identity/v1/admin_pb.js";
 import { parseApplicationInput } from "../accounts/applications.js";
 import { parseUserInput } from "../accounts/users.js";
-import type { Domain } from "../domain.js";
+import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
-import type { ApplicationRecord } from "../store/applications.js";
-import type { SigningKeyRecord } from "../store/keys.js";
-import type { UserRecord } from "../store/users.js";
 import { epochSecondsOf, requireAdmin } from "./adminAuth.js";
+import type { ApplicationRecord, SigningKeyRecord, UserRecord } from "../shared/model.js";
 
 function applicationOut(app: ApplicationRecord) {
   const { clientSecretHash: _secret, id: _id, createdAt, updatedAt, ...rest } = app;

@@ -1,5 +1,5 @@
 import type { HandlerContext } from "@connectrpc/connect";
-import type { Domain } from "../domain.js";
+import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
 import { constantTimeEqual } from "../oauth/secrets.js";
 

@@ -1,6 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
-import type { Domain } from "../domain.js";
+import type { Domain } from "../domain/index.js";
 import { discoveryDocument } from "../oauth/discovery.js";
 
 export function discoveryService(domain: Domain): ServiceImpl<typeof DiscoveryService> {

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
 import { asOAuthError, wellFormed, worthLogging, type OAuthErrorCode } from "../oauth/errors.js";
-import { annotateRequest, type LogUnexpected, type RequestContext } from "../requestContext.js";
+import { annotateRequest, type LogUnexpected, type RequestContext } from "../http/requestContext.js";
 import { REQUEST_CONTEXT } from "./headers.js";
 
 const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {

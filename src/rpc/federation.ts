@@ -1,13 +1,13 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { FederationService, type ProviderInput as ProviderInputMessage } from "../../gen/identity/v1/federation_pb.js";
-import type { Domain } from "../domain.js";
+import type { Domain } from "../domain/index.js";
 import { parseProviderInput, parseProviderPatch } from "../federation/providers.js";
 import { OAuthError } from "../oauth/errors.js";
 import { randomToken } from "../oauth/secrets.js";
-import type { ProviderRecord } from "../store/providers.js";
 import { accountOf, linkedIdentityOf } from "./account.js";
 import { epochSecondsOf, requireAdmin } from "./adminAuth.js";
 import { noStore } from "./headers.js";
+import type { ProviderRecord } from "../shared/model.js";
 
 /** Proto input to the plain object the shared validation reads; unset stays unset. */
 function providerFields(input: ProviderInputMessage | undefined): Record<string, unknown> {

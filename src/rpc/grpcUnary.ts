@@ -9,10 +9,10 @@ import {
   type MethodSerializationLookup,
 } from "@connectrpc/connect/protocol";
 import { contentTypeJson, contentTypeProto, parseContentType, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import type { RequestSource } from "../clientAddress.js";
+import type { RequestSource } from "../http/clientAddress.js";
 import { wellFormed } from "../oauth/errors.js";
-import { annotateRequest, type RequestContext } from "../requestContext.js";
-import { readRequestBody } from "../requestBody.js";
+import { annotateRequest, type RequestContext } from "../http/requestContext.js";
+import { readRequestBody } from "../http/requestBody.js";
 import { dropUntimeableDeadlines } from "./adapterInput.js";
 import { headerFields, plainHandlerContext } from "./handlerContext.js";
 import type { ServiceBinding } from "./services.js";

@@ -1,9 +1,9 @@
 import { createContextKey, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
-import type { ClientAddressOf, RequestSource } from "../clientAddress.js";
+import type { ClientAddressOf, RequestSource } from "../http/clientAddress.js";
 import { readBasicAuth, type BasicCredentials } from "../oauth/clientAuth.js";
 import { OAuthError } from "../oauth/errors.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
-import { annotateRequest, type RequestContext } from "../requestContext.js";
+import { annotateRequest, type RequestContext } from "../http/requestContext.js";
 
 /** RFC 6749 §5.1: token-bearing responses must not be cached. */
 export function noStore(ctx: HandlerContext): void {

@@ -1,7 +1,7 @@
 import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { GetUserInfoResponseSchema, IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
-import type { Domain } from "../domain.js";
+import type { Domain } from "../domain/index.js";
 import { signedInUser } from "../oauth/account.js";
 import { resolveClient } from "../oauth/clientAuth.js";
 import { endSession } from "../oauth/endSession.js";

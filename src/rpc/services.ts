@@ -5,7 +5,7 @@ import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import { TokenService } from "../../gen/identity/v1/token_pb.js";
-import type { Domain } from "../domain.js";
+import type { Domain } from "../domain/index.js";
 import { applicationAdminService, keyAdminService, userAdminService } from "./admin.js";
 import { discoveryService } from "./discovery.js";
 import { federationService } from "./federation.js";

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { TokenRequestSchema, TokenService } from "../../gen/identity/v1/token_pb.js";
-import type { Domain } from "../domain.js";
+import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
 import { exchangeToken } from "../oauth/tokenEndpoint.js";
 import type { TokenSet } from "../oauth/tokens.js";

@@ -1,22 +1,10 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
 import { rowBy, type RowReader } from "./rowReader.js";
+import type { ApplicationRecord } from "../shared/model.js";
 
 const BY_CLIENT_ID = rowBy("applications", "client_id");
 
-export interface ApplicationRecord {
-  id: string;
-  name: string;
-  clientId: string;
-  clientSecretHash: string;
-  redirectUris: string[];
-  grantTypes: string[];
-  expireInHours: number;
-  refreshExpireInHours: number;
-  providers: string[];
-  createdAt: number;
-  updatedAt: number;
-}
 
 interface Row {
   id: string;

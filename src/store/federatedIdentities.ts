@@ -1,20 +1,8 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
+import type { ExternalIdType, FederatedIdentityRecord } from "../shared/model.js";
 
-/** What identifies an external account at its provider. */
-export type ExternalIdType = "sub" | "preferred_username";
 
-/** A link from an account at an external provider to a local user. */
-export interface FederatedIdentityRecord {
-  provider: string;
-  externalIdType: ExternalIdType;
-  externalId: string;
-  userId: string;
-  /** The account's preferred_username at the provider, as last seen. */
-  username: string;
-  createdAt: number;
-  updatedAt: number;
-}
 
 export interface ExternalKey {
   provider: string;

@@ -30,8 +30,23 @@ export interface Store {
   loginFailures: LoginFailureRepository;
   federationStates: FederationStateRepository;
   federatedIdentities: FederatedIdentityRepository;
+  /** Resolves once the database answers a trivial query. */
+  ping(): Promise<void>;
+  /** The connection pool's load, for metrics (zeros where there is no pool). */
+  poolStats(): PoolStats;
   /** Closes what the store opened besides `db` (which its owner destroys). */
   close(): Promise<void>;
+}
+
+export interface PoolStats {
+  inUse: number;
+  pendingAcquires: number;
+}
+
+/** The pool knex keeps under `db.client.pool` (tarn). */
+interface TarnPool {
+  numUsed(): number;
+  numPendingAcquires(): number;
 }
 
 export function createStore(db: Db): Store {
@@ -51,6 +66,13 @@ export function createStore(db: Db): Store {
     loginFailures: new LoginFailureRepository(db),
     federationStates: new FederationStateRepository(db),
     federatedIdentities: new FederatedIdentityRepository(db),
+    ping: async () => {
+      await db.raw("select 1");
+    },
+    poolStats: () => {
+      const pool = (db.client as { pool?: TarnPool }).pool;
+      return { inUse: pool?.numUsed() ?? 0, pendingAcquires: pool?.numPendingAcquires() ?? 0 };
+    },
     close: () => reads.close(),
   };
 }

@@ -1,14 +1,6 @@
 import type { Db } from "./db.js";
+import type { SigningKeyRecord } from "../shared/model.js";
 
-export interface SigningKeyRecord {
-  kid: string;
-  alg: string;
-  privateJwk: string;
-  publicJwk: string;
-  createdAt: number;
-  activeFrom: number;
-  retiredAt: number | null;
-}
 
 interface Row {
   kid: string;

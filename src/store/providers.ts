@@ -1,22 +1,7 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
+import type { ProviderRecord } from "../shared/model.js";
 
-/** A Custom OAuth login provider. The client secret is stored as given by the domain (sealed or not). */
-export interface ProviderRecord {
-  name: string;
-  type: string;
-  displayName: string;
-  clientId: string;
-  clientSecret: string;
-  authUrl: string;
-  scope: string;
-  tokenUrl: string;
-  userInfoUrl: string;
-  favicon: string;
-  trustEmail: boolean;
-  createdAt: number;
-  updatedAt: number;
-}
 
 interface Row {
   name: string;

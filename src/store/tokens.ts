@@ -1,7 +1,8 @@
 import type { Db } from "./db.js";
 import { GroupCommit } from "./groupCommit.js";
 import { rowBy, type RowReader, type RowQuery } from "./rowReader.js";
-import { USER_COLUMNS, userFromRow, type UserRecord, type UserRow } from "./users.js";
+import { USER_COLUMNS, userFromRow, type UserRow } from "./users.js";
+import type { UserRecord } from "../shared/model.js";
 
 /** An issued access token, stored by the SHA-256 of its value. */
 export interface AccessTokenRecord {

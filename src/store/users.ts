@@ -1,23 +1,8 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
 import { rowBy, type RowReader } from "./rowReader.js";
+import type { UserRecord } from "../shared/model.js";
 
-export interface UserRecord {
-  id: string;
-  name: string;
-  passwordHash: string | null;
-  displayName: string;
-  email: string;
-  emailVerified: boolean;
-  avatar: string;
-  phone: string;
-  address: string;
-  isAdmin: boolean;
-  disabled: boolean;
-  properties: Record<string, string>;
-  createdAt: number;
-  updatedAt: number;
-}
 
 export interface UserRow {
   id: string;

@@ -1,15 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { ClientAddressOf } from "../clientAddress.js";
-import type { Domain } from "../domain.js";
-import type { DoorAnswer } from "../door.js";
+import type { ClientAddressOf } from "../http/clientAddress.js";
+import type { Domain } from "../domain/index.js";
+import type { DoorAnswer, PathPattern } from "../http/door.js";
 import { asOAuthError, OAuthError, worthLogging } from "../oauth/errors.js";
-import type { PathPattern } from "../ops/routes.js";
-import { collectParams, readBody } from "../rest/decode.js";
+import { collectParams, readBody } from "../http/params.js";
 import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
 import { SignInPages } from "./signIn.js";
 import { STYLESHEET } from "./stylesheet.js";
-import { requestContextOf, type LogUnexpected } from "../requestContext.js";
+import { requestContextOf, type LogUnexpected } from "../http/requestContext.js";
 
 export interface WebHandlerOptions {
   maxBodyBytes: number;

@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { DoorAnswer } from "../door.js";
-import type { Domain } from "../domain.js";
+import type { DoorAnswer } from "../http/door.js";
+import type { Domain } from "../domain/index.js";
 import { endSession } from "../oauth/endSession.js";
 import { CLEARED_SESSION_COOKIE, cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
-import { collectParams, readBody } from "../rest/decode.js";
-import { sendError, sendJson } from "../rest/errors.js";
-import type { LogUnexpected } from "../requestContext.js";
+import { collectParams, readBody } from "../http/params.js";
+import { sendError, sendJson } from "../http/answers.js";
+import type { LogUnexpected } from "../http/requestContext.js";
 
 export const LOGOUT_PATH = "/api/logout";
 

@@ -1,17 +1,16 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { epochSeconds } from "../clock.js";
-import type { Domain } from "../domain.js";
+import { epochSeconds } from "../shared/clock.js";
+import type { Domain } from "../domain/index.js";
 import { authorizationLocation, errorLocation, signInSatisfies } from "../oauth/authorize.js";
 import { resolveRedirect, validateAuthorizeRequest } from "../oauth/authorizeRequest.js";
 import { OAuthError } from "../oauth/errors.js";
 import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
 import { constantTimeEqual, randomToken } from "../oauth/secrets.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
-import { annotateRequest, requestContextOf } from "../requestContext.js";
-import type { ApplicationRecord } from "../store/applications.js";
-import type { UserRecord } from "../store/users.js";
+import { annotateRequest, requestContextOf } from "../http/requestContext.js";
 import { cookie, redirect, sendPage } from "./http.js";
 import { errorPage, loginPage, type LoginView } from "./pages.js";
+import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
 /** The cookie holding this browser's CSRF token; the login form echoes it. */
 export const CSRF_COOKIE = "identity_csrf";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { SESSION_COOKIE } from "../../src/oauth/sessions.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { FakeClock } from "../support/clock.js";
 import { GrpcCaller, oauthErrorOf } from "../support/grpc.js";
 import { getJson, passwordTokens } from "../support/oauth.js";

@@ -12,7 +12,7 @@ import {
   ListApplicationsResponseSchema,
   UserAdminService,
 } from "../../gen/identity/v1/admin_pb.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { call, TOKEN_PATH } from "../support/oauth.js";
 import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP } from "../support/server.js";
 

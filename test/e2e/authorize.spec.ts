@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { decodeJwt } from "jose";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, pkcePair, signIn, submit } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, pkcePair } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
 import { freshPage, launchChromium } from "../support/chromium.js";

@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runAdminCommand } from "../../src/adminCommands.js";
+import { runAdminCommand } from "../../src/app/adminCommands.js";
 import { openDb } from "../../src/store/db.js";
 import { createStore } from "../../src/store/index.js";
 import { cleanEnv, ensureBuilt, runCli } from "../support/cli.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import net from "node:net";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { describePostgres, freshPostgresSchema, POSTGRES_URL, type PostgresSchema } from "../support/databases.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 

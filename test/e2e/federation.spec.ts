@@ -5,7 +5,7 @@ import type { ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { OAuthError } from "../../src/oauth/errors.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
 import { FAKE_CLIENT, FAKE_PROFILE, sendJsonBody, startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";

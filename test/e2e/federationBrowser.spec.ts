@@ -4,7 +4,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
 import { freshPage, launchChromium } from "../support/chromium.js";

@@ -4,7 +4,7 @@ import { toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { FederationService, ProviderSchema } from "../../gen/identity/v1/federation_pb.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { isPostgresUrl } from "../../src/store/db.js";
 import { FAKE_CLIENT, FAKE_PROFILE, sendJsonBody, startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";
 import { call, postJson } from "../support/oauth.js";

@@ -5,7 +5,7 @@ import { decodeJwt } from "jose";
 import { IntrospectionService, type IntrospectResponse } from "../../gen/identity/v1/introspection_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { OAuthErrorDetailSchema, TokenService, type TokenRequestSchema, type TokenResponse } from "../../gen/identity/v1/token_pb.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { FakeClock } from "../support/clock.js";
 import { INTROSPECT_PATH, TOKEN_PATH } from "../support/oauth.js";
 import { connectClients, grpcJsCall, grpcJsClients } from "../support/rpc.js";

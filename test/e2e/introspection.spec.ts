@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from "jose";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { FakeClock } from "../support/clock.js";
 import { assertOAuthError, INTROSPECT_PATH, TOKEN_PATH, type HttpResult } from "../support/oauth.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";

@@ -4,7 +4,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import { SESSION_COOKIE } from "../../src/oauth/sessions.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { CSRF_COOKIE } from "../../src/web/signIn.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, pkcePair, submit } from "../support/browserless.js";
 import { FAKE_CLIENT, sendJsonBody, startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import * as oauth from "oauth4webapi";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 /** A strict, spec-following client library, configured only from our discovery document. */

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, pkcePair, signIn, submit } from "../support/browserless.js";
 import { GrpcCaller } from "../support/grpc.js";
 import { parsePrometheusText, sampleValue, type Sample } from "../support/prometheus.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import * as oauth from "oauth4webapi";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { FakeClock } from "../support/clock.js";
 import { GrpcCaller, oauthErrorOf } from "../support/grpc.js";
 import { isActive, passwordTokens, refresh } from "../support/oauth.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { CLEANUP_DEFAULTS } from "../../src/housekeeping.js";
-import type { RunningServer } from "../../src/server.js";
+import { CLEANUP_DEFAULTS } from "../../src/app/housekeeping.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { deleteExpired } from "../../src/store/cleanup.js";
 import { FakeClock } from "../support/clock.js";
 import { isActive, passwordTokens, refresh } from "../support/oauth.js";

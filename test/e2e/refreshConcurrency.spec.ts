@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { FakeClock } from "../support/clock.js";
 import { describeEachDatabase } from "../support/databases.js";
 import { isActive, passwordTokens, refresh } from "../support/oauth.js";

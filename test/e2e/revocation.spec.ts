@@ -3,7 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as oauth from "oauth4webapi";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { GrpcCaller, oauthErrorOf } from "../support/grpc.js";
 import { getJson, isActive, passwordTokens, refresh, type TestClient } from "../support/oauth.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";

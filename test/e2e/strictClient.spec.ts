@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import * as oidc from "openid-client";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 

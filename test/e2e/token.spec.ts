@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sha256 } from "../../src/oauth/secrets.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { FakeClock } from "../support/clock.js";
 import { assertOAuthError, call, postJson, TOKEN_PATH, tokenVerifier, type HttpResult } from "../support/oauth.js";
 import { basicAuth, CC_ONLY_APP, CODE_ONLY_APP, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";

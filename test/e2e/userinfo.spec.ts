@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import * as oauth from "oauth4webapi";
 import { SUPPORTED_SCOPES } from "../../src/oauth/scopes.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { FakeClock } from "../support/clock.js";
 import { GrpcCaller, oauthErrorOf } from "../support/grpc.js";
 import { getJson, passwordTokens } from "../support/oauth.js";

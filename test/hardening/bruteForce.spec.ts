@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { clientAddressResolver } from "../../src/clientAddress.js";
-import { parseServeConfig } from "../../src/config.js";
-import type { RunningServer } from "../../src/server.js";
+import { clientAddressResolver } from "../../src/http/clientAddress.js";
+import { parseServeConfig } from "../../src/app/config.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
 import { WarningLog } from "../support/fuzz/run.js";

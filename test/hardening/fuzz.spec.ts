@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { buildRouteTable } from "../../src/rest/routes.js";
 import { serviceBindings } from "../../src/rpc/services.js";
 import { fuzzServer, WarningLog, startFuzzServer, type EndpointResult } from "../support/fuzz/run.js";

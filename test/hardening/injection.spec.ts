@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import ts from "typescript";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 

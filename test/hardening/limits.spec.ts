@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import http2 from "node:http2";
 import net from "node:net";
-import { parseServeConfig } from "../../src/config.js";
+import { parseServeConfig } from "../../src/app/config.js";
 import { MAX_STATE_LENGTH } from "../../src/oauth/authorizeRequest.js";
-import type { RunningServer } from "../../src/server.js";
-import { DEFAULT_CONNECTION_LIMITS } from "../../src/transport.js";
+import type { RunningServer } from "../../src/app/server.js";
+import { DEFAULT_CONNECTION_LIMITS } from "../../src/http/transport.js";
 import { authorizeUrl } from "../support/browserless.js";
 import { basicAuth, startTestServer, TEST_APP } from "../support/server.js";
 import { exchange, header, type WireResponse } from "../support/fuzz/wire.js";

@@ -3,7 +3,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { gzipSync } from "node:zlib";
 import * as grpc from "@grpc/grpc-js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { WarningLog } from "../support/fuzz/run.js";
 import { exchange, header, type WireResponse } from "../support/fuzz/wire.js";
 import { describeEachBackend } from "../support/databases.js";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, signIn, submit } from "../support/browserless.js";
 import { startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHmac, createPublicKey } from "node:crypto";
 import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT, type JWTPayload } from "jose";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { FakeClock } from "../support/clock.js";
 import { getJson, isActive, passwordTokens, type Tokens } from "../support/oauth.js";
 import { basicAuth, postForm, startTestServer, TEST_APP } from "../support/server.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ClientAuthenticator, parseBasicAuth } from "../../src/oauth/clientAuth.js";
-import type { ApplicationRecord } from "../../src/store/applications.js";
+import type { ApplicationRecord } from "../../src/shared/model.js";
 
 const app = { clientId: "c1", clientSecretHash: "stored-hash" } as ApplicationRecord;
 

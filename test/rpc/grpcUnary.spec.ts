@@ -8,7 +8,7 @@ import { Code, ConnectError, createContextValues, type HandlerContext } from "@c
 import { IntrospectionService, IntrospectRequestSchema, IntrospectResponseSchema } from "../../gen/identity/v1/introspection_pb.js";
 import { createGrpcUnaryDoor } from "../../src/rpc/grpcUnary.js";
 import type { ServiceBinding } from "../../src/rpc/services.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { TOKEN_PATH } from "../support/oauth.js";
 import { basicAuth, postForm, RecordingLogger, startTestServer, TEST_APP } from "../support/server.js";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { migrations } from "../../src/store/migrations/index.js";
 import { openDb, type Db } from "../../src/store/db.js";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { describePostgres, freshPostgresSchema, type PostgresSchema } from "../support/databases.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 

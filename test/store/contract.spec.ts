@@ -1,22 +1,20 @@
 import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
-import { CleanupJob } from "../../src/housekeeping.js";
-import { silentLogger } from "../../src/log.js";
+import { CleanupJob } from "../../src/app/housekeeping.js";
+import { silentLogger } from "../../src/shared/log.js";
 import { setTimeout } from "node:timers/promises";
-import { APPLICATION_CACHE_MS, type ApplicationRecord } from "../../src/store/applications.js";
+import { APPLICATION_CACHE_MS } from "../../src/store/applications.js";
 import { deleteExpired, SWEEPS } from "../../src/store/cleanup.js";
 import { ConflictError } from "../../src/store/errors.js";
-import type { FederatedIdentityRecord } from "../../src/store/federatedIdentities.js";
 import type { FederationStateRecord } from "../../src/store/federationStates.js";
-import type { ProviderRecord } from "../../src/store/providers.js";
 import type { SessionRecord } from "../../src/store/sessions.js";
 import { revokeFamily, type RefreshTokenRecord } from "../../src/store/tokens.js";
-import type { UserRecord } from "../../src/store/users.js";
 import { isPostgres, type Db } from "../../src/store/db.js";
 import { createStore } from "../../src/store/index.js";
 import { FakeClock } from "../support/clock.js";
 import { describeEachBackend } from "../support/databases.js";
 import { anAccessToken, hash, HOUR, T0 } from "../support/storeFixtures.js";
+import type { ApplicationRecord, FederatedIdentityRecord, ProviderRecord, UserRecord } from "../../src/shared/model.js";
 
 /** What a cleanup run reports when it deleted nothing, table by table. */
 const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.table, 0]));

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { TEST_APP, TEST_USER } from "./server.js";
 
 /** The cookies of one simulated browser, for driving the login form with fetch. */

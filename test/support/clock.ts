@@ -1,4 +1,4 @@
-import type { Clock } from "../../src/clock.js";
+import type { Clock } from "../../src/shared/clock.js";
 
 /** A clock tests move by hand, so expiry is tested without sleeping. */
 export class FakeClock implements Clock {

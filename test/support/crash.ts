@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import knex from "knex";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, browse, signIn, type CookieJar } from "./browserless.js";
 import { cleanEnv, runCli, type CliProcess } from "./cli.js";
 import { basicAuth, postForm, TEST_APP, TEST_USER, writeConfigFile } from "./server.js";

@@ -1,5 +1,5 @@
-import type { LogLevel } from "../../src/config.js";
-import { createLogger, type Logger } from "../../src/log.js";
+import type { LogLevel } from "../../src/shared/log.js";
+import { createLogger, type Logger } from "../../src/shared/log.js";
 
 export interface CapturedLogs {
   logger: Logger;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
-import type { RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/app/server.js";
 import { basicAuth, call, postForm, TEST_APP, TEST_USER, type HttpResult } from "./server.js";
 
 /** Any running instance: an in-process server or a spawned process. */

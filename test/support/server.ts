@@ -1,12 +1,12 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Clock } from "../../src/clock.js";
-import type { ServeConfig } from "../../src/config.js";
-import { silentLogger, type Logger } from "../../src/log.js";
+import type { Clock } from "../../src/shared/clock.js";
+import type { ServeConfig } from "../../src/app/config.js";
+import { silentLogger, type Logger } from "../../src/shared/log.js";
 import { generateSigningKeyPair, type KeyPairGenerator } from "../../src/oauth/keys.js";
 import type { ScryptCost } from "../../src/oauth/secrets.js";
-import { startServer, type RunningServer } from "../../src/server.js";
+import { startServer, type RunningServer } from "../../src/app/server.js";
 
 /** The application and user every end-to-end test can rely on. */
 export const TEST_APP = {

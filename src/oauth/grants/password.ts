@@ -1,4 +1,4 @@
-import { epochSeconds } from "../../clock.js";
+import { epochSeconds } from "../../shared/clock.js";
 import { parseScope } from "../scopes.js";
 import type { GrantHandler } from "./types.js";
 import { requireParam } from "./params.js";

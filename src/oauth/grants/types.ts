@@ -1,11 +1,11 @@
-import type { Clock } from "../../clock.js";
-import type { ApplicationRecord } from "../../store/applications.js";
+import type { Clock } from "../../shared/clock.js";
 import type { Store } from "../../store/index.js";
 import type { ClientAuthenticator } from "../clientAuth.js";
 import type { AuthorizationCodes } from "../codes.js";
 import type { Metrics } from "../metrics.js";
 import type { TokenMinter, TokenSet } from "../tokens.js";
 import type { UserAuthenticator } from "../userAuth.js";
+import type { ApplicationRecord } from "../../shared/model.js";
 
 /** The token request's parameters (RFC 6749 §4); absent ones are "". */
 export interface TokenParams {

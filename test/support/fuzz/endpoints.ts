@@ -4,7 +4,7 @@ import * as grpc from "@grpc/grpc-js";
 import fc from "fast-check";
 import { buildRouteTable } from "../../../src/rest/routes.js";
 import { serviceBindings } from "../../../src/rpc/services.js";
-import type { RunningServer } from "../../../src/server.js";
+import type { RunningServer } from "../../../src/app/server.js";
 import { checkApiAnswer, checkConnectAnswer, checkGrpcWebAnswer, checkPageAnswer, expect, expectGrpcStatus, type RedirectCheck } from "./checks.js";
 import { extraHeadersArb, httpCaseArb, oneLine, rarely, type HttpCase, toWire } from "./http.js";
 import {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
-import type { Logger } from "../../../src/log.js";
-import type { RunningServer } from "../../../src/server.js";
+import type { Logger } from "../../../src/shared/log.js";
+import type { RunningServer } from "../../../src/app/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, signIn } from "../browserless.js";
 import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../server.js";
 import { fuzzEndpoints, openConnections, type FuzzEndpoint } from "./endpoints.js";

@@ -1,5 +1,7 @@
 import pino, { type DestinationStream, type LevelWithSilent } from "pino";
-import type { LogLevel } from "./config.js";
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 type Fields = Record<string, unknown>;
 

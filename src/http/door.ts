@@ -10,3 +10,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 export type DoorAnswer = boolean | Promise<void>;
 
 export type Door = (req: IncomingMessage, res: ServerResponse, url: URL) => DoorAnswer;
+
+/** Hand-written paths that share one label, e.g. `/login/oauth/provider/{name}`. */
+export interface PathPattern {
+  pattern: RegExp;
+  label: string;
+}

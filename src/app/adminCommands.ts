@@ -1,17 +1,14 @@
 import { parseArgs } from "node:util";
-import { parseApplicationInput } from "./accounts/applications.js";
-import { parseUserInput } from "./accounts/users.js";
-import { systemClock } from "./clock.js";
+import { parseApplicationInput } from "./../accounts/applications.js";
+import { parseUserInput } from "./../accounts/users.js";
+import { systemClock } from "./../shared/clock.js";
 import { resolveServeOption, SERVE_OPTIONS } from "./config.js";
-import { createDomain, type Domain } from "./domain.js";
-import { parseProviderInput, parseProviderPatch } from "./federation/providers.js";
-import { OAuthError } from "./oauth/errors.js";
-import { openDb } from "./store/db.js";
-import type { ApplicationRecord } from "./store/applications.js";
-import { createStore } from "./store/index.js";
-import type { ProviderRecord } from "./store/providers.js";
-import type { SigningKeyRecord } from "./store/keys.js";
-import type { UserRecord } from "./store/users.js";
+import { createDomain, type Domain } from "./../domain/index.js";
+import { parseProviderInput, parseProviderPatch } from "./../federation/providers.js";
+import { OAuthError } from "./../oauth/errors.js";
+import { openDb } from "./../store/db.js";
+import { createStore } from "./../store/index.js";
+import type { ApplicationRecord, ProviderRecord, SigningKeyRecord, UserRecord } from "./../shared/model.js";
 
 /** Flags shared by the admin commands, mapped onto the config-file field names. */
 const ADMIN_FLAGS = {

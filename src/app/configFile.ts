@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
-import type { Domain } from "../domain.js";
+import type { Domain } from "../domain/index.js";
 import { parseProviderInput, type ProviderInput } from "../federation/providers.js";
 import { OAuthError } from "../oauth/errors.js";
-import { parseApplicationInput, type ApplicationInput } from "./applications.js";
-import { parseUserInput, type UserInput } from "./users.js";
+import { parseApplicationInput, type ApplicationInput } from "../accounts/applications.js";
+import { parseUserInput, type UserInput } from "../accounts/users.js";
 
 /** The `--config` file: applications, users and providers, each upserted by name. */
 export interface ConfigFile {

@@ -1,7 +1,7 @@
-import type { Clock } from "./clock.js";
-import { errorFields, type Logger } from "./log.js";
-import { deleteExpired, type CleanupLimits } from "./store/cleanup.js";
-import type { Db } from "./store/db.js";
+import type { Clock } from "./../shared/clock.js";
+import { errorFields, type Logger } from "./../shared/log.js";
+import { deleteExpired, type CleanupLimits } from "./../store/cleanup.js";
+import type { Db } from "./../store/db.js";
 
 export interface CleanupJobOptions extends CleanupLimits {
   /** Time between the end of one run and the start of the next, in ms. */

@@ -1,4 +1,4 @@
-import type { Domain } from "../domain.js";
+import type { Domain } from "../domain/index.js";
 import { randomToken } from "../oauth/secrets.js";
 
 export interface DemoCredentials {

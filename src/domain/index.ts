@@ -1,25 +1,25 @@
-import { ApplicationAdmin } from "./accounts/applications.js";
-import { UserAdmin } from "./accounts/users.js";
-import type { Clock } from "./clock.js";
-import { FederatedLogin } from "./federation/federatedLogin.js";
-import { AccountLinker } from "./federation/linking.js";
-import { LoginStates } from "./federation/loginStates.js";
-import { ProviderAdmin } from "./federation/providers.js";
-import { SecretBox } from "./federation/secretBox.js";
-import { DEFAULT_UPSTREAM_TIMEOUT_MS, MAX_UPSTREAM_BODY_BYTES, UpstreamClient } from "./federation/upstream.js";
-import { silentLogger, type Logger } from "./log.js";
-import { ClientAuthenticator } from "./oauth/clientAuth.js";
-import { AuthorizationCodes } from "./oauth/codes.js";
-import type { GrantDeps } from "./oauth/grants/types.js";
-import { KeyRing, type KeyPairGenerator } from "./oauth/keys.js";
-import type { ScryptCost } from "./oauth/secrets.js";
-import { LoginThrottle, type LoginPolicy, type Lockout } from "./oauth/loginThrottle.js";
-import { noMetrics, type Metrics } from "./oauth/metrics.js";
-import { PendingAuthorizations } from "./oauth/pendingAuthorizations.js";
-import { SessionManager } from "./oauth/sessions.js";
-import { TokenMinter } from "./oauth/tokens.js";
-import { UserAuthenticator } from "./oauth/userAuth.js";
-import type { Store } from "./store/index.js";
+import { ApplicationAdmin } from "./../accounts/applications.js";
+import { UserAdmin } from "./../accounts/users.js";
+import type { Clock } from "./../shared/clock.js";
+import { FederatedLogin } from "./../federation/federatedLogin.js";
+import { AccountLinker } from "./../federation/linking.js";
+import { LoginStates } from "./../federation/loginStates.js";
+import { ProviderAdmin } from "./../federation/providers.js";
+import { SecretBox } from "./../federation/secretBox.js";
+import { DEFAULT_UPSTREAM_TIMEOUT_MS, MAX_UPSTREAM_BODY_BYTES, UpstreamClient } from "./../federation/upstream.js";
+import { silentLogger, type Logger } from "./../shared/log.js";
+import { ClientAuthenticator } from "./../oauth/clientAuth.js";
+import { AuthorizationCodes } from "./../oauth/codes.js";
+import type { GrantDeps } from "./../oauth/grants/types.js";
+import { KeyRing, type KeyPairGenerator } from "./../oauth/keys.js";
+import type { ScryptCost } from "./../oauth/secrets.js";
+import { LoginThrottle, type LoginPolicy, type Lockout } from "./../oauth/loginThrottle.js";
+import { noMetrics, type Metrics } from "./../oauth/metrics.js";
+import { PendingAuthorizations } from "./../oauth/pendingAuthorizations.js";
+import { SessionManager } from "./../oauth/sessions.js";
+import { TokenMinter } from "./../oauth/tokens.js";
+import { UserAuthenticator } from "./../oauth/userAuth.js";
+import type { Store } from "./../store/index.js";
 
 /** Everything the front doors call, built once per process. */
 export interface Domain extends GrantDeps {
@@ -35,6 +35,15 @@ export interface Domain extends GrantDeps {
   federation: FederatedLogin;
   /** Bearer token for the admin RPCs; undefined keeps them closed. */
   adminToken?: string;
+  /** What the readiness probe asks. */
+  readiness: Readiness;
+}
+
+/** Whether this instance can serve: its database answers and a signing key is loaded. */
+export interface Readiness {
+  /** Resolves once the database answers; rejects when it cannot be reached. */
+  database(): Promise<void>;
+  signingKeyLoaded(): boolean;
 }
 
 export interface DomainOptions {
@@ -107,6 +116,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     pendingAuthorizations: new PendingAuthorizations(store.authorizationRequests, clock),
     federation,
     adminToken: options.adminToken,
+    readiness: { database: () => store.ping(), signingKeyLoaded: () => keys.hasSigningKey() },
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
   };
 }

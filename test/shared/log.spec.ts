@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { SECRET_FIELDS } from "../src/log.js";
-import { captureLogs } from "./support/logs.js";
+import { SECRET_FIELDS } from "./../../src/shared/log.js";
+import { captureLogs } from "./../support/logs.js";
 
 describe("logger", () => {
   it("writes one JSON object per line with level name, time and message", () => {
@@ -45,7 +45,7 @@ describe("logger", () => {
   });
 
   describe("on standard error", () => {
-    const logModule = fileURLToPath(new URL("../src/log.ts", import.meta.url));
+    const logModule = fileURLToPath(new URL("../../src/shared/log.ts", import.meta.url));
 
     /** Runs `script` (with `log`, an info logger on stderr) in a child; resolves with each stderr line and when it came. */
     function child(script: string): Promise<{ code: number | null; lines: { msg: string; time: string; at: number }[] }> {

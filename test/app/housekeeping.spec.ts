@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { CleanupJob } from "../src/housekeeping.js";
-import { silentLogger, type Logger } from "../src/log.js";
-import { openDb, type Db } from "../src/store/db.js";
-import { createStore } from "../src/store/index.js";
-import { FakeClock } from "./support/clock.js";
-import { SWEEPS } from "../src/store/cleanup.js";
+import { CleanupJob } from "./../../src/app/housekeeping.js";
+import { silentLogger, type Logger } from "./../../src/shared/log.js";
+import { openDb, type Db } from "./../../src/store/db.js";
+import { createStore } from "./../../src/store/index.js";
+import { FakeClock } from "./../support/clock.js";
+import { SWEEPS } from "./../../src/store/cleanup.js";
 
 /** What a cleanup run reports when it deleted nothing, table by table. */
 const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.table, 0]));

@@ -1,37 +1,38 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
-import { applyConfigFile, loadConfigFile } from "./accounts/configFile.js";
-import { seedDemo, type DemoCredentials } from "./accounts/seed.js";
-import { systemClock, type Clock } from "./clock.js";
+import { ServerReflection } from "./../../gen/grpc/reflection/v1/reflection_pb.js";
+import { applyConfigFile, loadConfigFile } from "./configFile.js";
+import { seedDemo, type DemoCredentials } from "./seed.js";
+import { systemClock, type Clock } from "./../shared/clock.js";
 import { OPS_DEFAULTS, type ServeConfig } from "./config.js";
-import { createDomain, type Domain, type DomainOptions } from "./domain.js";
-import type { Door } from "./door.js";
+import { createDomain, type Domain, type DomainOptions } from "./../domain/index.js";
+import type { Door } from "./../http/door.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
-import { clientAddressResolver } from "./clientAddress.js";
-import { createLogger, errorFields, type Logger } from "./log.js";
-import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
-import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./ops/endpoints.js";
-import { PromMetrics } from "./ops/metrics.js";
-import { isGrpc, observeRequests, observeStreams, watchGrpcTrailer, type StreamHandler, type TargetHandler } from "./ops/observe.js";
-import { routeNamer } from "./ops/routes.js";
-import { annotateRequest, requestContextOf, type LogUnexpected } from "./requestContext.js";
-import { sendJson } from "./rest/errors.js";
-import { createRestFacade } from "./rest/facade.js";
-import { prepareForConnect } from "./rpc/adapterInput.js";
-import { oauthErrorInterceptor, toConnectError } from "./rpc/errors.js";
-import { createGrpcUnaryDoor } from "./rpc/grpcUnary.js";
-import { callContextValues } from "./rpc/headers.js";
-import { reflectionService } from "./rpc/reflection.js";
-import { serviceBindings } from "./rpc/services.js";
-import { useBufferTextEncoding } from "./rpc/textEncoding.js";
-import { correctErrorAnswers } from "./rpc/errorAnswers.js";
-import { openDb, sqliteFile, withDbLock } from "./store/db.js";
-import { createStore } from "./store/index.js";
-import { startWalCheckpoints } from "./store/walCheckpoints.js";
-import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./transport.js";
-import { createWebHandler, WEB_ROUTES } from "./web/handler.js";
-import { createLogoutHandler, LOGOUT_PATH } from "./web/logout.js";
+import { clientAddressResolver } from "./../http/clientAddress.js";
+import { createLogger, errorFields, type Logger } from "./../shared/log.js";
+import { DEFAULT_LOGIN_POLICY } from "./../oauth/loginThrottle.js";
+import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./../ops/endpoints.js";
+import { PromMetrics } from "./../ops/metrics.js";
+import { isGrpc, observeRequests, observeStreams, watchGrpcTrailer, type StreamHandler, type TargetHandler } from "./../ops/observe.js";
+import { routeNamer } from "./../ops/routes.js";
+import { annotateRequest, requestContextOf, type LogUnexpected } from "./../http/requestContext.js";
+import { sendJson } from "./../http/answers.js";
+import { createRestFacade } from "./../rest/facade.js";
+import { buildRouteTable } from "./../rest/routes.js";
+import { prepareForConnect } from "./../rpc/adapterInput.js";
+import { oauthErrorInterceptor, toConnectError } from "./../rpc/errors.js";
+import { createGrpcUnaryDoor } from "./../rpc/grpcUnary.js";
+import { callContextValues } from "./../rpc/headers.js";
+import { reflectionService } from "./../rpc/reflection.js";
+import { serviceBindings } from "./../rpc/services.js";
+import { useBufferTextEncoding } from "./../rpc/textEncoding.js";
+import { correctErrorAnswers } from "./../rpc/errorAnswers.js";
+import { openDb, sqliteFile, withDbLock } from "./../store/db.js";
+import { createStore } from "./../store/index.js";
+import { startWalCheckpoints } from "./../store/walCheckpoints.js";
+import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./../http/transport.js";
+import { createWebHandler, WEB_ROUTES } from "./../web/handler.js";
+import { createLogoutHandler, LOGOUT_PATH } from "./../web/logout.js";
 
 export interface ServerDeps {
   clock?: Clock;
@@ -128,7 +129,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
 
   try {
     const keyReloadMs = deps.keyReloadMs ?? (config.keyReloadSeconds === undefined ? undefined : config.keyReloadSeconds * 1000);
-    const metrics = metricsMode === "off" ? undefined : new PromMetrics(db);
+    const metrics = metricsMode === "off" ? undefined : new PromMetrics(() => store.poolStats());
     // Instances starting together on one database would each create the first
     // signing key, the demo seed, or the config file's entries, and all but
     // one would then fail on a unique name. One at a time, the later ones
@@ -204,7 +205,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected, clientAddress };
   const interceptors = [oauthErrorInterceptor(logUnexpected)];
   const contextValues = callContextValues(clientAddress);
-  const probes = opsEndpoints({ db: domain.store.db, keys: domain.keys, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
+  const probes = opsEndpoints({ readiness: domain.readiness, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
   const grpcUnary = createGrpcUnaryDoor(bindings, {
     toConnectError: (failure, context) => toConnectError(failure, logUnexpected, context),
     contextValues,
@@ -257,7 +258,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const observation = {
     logger,
     metrics,
-    routeOf: routeNamer(bindings, [...OPS_PATHS, ...WEB_ROUTES, LOGOUT_PATH]),
+    routeOf: routeNamer(bindings.map((b) => b.service), buildRouteTable(bindings).keys(), [...OPS_PATHS, ...WEB_ROUTES, LOGOUT_PATH]),
     quietRoutes: new Set(OPS_PATHS),
   };
   return {

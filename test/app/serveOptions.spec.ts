@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseServeConfig } from "../src/config.js";
+import { parseServeConfig } from "./../../src/app/config.js";
 
 // The option names of issue 2 are a contract other tests and scripts rely on.
 describe("serve options: the issue's names, defaults and precedence", () => {

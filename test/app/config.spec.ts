@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseServeConfig } from "../src/config.js";
+import { parseServeConfig } from "./../../src/app/config.js";
 
 describe("serve configuration", () => {
   it("takes the documented defaults for the pool, timeouts, key reload and cleanup", () => {

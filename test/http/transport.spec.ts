@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
-import { listenOnePort, type OnePortServer } from "../src/transport.js";
+import { listenOnePort, type OnePortServer } from "./../../src/http/transport.js";
 
 /** A server whose `/slow` requests wait until the test lets them answer. */
 async function slowServer() {

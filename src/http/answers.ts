@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { asOAuthError, worthLogging, httpStatusOf, RETRY_AFTER_SECONDS } from "../oauth/errors.js";
-import { annotateRequest, requestContextOf, type LogUnexpected } from "../requestContext.js";
+import { annotateRequest, requestContextOf, type LogUnexpected } from "./requestContext.js";
 
 /** Write a JSON body with the headers every API response carries. */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -1,15 +1,13 @@
 import net from "node:net";
 import { parseArgs } from "node:util";
 import { CLEANUP_DEFAULTS } from "./housekeeping.js";
-import { MAX_CODE_TTL_SECONDS } from "./oauth/codes.js";
-import { DEFAULT_KEY_ACTIVATION_DELAY_MS, DEFAULT_KEY_RELOAD_MS } from "./oauth/keys.js";
-import { DEFAULT_LOGIN_POLICY } from "./oauth/loginThrottle.js";
-import { MIN_SECRET_KEY_LENGTH } from "./federation/secretBox.js";
-import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./federation/upstream.js";
-import { POSTGRES_DEFAULTS } from "./store/db.js";
-
-export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+import { MAX_CODE_TTL_SECONDS } from "./../oauth/codes.js";
+import { DEFAULT_KEY_ACTIVATION_DELAY_MS, DEFAULT_KEY_RELOAD_MS } from "./../oauth/keys.js";
+import { DEFAULT_LOGIN_POLICY } from "./../oauth/loginThrottle.js";
+import { MIN_SECRET_KEY_LENGTH } from "./../federation/secretBox.js";
+import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./../federation/upstream.js";
+import { POSTGRES_DEFAULTS } from "./../store/db.js";
+import { LOG_LEVELS, type LogLevel } from "./../shared/log.js";
 
 /** Where /metrics is served: not at all, on the main port, or on its own port. */
 export type MetricsMode = "off" | "same" | { port: number };
@@ -21,7 +19,7 @@ export const OPS_DEFAULTS = {
   logPretty: false,
   shutdownTimeoutSeconds: 10,
 };
-import { DEFAULT_CONNECTION_LIMITS } from "./transport.js";
+import { DEFAULT_CONNECTION_LIMITS } from "./../http/transport.js";
 
 /** The typed configuration of `identity serve`. */
 export interface ServeConfig {

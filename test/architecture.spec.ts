@@ -1,0 +1,87 @@
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, normalize, relative } from "node:path";
+import ts from "typescript";
+
+/**
+ * The layer rules of docs/architecture.md, checked over the real import
+ * graph (type-only imports included: a type is a dependency too). madge
+ * checks for cycles in CI; this checks which folder may lean on which.
+ */
+
+/** What each folder of src/ may import besides itself. `app/` and `main.ts` are the composition root: anything. */
+const MAY_IMPORT: Record<string, readonly string[]> = {
+  shared: [],
+  store: ["shared"],
+  oauth: ["shared", "store", "accounts", "federation"],
+  accounts: ["shared", "store", "oauth", "federation"],
+  federation: ["shared", "store", "oauth", "accounts"],
+  domain: ["shared", "store", "oauth", "accounts", "federation"],
+  http: ["shared", "oauth"],
+  // Front doors: the domain and the shared HTTP layer, never the store and never each other,
+  // except the REST facade, which is generated from the RPC bindings.
+  rpc: ["shared", "http", "domain", "oauth", "accounts", "federation", "gen"],
+  rest: ["shared", "http", "domain", "oauth", "rpc", "gen"],
+  web: ["shared", "http", "domain", "oauth", "accounts", "federation", "gen"],
+  ops: ["shared", "http", "domain", "oauth", "gen"],
+};
+const COMPOSITION_ROOT = new Set(["app", "main.ts"]);
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? sourceFiles(path) : path.endsWith(".ts") ? [path] : [];
+  });
+}
+
+/** `src/rpc/admin.ts` -> `rpc`; `gen/...` -> `gen`; `src/main.ts` -> `main.ts`. */
+function layerOf(path: string): string {
+  const parts = normalize(path).split(/[\\/]/);
+  return parts[0] === "gen" ? "gen" : parts[1]!;
+}
+
+function importsOf(file: string): string[] {
+  const { importedFiles } = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
+  return importedFiles
+    .map((i) => i.fileName)
+    .filter((name) => name.startsWith("."))
+    .map((name) => relative(".", join(dirname(file), name)));
+}
+
+describe("architecture", () => {
+  const files = sourceFiles("src");
+
+  it("keeps at most three files at the root of src/", () => {
+    const loose = readdirSync("src", { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
+    assert.ok(loose.length <= 3, `loose files: ${loose.join(", ")}`);
+  });
+
+  it("gives every folder of src/ a rule", () => {
+    const folders = readdirSync("src", { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    const unruled = folders.filter((f) => !(f in MAY_IMPORT) && !COMPOSITION_ROOT.has(f));
+    assert.deepEqual(unruled, []);
+  });
+
+  it("lets imports point only where the layer rules allow", () => {
+    const broken: string[] = [];
+    for (const file of files) {
+      const from = layerOf(file);
+      if (COMPOSITION_ROOT.has(from)) continue;
+      for (const target of importsOf(file)) {
+        const to = layerOf(target);
+        if (to !== from && !MAY_IMPORT[from]!.includes(to)) broken.push(`${file} -> ${target}`);
+      }
+    }
+    assert.deepEqual(broken, []);
+  });
+
+  it("names every folder of src/ in docs/architecture.md", () => {
+    const map = readFileSync("docs/architecture.md", "utf8");
+    const folders = readdirSync("src", { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => `src/${e.name}`);
+    assert.deepEqual(folders.filter((f) => !map.includes(f)), []);
+  });
+
+  it("keeps docs/architecture.md under 10 KB", () => {
+    assert.ok(readFileSync("docs/architecture.md").length <= 10 * 1024);
+  });
+});
