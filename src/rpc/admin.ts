@@ -10,7 +10,8 @@ import { parseApplicationInput } from "../accounts/applications.js";
 import { parseUserInput } from "../accounts/users.js";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
-import { epochSecondsOf, requireAdmin } from "./adminAuth.js";
+import { epochSecondsOf } from "./adminAuth.js";
+import { everyMethod } from "./guards.js";
 import type { ApplicationRecord, SigningKeyRecord, UserRecord } from "../shared/model.js";
 
 function applicationOut(app: ApplicationRecord) {
@@ -56,29 +57,29 @@ function userInput(input: UserInputMessage | undefined) {
   return parseUserInput(Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)));
 }
 
+// Every admin call needs the admin token: the guard runs before each method (guards.ts).
+export const applicationAdminGuards = everyMethod(ApplicationAdminService, ["admin"]);
+export const userAdminGuards = everyMethod(UserAdminService, ["admin"]);
+export const keyAdminGuards = everyMethod(KeyAdminService, ["admin"]);
+
 export function applicationAdminService(domain: Domain): ServiceImpl<typeof ApplicationAdminService> {
   const admin = domain.applicationAdmin;
   return {
-    async createApplication(req, ctx) {
-      requireAdmin(domain, ctx);
+    async createApplication(req) {
       const saved = await admin.create(applicationInput(req.application));
       return { application: applicationOut(saved.app), clientSecret: saved.clientSecret };
     },
-    async getApplication(req, ctx) {
-      requireAdmin(domain, ctx);
+    async getApplication(req) {
       return { application: applicationOut(await admin.get(req.name)) };
     },
-    async listApplications(_req, ctx) {
-      requireAdmin(domain, ctx);
+    async listApplications() {
       return { applications: (await admin.list()).map(applicationOut) };
     },
-    async updateApplication(req, ctx) {
-      requireAdmin(domain, ctx);
+    async updateApplication(req) {
       const saved = await admin.update(applicationInput(req.application));
       return { application: applicationOut(saved.app), clientSecret: saved.clientSecret };
     },
-    async deleteApplication(req, ctx) {
-      requireAdmin(domain, ctx);
+    async deleteApplication(req) {
       await admin.delete(req.name);
       return {};
     },
@@ -88,24 +89,19 @@ export function applicationAdminService(domain: Domain): ServiceImpl<typeof Appl
 export function userAdminService(domain: Domain): ServiceImpl<typeof UserAdminService> {
   const admin = domain.userAdmin;
   return {
-    async createUser(req, ctx) {
-      requireAdmin(domain, ctx);
+    async createUser(req) {
       return { user: userOut(await admin.create(userInput(req.user))) };
     },
-    async getUser(req, ctx) {
-      requireAdmin(domain, ctx);
+    async getUser(req) {
       return { user: userOut(await admin.get(req.name)) };
     },
-    async listUsers(_req, ctx) {
-      requireAdmin(domain, ctx);
+    async listUsers() {
       return { users: (await admin.list()).map(userOut) };
     },
-    async updateUser(req, ctx) {
-      requireAdmin(domain, ctx);
+    async updateUser(req) {
       return { user: userOut(await admin.update(userInput(req.user))) };
     },
-    async deleteUser(req, ctx) {
-      requireAdmin(domain, ctx);
+    async deleteUser(req) {
       await admin.delete(req.name);
       return {};
     },
@@ -115,19 +111,16 @@ export function userAdminService(domain: Domain): ServiceImpl<typeof UserAdminSe
 export function keyAdminService(domain: Domain): ServiceImpl<typeof KeyAdminService> {
   const keys = domain.keys;
   return {
-    async listKeys(_req, ctx) {
-      requireAdmin(domain, ctx);
+    async listKeys() {
       const { kid } = await keys.signingKey();
       return { keys: (await keys.list()).map((k) => keyOut(k, kid)) };
     },
-    async rotateKey(_req, ctx) {
-      requireAdmin(domain, ctx);
+    async rotateKey() {
       const record = await keys.rotate();
       const { kid } = await keys.signingKey();
       return { key: keyOut(record, kid) };
     },
-    async exportKey(req, ctx) {
-      requireAdmin(domain, ctx);
+    async exportKey(req) {
       return keys.export(req.kid || undefined);
     },
   };

@@ -5,8 +5,8 @@ import { parseProviderInput, parseProviderPatch } from "../federation/providers.
 import { OAuthError } from "../oauth/errors.js";
 import { randomToken } from "../oauth/secrets.js";
 import { accountOf, linkedIdentityOf } from "./account.js";
-import { epochSecondsOf, requireAdmin } from "./adminAuth.js";
-import { noStore } from "./headers.js";
+import { epochSecondsOf } from "./adminAuth.js";
+import type { MethodGuards } from "./guards.js";
 import type { ProviderRecord } from "../shared/model.js";
 
 /** Proto input to the plain object the shared validation reads; unset stays unset. */
@@ -15,6 +15,20 @@ function providerFields(input: ProviderInputMessage | undefined): Record<string,
   const { $typeName: _t, $unknown: _u, ...fields } = input;
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
 }
+
+/**
+ * What runs before each method (guards.ts): provider administration needs the
+ * admin token; the login round trip is public, and its answers carry secrets.
+ */
+export const federationGuards: MethodGuards<typeof FederationService> = {
+  createProvider: ["admin"],
+  getProvider: ["admin"],
+  listProviders: ["admin"],
+  updateProvider: ["admin"],
+  deleteProvider: ["admin"],
+  beginLogin: ["noStore"],
+  completeLogin: ["noStore"],
+};
 
 export function federationService(domain: Domain): ServiceImpl<typeof FederationService> {
   const { providerAdmin: admin, federation } = domain;
@@ -31,37 +45,30 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
   };
 
   return {
-    async createProvider(req, ctx) {
-      requireAdmin(domain, ctx);
+    async createProvider(req) {
       return { provider: providerOut(await admin.create(parseProviderInput(providerFields(req.provider)))) };
     },
-    async getProvider(req, ctx) {
-      requireAdmin(domain, ctx);
+    async getProvider(req) {
       return { provider: providerOut(await admin.get(req.name)) };
     },
-    async listProviders(_req, ctx) {
-      requireAdmin(domain, ctx);
+    async listProviders() {
       return { providers: (await admin.list()).map(providerOut) };
     },
-    async updateProvider(req, ctx) {
-      requireAdmin(domain, ctx);
+    async updateProvider(req) {
       return { provider: providerOut(await admin.update(parseProviderPatch(providerFields(req.provider)))) };
     },
-    async deleteProvider(req, ctx) {
-      requireAdmin(domain, ctx);
+    async deleteProvider(req) {
       await admin.delete(req.name);
       return {};
     },
-    async beginLogin(req, ctx) {
-      noStore(ctx);
+    async beginLogin(req) {
       if (!req.provider) throw new OAuthError("invalid_request", "provider: is required");
       // Plays the part of the browser's CSRF cookie: only the caller holds it.
       const loginSecret = randomToken();
       const begun = await federation.begin(req.provider, loginSecret);
       return { authUrl: begun.authUrl, state: begun.state, loginSecret, expiresIn: BigInt(federation.stateTtlSeconds) };
     },
-    async completeLogin(req, ctx) {
-      noStore(ctx);
+    async completeLogin(req) {
       const login = await federation.takeState(req.state, { kind: "rpc", loginSecret: req.loginSecret });
       const { user, identity, created } = await federation.complete(login, req.code);
       const links = await domain.store.federatedIdentities.listByUser(user.id);

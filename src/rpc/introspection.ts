@@ -11,7 +11,8 @@ import { revokeToken } from "../oauth/revocation.js";
 import { CLEARED_SESSION_COOKIE } from "../oauth/sessions.js";
 import { userInfo } from "../oauth/userinfo.js";
 import { accountOf } from "./account.js";
-import { bearerTokenOf, noStore, noteClient, presentedCredentials, sessionCookieOf } from "./headers.js";
+import { everyMethod } from "./guards.js";
+import { bearerTokenOf, clientAddressOf, noteClient, presentedCredentials, sessionCookieOf } from "./headers.js";
 
 /** RFC 6750 §2: a token in the message and another in the header is one method too many. */
 function oneAccessToken(fromMessage: string, ctx: HandlerContext): string | undefined {
@@ -22,26 +23,26 @@ function oneAccessToken(fromMessage: string, ctx: HandlerContext): string | unde
   return fromMessage || fromHeader;
 }
 
+// Answers about tokens, users and sessions are never cached.
+export const introspectionGuards = everyMethod(IntrospectionService, ["noStore"]);
+
 export function introspectionService(domain: Domain): ServiceImpl<typeof IntrospectionService> {
   return {
     async introspect(req, ctx) {
-      noStore(ctx);
       const basic = presentedCredentials(req, ctx);
-      await domain.clients.authenticate(resolveClient(req, basic));
+      await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx));
       const result = await introspectToken(domain.store, domain.clock, req.token);
       domain.metrics.introspected(result.active);
       const seconds = (v: number | undefined) => (v === undefined ? undefined : BigInt(v));
       return { ...result, exp: seconds(result.exp), iat: seconds(result.iat), nbf: seconds(result.nbf) };
     },
     async revoke(req, ctx) {
-      noStore(ctx);
       const basic = presentedCredentials(req, ctx);
-      const app = await domain.clients.authenticate(resolveClient(req, basic));
+      const app = await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx));
       await revokeToken(domain.store, domain.clock, app.clientId, req.token);
       return {};
     },
     async getUserInfo(req, ctx) {
-      noStore(ctx);
       const claims = await userInfo(domain.store, domain.clock, domain.issuer, oneAccessToken(req.accessToken, ctx));
       // No client authenticates here; the log line names the client the token was issued to.
       noteClient(claims.aud, ctx);
@@ -49,12 +50,10 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
       return fromJson(GetUserInfoResponseSchema, claims as JsonObject);
     },
     async getAccount(_req, ctx) {
-      noStore(ctx);
       const user = await signedInUser(domain, { accessToken: bearerTokenOf(ctx), sessionCookie: sessionCookieOf(ctx) });
       return { status: "ok", msg: "", data: accountOf(user, await domain.store.federatedIdentities.listByUser(user.id)) };
     },
     async endSession(req, ctx) {
-      noStore(ctx);
       const redirectUri = await endSession(domain, sessionCookieOf(ctx), req);
       ctx.responseHeader.set("set-cookie", CLEARED_SESSION_COOKIE);
       return { redirectUri: redirectUri ?? "" };

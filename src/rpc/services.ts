@@ -6,30 +6,32 @@ import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import { TokenService } from "../../gen/identity/v1/token_pb.js";
 import type { Domain } from "../domain/index.js";
-import { applicationAdminService, keyAdminService, userAdminService } from "./admin.js";
-import { discoveryService } from "./discovery.js";
-import { federationService } from "./federation.js";
-import { introspectionService } from "./introspection.js";
-import { tokenService } from "./token.js";
+import { applicationAdminGuards, applicationAdminService, keyAdminGuards, keyAdminService, userAdminGuards, userAdminService } from "./admin.js";
+import { discoveryGuards, discoveryService } from "./discovery.js";
+import { federationGuards, federationService } from "./federation.js";
+import { withGuards, type GuardName, type MethodGuards } from "./guards.js";
+import { introspectionGuards, introspectionService } from "./introspection.js";
+import { tokenGuards, tokenService } from "./token.js";
 
-/** A service description with its one implementation. */
+/** A service description with its one implementation, its guards already applied. */
 export interface ServiceBinding<S extends DescService = DescService> {
   service: S;
   impl: ServiceImpl<S>;
+  /** Each method's guards (its local name -> guard names), as its service file declares them. */
+  guards: Readonly<Record<string, readonly GuardName[]>>;
 }
 
-const bind = <S extends DescService>(service: S, impl: ServiceImpl<S>): ServiceBinding =>
-  ({ service, impl }) as unknown as ServiceBinding;
-
-/** Every service of the contract, implemented once; both front doors serve these objects. */
+/** Every service of the contract, implemented once; every front door serves these objects. */
 export function serviceBindings(domain: Domain): ServiceBinding[] {
+  const bind = <S extends DescService>(service: S, impl: ServiceImpl<S>, guards: MethodGuards<S>): ServiceBinding =>
+    ({ service, impl: withGuards(domain, service, impl, guards), guards }) as unknown as ServiceBinding;
   return [
-    bind(TokenService, tokenService(domain)),
-    bind(IntrospectionService, introspectionService(domain)),
-    bind(DiscoveryService, discoveryService(domain)),
-    bind(ApplicationAdminService, applicationAdminService(domain)),
-    bind(UserAdminService, userAdminService(domain)),
-    bind(KeyAdminService, keyAdminService(domain)),
-    bind(FederationService, federationService(domain)),
+    bind(TokenService, tokenService(domain), tokenGuards),
+    bind(IntrospectionService, introspectionService(domain), introspectionGuards),
+    bind(DiscoveryService, discoveryService(domain), discoveryGuards),
+    bind(ApplicationAdminService, applicationAdminService(domain), applicationAdminGuards),
+    bind(UserAdminService, userAdminService(domain), userAdminGuards),
+    bind(KeyAdminService, keyAdminService(domain), keyAdminGuards),
+    bind(FederationService, federationService(domain), federationGuards),
   ];
 }

@@ -5,20 +5,22 @@ import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
 import { exchangeToken } from "../oauth/tokenEndpoint.js";
 import type { TokenSet } from "../oauth/tokens.js";
-import { clientAddressOf, noStore, presentedCredentials } from "./headers.js";
+import { everyMethod } from "./guards.js";
+import { clientAddressOf, presentedCredentials } from "./headers.js";
 
 const tokenResponse = (tokens: TokenSet) => ({ ...tokens, expiresIn: BigInt(tokens.expiresIn) });
+
+// RFC 6749 §5.1: token-bearing answers are never cached.
+export const tokenGuards = everyMethod(TokenService, ["noStore"]);
 
 export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
   return {
     async token(req, ctx) {
-      noStore(ctx);
       const basic = presentedCredentials(req, ctx);
       return tokenResponse(await exchangeToken(req, basic, domain, { clientAddress: clientAddressOf(ctx) }));
     },
     // The refresh endpoint is the token endpoint pinned to one grant type.
     async refresh(req, ctx) {
-      noStore(ctx);
       const basic = presentedCredentials(req, ctx);
       if (req.grantType && req.grantType !== "refresh_token") {
         throw new OAuthError("unsupported_grant_type", "this endpoint only takes grant_type=refresh_token");
