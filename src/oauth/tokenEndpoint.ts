@@ -1,16 +1,19 @@
 import { resolveClient, type BasicCredentials } from "./clientAuth.js";
 import { OAuthError } from "./errors.js";
 import { GRANTS } from "./grants/index.js";
-import type { GrantDeps, RequestOrigin, TokenParams } from "./grants/types.js";
+import type { GrantDeps, GrantHandler, GrantParam, RequestOrigin, TokenParams } from "./grants/types.js";
 import type { TokenSet } from "./tokens.js";
 
-/**
- * authorization_code is on for every application, whatever it lists (spec).
- * So is refresh_token: the spec's switch for it is refreshExpireInHours > 0,
- * which the grant itself checks.
- */
+/** Whether an application may use a grant: listed in its grantTypes, or one its handler says is always on. */
 export function grantEnabled(grantTypes: readonly string[], grantType: string): boolean {
-  return grantType === "authorization_code" || grantType === "refresh_token" || grantTypes.includes(grantType);
+  return GRANTS.get(grantType)?.alwaysEnabled === true || grantTypes.includes(grantType);
+}
+
+/** The request's parameters that the grant declared, and no others. */
+function parametersFor<P extends GrantParam>(grant: GrantHandler<P>, params: TokenParams): Pick<TokenParams, P> {
+  const declared = {} as Pick<TokenParams, P>;
+  for (const name of grant.parameters) declared[name] = params[name];
+  return declared;
 }
 
 /** The token endpoint (RFC 6749 §3.2): authenticate, check the grant, dispatch. */
@@ -25,14 +28,15 @@ export async function exchangeToken(
   if (!grant) throw new OAuthError("unsupported_grant_type", `unsupported grant_type: ${params.grantType.slice(0, 64)}`);
 
   const client = resolveClient(params, basic);
+  const grantParams = parametersFor(grant, params);
   const app =
-    !client.clientSecret && grant.allowsPublicClient?.(params)
+    !client.clientSecret && grant.allowsPublicClient?.(grantParams)
       ? await deps.clients.identify(client)
       : await deps.clients.authenticate(client);
   if (!grantEnabled(app.grantTypes, grant.grantType)) {
     throw new OAuthError("unauthorized_client", `the ${grant.grantType} grant is not enabled for this application`);
   }
-  const tokens = await grant.handle(app, params, deps, origin);
+  const tokens = await grant.handle(app, grantParams, deps, origin);
   deps.metrics.tokensIssued(grant.grantType);
   return tokens;
 }

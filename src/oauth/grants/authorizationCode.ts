@@ -1,10 +1,13 @@
 import { OAuthError } from "../errors.js";
 import { requireParam } from "./params.js";
-import type { GrantHandler } from "./types.js";
+import { defineGrant } from "./types.js";
 
 /** Authorization Code (RFC 6749 §4.1.3), with PKCE (RFC 7636). */
-export const authorizationCodeGrant: GrantHandler = {
+export const authorizationCodeGrant = defineGrant({
   grantType: "authorization_code",
+  parameters: ["code", "redirectUri", "codeVerifier"],
+  // On for every application, whatever its grantTypes list (spec).
+  alwaysEnabled: true,
   // The spec lets a PKCE client leave client_secret out; the code must then
   // carry a challenge, which redeem() enforces.
   allowsPublicClient: (params) => params.codeVerifier !== "",
@@ -29,4 +32,4 @@ export const authorizationCodeGrant: GrantHandler = {
     await deps.codes.revokeIfReplayed(code);
     return tokens;
   },
-};
+});

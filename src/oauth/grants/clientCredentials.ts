@@ -1,11 +1,13 @@
 import { parseScope } from "../scopes.js";
-import type { GrantHandler } from "./types.js";
+import { defineGrant } from "./types.js";
 
 /** Client Credentials (RFC 6749 §4.4): the token stands for the application. */
-export const clientCredentialsGrant: GrantHandler = {
+export const clientCredentialsGrant = defineGrant({
   grantType: "client_credentials",
+  parameters: ["scope"],
+  alwaysEnabled: false,
   async handle(app, params, deps) {
     // §4.4.3: no refresh token; there is no user, so no ID token either.
     return deps.minter.mint({ app, scopes: parseScope(params.scope), idToken: false, refreshToken: false });
   },
-};
+});

@@ -1,11 +1,13 @@
 import { epochSeconds } from "../../shared/clock.js";
 import { parseScope } from "../scopes.js";
-import type { GrantHandler } from "./types.js";
+import { defineGrant } from "./types.js";
 import { requireParam } from "./params.js";
 
 /** Resource Owner Password Credentials (RFC 6749 §4.3). */
-export const passwordGrant: GrantHandler = {
+export const passwordGrant = defineGrant({
   grantType: "password",
+  parameters: ["username", "password", "scope"],
+  alwaysEnabled: false,
   async handle(app, params, deps, origin) {
     const username = requireParam(params.username, "username");
     const password = requireParam(params.password, "password");
@@ -20,4 +22,4 @@ export const passwordGrant: GrantHandler = {
       refreshToken: true,
     });
   },
-};
+});

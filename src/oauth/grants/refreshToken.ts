@@ -3,7 +3,7 @@ import { OAuthError } from "../errors.js";
 import { narrowScope } from "../scopes.js";
 import { sha256 } from "../secrets.js";
 import { requireParam } from "./params.js";
-import type { GrantDeps, GrantHandler } from "./types.js";
+import { defineGrant, type GrantDeps } from "./types.js";
 
 /** Thrown inside the minting transaction when another request consumed the token first. */
 const LOST_RACE = Symbol("refresh token consumed concurrently");
@@ -14,8 +14,12 @@ const LOST_RACE = Symbol("refresh token consumed concurrently");
  * consumed token again is reuse (RFC 9700 §4.14.2) and revokes the family,
  * unless it happens within the service's grace window.
  */
-export const refreshTokenGrant: GrantHandler = {
+export const refreshTokenGrant = defineGrant({
   grantType: "refresh_token",
+  parameters: ["refreshToken", "scope"],
+  // On for every application, whatever its grantTypes list (spec): the
+  // switch for it is refreshExpireInHours > 0, which handle() checks.
+  alwaysEnabled: true,
   async handle(app, params, deps) {
     const presented = requireParam(params.refreshToken, "refresh_token");
     if (app.refreshExpireInHours <= 0) {
@@ -56,7 +60,7 @@ export const refreshTokenGrant: GrantHandler = {
       throw new OAuthError("invalid_grant", "the refresh token is no longer valid");
     }
   },
-};
+});
 
 /** Throws invalid_grant for a revoked, consumed or expired token; reuse past the grace window revokes the family. */
 async function rejectUnusable(record: RefreshTokenRecord, deps: GrantDeps): Promise<void> {

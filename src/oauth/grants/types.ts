@@ -41,14 +41,27 @@ export interface GrantDeps {
   codes: AuthorizationCodes;
 }
 
+/** The parameters the token endpoint reads itself: which grant, and the client's credentials. */
+type EndpointParam = "grantType" | "clientId" | "clientSecret";
+
+/** A parameter a grant may read. */
+export type GrantParam = Exclude<keyof TokenParams, EndpointParam>;
+
 /** One grant type, in its own module. */
-export interface GrantHandler {
+export interface GrantHandler<P extends GrantParam = GrantParam> {
   readonly grantType: string;
+  /** The parameters it reads: the token endpoint hands it these and no others. */
+  readonly parameters: readonly P[];
+  /** On for every application whatever its grantTypes list (true), or only where listed (false). */
+  readonly alwaysEnabled: boolean;
   /**
    * Whether this request may come from a public client that sends no secret
    * (a PKCE code exchange). When false, the client secret is required.
    */
-  allowsPublicClient?(params: TokenParams): boolean;
+  allowsPublicClient?(params: Pick<TokenParams, P>): boolean;
   /** Runs after the client is authenticated and the grant found enabled. */
-  handle(app: ApplicationRecord, params: TokenParams, deps: GrantDeps, origin: RequestOrigin): Promise<TokenSet>;
+  handle(app: ApplicationRecord, params: Pick<TokenParams, P>, deps: GrantDeps, origin: RequestOrigin): Promise<TokenSet>;
 }
+
+/** A grant's declaration, with its parameters' names inferred from the list it gives. */
+export const defineGrant = <P extends GrantParam>(grant: GrantHandler<P>): GrantHandler<P> => grant;
