@@ -75,18 +75,23 @@ export class AuthorizationCodes {
    * Check the code against the request and mark it used. Checks come first,
    * so a stolen code presented without its verifier is not burnt; the mark
    * is one conditional UPDATE, so exactly one of any concurrent callers wins.
-   * A used code presented again revokes every token minted from it.
+   * A used code presented again revokes every token minted from it, but only
+   * when its own client presents it: `app` was authenticated by the token
+   * endpoint (secret, or for a public client nothing), and the PKCE check
+   * below is a public client's proof. Anyone else gets `invalid_grant` and
+   * changes nothing, so a leaked used code cannot be replayed to revoke the
+   * real client's tokens.
    */
   async redeem(app: ApplicationRecord, presented: CodeRedemption): Promise<AuthorizationCodeRecord> {
     const record = await this.store.authorizationCodes.findByHash(sha256(presented.code));
     if (!record) throw new OAuthError("invalid_grant", "authorization code is invalid");
-    if (record.consumedAt !== null) await this.replayed(record);
     if (record.clientId !== app.clientId) throw new OAuthError("invalid_grant", "authorization code was issued to another client");
+    verifyPkce(record.codeChallenge, presented.codeVerifier);
+    if (record.consumedAt !== null) await this.replayed(record);
     if (record.expiresAt <= this.clock.now()) throw new OAuthError("invalid_grant", "authorization code has expired");
     if (presented.redirectUri && presented.redirectUri !== record.redirectUri) {
       throw new OAuthError("invalid_grant", "redirect_uri differs from the one of the authorization request");
     }
-    verifyPkce(record.codeChallenge, presented.codeVerifier);
     if (!(await this.store.authorizationCodes.consume(record.codeHash, this.clock.now()))) await this.replayed(record);
     return record;
   }
