@@ -3,6 +3,8 @@ import { OAuthError } from "../oauth/errors.js";
 import type { AccountLinker, LinkResult } from "./linking.js";
 import type { LoginStates, Starter, TakenState } from "./loginStates.js";
 import type { ProviderAdmin } from "./providers.js";
+import { providerTypeOf } from "./providerTypes/index.js";
+import type { ProviderType } from "./providerTypes/providerType.js";
 import { SecretBoxError } from "./secretBox.js";
 import type { Metrics } from "../oauth/metrics.js";
 import { UpstreamError, type UpstreamClient, type UpstreamProfile } from "./upstream.js";
@@ -20,9 +22,10 @@ export interface ReturnedLogin extends TakenState {
 }
 
 /**
- * The login round trip with a Custom provider, shared by the login page and
+ * The login round trip with a provider, shared by the login page and
  * FederationService: begin (state + Auth URL), take the state back, then
- * exchange the code, look the user up and link the account.
+ * exchange the code, look the user up and link the account. What differs
+ * between provider types is in their modules (providerTypes/).
  */
 export class FederatedLogin {
   /** Where the provider sends the browser back (the spec's `{base_url}/callback`): to register at the provider. */
@@ -51,11 +54,9 @@ export class FederatedLogin {
    */
   async begin(name: string, binding: string, authorizationRequestId?: string): Promise<BegunLogin> {
     const provider = await this.providers.get(name);
+    const type = typeOf(provider);
     const state = await this.states.create(provider.name, binding, authorizationRequestId);
-    const url = new URL(provider.authUrl);
-    const params = { client_id: provider.clientId, redirect_uri: this.redirectUri, response_type: "code", scope: provider.scope, state };
-    for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
-    return { authUrl: url.href, state };
+    return { authUrl: type.authorizeUrl(provider, this.redirectUri, state), state };
   }
 
   /** Use up the state the provider sent back, if `starter` is the one who began it. */
@@ -99,9 +100,9 @@ export class FederatedLogin {
       this.logger.error("federated sign-in impossible: client secret unreadable", { provider: provider.name, reason: err.message });
       throw new OAuthError("server_error", `signing in with ${labelOf(provider)} is misconfigured`);
     }
-    const { tokenUrl, userInfoUrl, clientId } = provider;
+    const type = typeOf(provider);
     try {
-      const profile = await this.upstream.signIn({ tokenUrl, userInfoUrl, clientId, clientSecret, code, redirectUri: this.redirectUri });
+      const profile = await type.signIn(this.upstream, provider, { clientSecret, code, redirectUri: this.redirectUri });
       this.metrics.upstreamCall(provider.name, "ok");
       return profile;
     } catch (err) {
@@ -114,3 +115,10 @@ export class FederatedLogin {
 }
 
 const labelOf = (provider: ProviderRecord) => provider.displayName || provider.name;
+
+/** The provider's type; its row was checked when written, so an unknown one is a database edited by hand. */
+function typeOf(provider: ProviderRecord): ProviderType {
+  const type = providerTypeOf(provider.type);
+  if (!type) throw new OAuthError("server_error", `signing in with ${labelOf(provider)} is misconfigured: unknown type`);
+  return type;
+}

@@ -9,6 +9,7 @@ import {
 } from "../accounts/validation.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import type { ProviderRepository } from "../store/providers.js";
+import { isProviderType, PROVIDER_TYPES, type ProviderTypeName } from "./providerTypes/index.js";
 import { SecretBox, SecretBoxError } from "./secretBox.js";
 import type { ProviderRecord } from "../shared/model.js";
 
@@ -21,10 +22,13 @@ const SPEC_FIELDS = ["clientId", "clientSecret", "authUrl", "scope", "tokenUrl",
 type SpecField = (typeof SPEC_FIELDS)[number];
 const URL_FIELDS: ReadonlySet<SpecField> = new Set(["authUrl", "tokenUrl", "userInfoUrl", "favicon"]);
 
-/** A Custom provider as configured: all the spec's fields are required. */
+/** The one problem a bad or missing type has: which types there are. */
+const TYPE_PROBLEM = `must be ${Object.keys(PROVIDER_TYPES).map((name) => `"${name}"`).join(" or ")}`;
+
+/** A provider as configured: all the spec's fields are required. */
 export interface ProviderInput extends Record<SpecField, string> {
   name: string;
-  type: "Custom";
+  type: ProviderTypeName;
   displayName?: string;
   trustEmail?: boolean;
 }
@@ -45,8 +49,8 @@ export function parseProviderPatch(raw: Record<string, unknown>): ProviderPatch 
   rejectUnknownFields(raw, PROVIDER_FIELDS);
   const patch: ProviderPatch = { name: providerName(raw.name) };
   if (raw.type !== undefined) {
-    if (raw.type !== "Custom") throw new InvalidInputError("type", 'must be "Custom"');
-    patch.type = "Custom";
+    if (!isProviderType(raw.type)) throw new InvalidInputError("type", TYPE_PROBLEM);
+    patch.type = raw.type;
   }
   patch.displayName = optionalString(raw.displayName, "displayName", 200);
   for (const field of SPEC_FIELDS) {
@@ -64,7 +68,7 @@ export function parseProviderPatch(raw: Record<string, unknown>): ProviderPatch 
 /** Check a whole provider (config file, create). */
 export function parseProviderInput(raw: Record<string, unknown>): ProviderInput {
   const patch = parseProviderPatch(raw);
-  if (patch.type === undefined) throw new InvalidInputError("type", 'must be "Custom"');
+  if (patch.type === undefined) throw new InvalidInputError("type", TYPE_PROBLEM);
   for (const field of SPEC_FIELDS) if (patch[field] === undefined) throw new InvalidInputError(field, "is required");
   return patch as ProviderInput;
 }

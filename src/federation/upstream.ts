@@ -27,7 +27,7 @@ export const MAX_UPSTREAM_BODY_BYTES = 1024 * 1024;
 /** The longest `sub` or preferred_username kept as an account's key. */
 export const MAX_EXTERNAL_ID_LENGTH = 255;
 
-/** The user as the provider's UserInfo URL describes them. */
+/** The user as the provider describes them, in the words of every provider type. */
 export interface UpstreamProfile {
   /** The provider's stable id for the user, when it sends one. */
   sub?: string;
@@ -39,15 +39,6 @@ export interface UpstreamProfile {
   picture: string;
 }
 
-export interface CodeExchange {
-  tokenUrl: string;
-  userInfoUrl: string;
-  clientId: string;
-  clientSecret: string;
-  code: string;
-  redirectUri: string;
-}
-
 /** RFC 6749 §2.3.1: each half is form-urlencoded, then the pair is base64-encoded. */
 export function basicCredentials(clientId: string, clientSecret: string): string {
   const formEncode = (value: string) => new URLSearchParams({ v: value }).toString().slice(2);
@@ -55,68 +46,15 @@ export function basicCredentials(clientId: string, clientSecret: string): string
 }
 
 /**
- * The spec's calls to a Custom provider: the token exchange (HTTP Basic,
- * form fields code, grant_type and redirect_uri) and the user lookup
- * (Bearer). Every call has a deadline and a body size cap and never follows
- * a redirect, so a misbehaving provider costs at most one bounded request.
- * The provider's access token lives only in this call; it is never stored.
+ * The calls to a provider, for its type's module (providerTypes/). Every
+ * call has a deadline and a body size cap and never follows a redirect, so a
+ * misbehaving provider costs at most one bounded request.
  */
 export class UpstreamClient {
   constructor(private readonly options: UpstreamOptions) {}
 
-  async signIn(exchange: CodeExchange): Promise<UpstreamProfile> {
-    const accessToken = await this.exchangeCode(exchange);
-    return this.userInfo(exchange.userInfoUrl, accessToken);
-  }
-
-  private async exchangeCode(exchange: CodeExchange): Promise<string> {
-    const body = await this.requestJson("token", exchange.tokenUrl, {
-      method: "POST",
-      headers: {
-        authorization: basicCredentials(exchange.clientId, exchange.clientSecret),
-        "content-type": "application/x-www-form-urlencoded",
-      },
-      body: new URLSearchParams({ code: exchange.code, grant_type: "authorization_code", redirect_uri: exchange.redirectUri }).toString(),
-    });
-    // Some providers answer 200 with an OAuth error body.
-    if (typeof body.error === "string") throw new UpstreamError("token", `refused the code (${errorCode(body.error)})`);
-    if (typeof body.access_token !== "string" || body.access_token === "") throw new UpstreamError("token", "sent no access_token");
-    if (typeof body.token_type !== "string") throw new UpstreamError("token", "sent no token_type");
-    // RFC 6749 §7.1: the type is case-insensitive; only Bearer can be used at UserInfo URL.
-    if (body.token_type.toLowerCase() !== "bearer") {
-      throw new UpstreamError("token", `sent token_type ${errorCode(body.token_type)}, not Bearer`);
-    }
-    // refresh_token, expires_in and scope are not needed: upstream tokens are used once and never stored.
-    return body.access_token;
-  }
-
-  private async userInfo(userInfoUrl: string, accessToken: string): Promise<UpstreamProfile> {
-    const body = await this.requestJson("userinfo", userInfoUrl, { method: "GET", headers: { authorization: `Bearer ${accessToken}` } });
-    const text = (field: string): string => {
-      const value = body[field];
-      if (typeof value !== "string") throw new UpstreamError("userinfo", `sent no ${field}`);
-      return value;
-    };
-    const profile: UpstreamProfile = {
-      name: text("name"),
-      preferredUsername: text("preferred_username"),
-      email: text("email"),
-      picture: text("picture"),
-    };
-    if (profile.preferredUsername === "") throw new UpstreamError("userinfo", "sent an empty preferred_username");
-    const sub = body.sub;
-    if (typeof sub === "string" && sub !== "") profile.sub = sub;
-    else if (typeof sub === "number" && Number.isSafeInteger(sub)) profile.sub = String(sub);
-    else if (sub !== undefined && sub !== null) throw new UpstreamError("userinfo", "sent a sub that is neither a string nor an integer");
-    if ((profile.sub ?? profile.preferredUsername).length > MAX_EXTERNAL_ID_LENGTH) {
-      throw new UpstreamError("userinfo", `sent an account id longer than ${MAX_EXTERNAL_ID_LENGTH} characters`);
-    }
-    if (typeof body.email_verified === "boolean") profile.emailVerified = body.email_verified;
-    return profile;
-  }
-
   /** One request whose answer must be a 2xx JSON object. */
-  private async requestJson(step: UpstreamStep, url: string, init: RequestInit): Promise<Record<string, unknown>> {
+  async requestJson(step: UpstreamStep, url: string, init: RequestInit): Promise<Record<string, unknown>> {
     const { timeoutMs, maxBodyBytes } = this.options;
     let res: Response;
     let text: string;
@@ -175,7 +113,7 @@ async function readLimited(res: Response, limit: number, step: UpstreamStep): Pr
 }
 
 /** A provider's error code, trimmed to something safe to log and show. */
-function errorCode(value: string): string {
+export function errorCode(value: string): string {
   const clean = value.replace(/[^\x20-\x7e]/g, "").slice(0, 64);
   return clean || "no code";
 }

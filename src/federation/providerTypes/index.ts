@@ -1,0 +1,18 @@
+import { customType } from "./custom.js";
+import type { ProviderType } from "./providerType.js";
+
+/** Every provider type, by the name a provider's `type` field holds. A new type is a module and a row here. */
+export const PROVIDER_TYPES = {
+  Custom: customType,
+} as const satisfies Record<string, ProviderType>;
+
+export type ProviderTypeName = keyof typeof PROVIDER_TYPES;
+
+export function isProviderType(name: unknown): name is ProviderTypeName {
+  return typeof name === "string" && Object.hasOwn(PROVIDER_TYPES, name);
+}
+
+/** A stored provider's type; undefined for a name no row of the table has. */
+export function providerTypeOf(name: string): ProviderType | undefined {
+  return isProviderType(name) ? PROVIDER_TYPES[name] : undefined;
+}

@@ -1,0 +1,30 @@
+import type { ProviderRecord } from "../../shared/model.js";
+import type { UpstreamClient, UpstreamProfile } from "../upstream.js";
+
+/** What a provider type reads of a provider's configuration. */
+export type ProviderConfig = Pick<ProviderRecord, "clientId" | "authUrl" | "scope" | "tokenUrl" | "userInfoUrl">;
+
+/** One sign-in's code, to exchange at the provider. */
+export interface CodeExchange {
+  /** The client secret in clear. */
+  clientSecret: string;
+  code: string;
+  /** Our callback, as sent in the authorize URL. */
+  redirectUri: string;
+}
+
+/**
+ * One kind of upstream provider (a provider's `type`): how to send the
+ * browser to it, and how to turn the code it sends back into a profile.
+ * Everything else about a sign-in (state, secrets, linking, logs and
+ * metrics) is the same for every type (federatedLogin.ts).
+ */
+export interface ProviderType {
+  /** The provider's login address for one sign-in. */
+  authorizeUrl(config: ProviderConfig, redirectUri: string, state: string): string;
+  /**
+   * Exchange the code and look the user up, over `upstream`'s bounded calls.
+   * Fails with UpstreamError; the provider's tokens end here, never stored.
+   */
+  signIn(upstream: UpstreamClient, config: ProviderConfig, exchange: CodeExchange): Promise<UpstreamProfile>;
+}
