@@ -57,6 +57,19 @@ const toRow = (a: ApplicationRecord): Row => ({
 export const APPLICATION_CACHE_MS = 1000;
 const APPLICATION_CACHE_LIMIT = 1000;
 
+/**
+ * The contract (test/store/contract.spec.ts, every backend, "applications"):
+ * - unique: name and client id; an insert or update that would repeat one
+ *   throws ConflictError ("refuses a second application with the same name or client id");
+ * - undefined: findByClientId and findByName of an unknown key; deleteByName
+ *   says whether a row went ("round-trips every field and finds by client id
+ *   and by name", "updates and deletes by name");
+ * - findByClientId may answer from this instance's cache: its own writes are
+ *   seen at once, another instance's within APPLICATION_CACHE_MS ("answers a
+ *   lookup by client id with its own changes at once, and another instance's
+ *   within the cache bound");
+ * - no compare-and-set: update() is a plain write by id, the last one wins.
+ */
 export class ApplicationRepository {
   private readonly byClientId = new Map<string, { app: ApplicationRecord; until: number }>();
 

@@ -22,6 +22,19 @@ export interface AuthorizationCodeRecord {
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
+/**
+ * The contract (test/store/contract.spec.ts, every backend, "authorization codes"):
+ * - compare-and-set: consume() is one conditional UPDATE; of any number of
+ *   concurrent callers exactly one gets true, and none after it ("lets
+ *   exactly one of 50 concurrent consumes of one code win, and none after it");
+ * - markReplayed() writes only the first replay's time ("records a replay
+ *   once, keeping its first time");
+ * - undefined: findByHash of an unknown hash ("round-trips by hash, ...");
+ * - unique: the code hash (primary key); a second insert fails, not yet
+ *   proven (hashes of random codes do not collide);
+ * - a used code outlives its expiry by a day for replay detection
+ *   ("cleanup of expired rows" › "keeps an expired authorization code for a day, ...").
+ */
 export class AuthorizationCodeRepository {
   constructor(private readonly db: Db) {}
 

@@ -11,6 +11,14 @@ export interface AuthorizationRequestRecord {
   expiresAt: number;
 }
 
+/**
+ * The contract (test/store/contract.spec.ts, every backend, "authorization requests"):
+ * - compare-and-set: take() deletes the row; exactly one of any number of
+ *   concurrent callers gets true, so a request completes once ("round-trips
+ *   by id, and lets exactly one of 50 concurrent takes of one request win");
+ * - undefined: findById of an unknown or taken id (same test);
+ * - expired rows go in the cleanup job's sweep, not yet proven here.
+ */
 export class AuthorizationRequestRepository {
   constructor(private readonly db: Db) {}
 

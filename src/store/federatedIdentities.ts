@@ -32,7 +32,21 @@ const fromRow = (r: Row): FederatedIdentityRecord => ({
 
 const keyColumns = (k: ExternalKey) => ({ provider: k.provider, external_id_type: k.externalIdType, external_id: k.externalId });
 
-/** Every method takes `conn` so linking can run inside one transaction. */
+/**
+ * Every method takes `conn` so linking can run inside one transaction.
+ *
+ * The contract (test/store/contract.spec.ts, every backend, "federated identities"):
+ * - unique: (provider, external id type, external id); a second link of one
+ *   account throws ConflictError, and a `sub` never passes for a
+ *   preferred_username ("round-trips, lists by user, updates the username,
+ *   and refuses a second link of one account");
+ * - undefined: find() of an unknown key (same test);
+ * - a link goes with its user or its provider ("goes with its user or its provider");
+ * - atomic with the caller: given `conn`, a rolled-back transaction leaves no
+ *   row ("joins a caller's transaction: a rolled-back user and link leave no row");
+ * - may re-run: the linking transaction is retried on a ConflictError
+ *   (federation/linking.ts), which is why every write here takes `conn`.
+ */
 export class FederatedIdentityRepository {
   constructor(private readonly db: Db) {}
 

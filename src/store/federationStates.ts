@@ -13,6 +13,16 @@ export interface FederationStateRecord {
   expiresAt: number;
 }
 
+/**
+ * The contract (test/store/contract.spec.ts, every backend, "federation states"):
+ * - compare-and-set: take() deletes the row; exactly one of any number of
+ *   concurrent callers gets true, so a state is used once ("lets exactly one
+ *   of 50 concurrent takes of one state win");
+ * - undefined: findByHash of an unknown hash ("round-trips by hash, with or
+ *   without a pending request");
+ * - expired states are swept ("cleanup of expired rows" › "deletes expired
+ *   access tokens, sessions and federation states, and keeps live ones").
+ */
 export class FederationStateRepository {
   constructor(private readonly db: Db) {}
 

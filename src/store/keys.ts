@@ -22,6 +22,18 @@ const fromRow = (r: Row): SigningKeyRecord => ({
   retiredAt: r.retired_at === null ? null : Number(r.retired_at),
 });
 
+/**
+ * The contract (test/store/contract.spec.ts, every backend, "signing keys"):
+ * - list() is newest first ("lists newest first, with retirement times as
+ *   numbers or null");
+ * - compare-and-set: retireIfUnused() is one conditional UPDATE, true for
+ *   exactly one of any number of racing instances; holdUntil() only moves
+ *   the bound later ("retires an unused key once, however many race to, and
+ *   not before the latest bound holdUntil set");
+ * - a key with a live token it signed is not retired: test/store/keys.spec.ts,
+ *   on SQLite only;
+ * - unique: the kid (primary key), not yet proven (kids are random).
+ */
 export class SigningKeyRepository {
   constructor(private readonly db: Db) {}
 

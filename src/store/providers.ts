@@ -51,6 +51,16 @@ const toRow = (p: ProviderRecord): Row => ({
   updated_at: p.updatedAt,
 });
 
+/**
+ * The contract (test/store/contract.spec.ts, every backend, "providers"):
+ * - unique: the name; a second insert throws ConflictError ("refuses a
+ *   second provider with the same name");
+ * - undefined: findByName of an unknown or deleted name; deleteByName says
+ *   whether a row went ("round-trips, updates and deletes");
+ * - a deleted provider's links go with it ("federated identities" › "goes
+ *   with its user or its provider");
+ * - no compare-and-set: update() is a plain write by name, the last one wins.
+ */
 export class ProviderRepository {
   constructor(private readonly db: Db) {}
 

@@ -9,6 +9,13 @@ export interface SessionRecord {
   expiresAt: number;
 }
 
+/**
+ * The contract (test/store/contract.spec.ts, every backend, "sessions"):
+ * - undefined: findByHash of an unknown or deleted hash ("round-trips by hash and deletes");
+ * - deleteByHash of a missing row is no error, not yet proven;
+ * - expired sessions are swept ("cleanup of expired rows" › "deletes expired
+ *   access tokens, sessions and federation states, and keeps live ones").
+ */
 export class SessionRepository {
   constructor(private readonly db: Db) {}
 

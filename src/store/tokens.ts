@@ -115,6 +115,30 @@ const WITH_USER_BY_HASH: RowQuery = {
       .select(["access_tokens.*", ...USER_COLUMNS.map((c) => `users.${c} as ${USER_PREFIX}${c}`)]),
 };
 
+/**
+ * The contract of both token repositories and revokeFamily
+ * (test/store/contract.spec.ts, every backend, "access tokens", "refresh
+ * tokens", "family revocation"):
+ * - compare-and-set: RefreshTokenRepository.consume() is one conditional
+ *   UPDATE; exactly one of any number of concurrent callers gets true, and
+ *   never for a consumed, revoked or expired token ("lets exactly one of 50
+ *   concurrent consumes of one token win", "consumes a live token once, and
+ *   never a consumed, revoked or expired one");
+ * - revocation keeps the first time: revoke() ("revokes one access token,
+ *   keeping the first revocation time") and revokeFamily(), which revokes a
+ *   family's access and refresh tokens in one transaction ("revokes every
+ *   access and refresh token of one family, and nothing else");
+ * - undefined: every find of an unknown hash; lookups made together share
+ *   queries, each answered with its own row ("round-trips by hash, ...",
+ *   "answers lookups made together, each with its own row, however many share a query");
+ * - atomic with the caller: insert() given `conn` joins its transaction
+ *   ("joins a caller's transaction: a rolled-back insert leaves no row");
+ * - may re-run: issuedTokenRecorder writes many responses' rows at once, and
+ *   a batch that fails is written again row set by row set (groupCommit.ts;
+ *   test/store/groupCommit.spec.ts, not on every backend). That one
+ *   response's access and refresh rows commit together is not yet proven;
+ * - unique: the token hash (primary key), not yet proven (hashes of random tokens).
+ */
 export class AccessTokenRepository {
   constructor(
     private readonly db: Db,

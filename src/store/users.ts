@@ -63,6 +63,21 @@ const toRow = (u: UserRecord): UserRow => ({
   updated_at: u.updatedAt,
 });
 
+/**
+ * The contract (test/store/contract.spec.ts, every backend, "users"):
+ * - unique: the name; a second one throws ConflictError ("refuses a second
+ *   user with the same name");
+ * - undefined: findById and findByName of an unknown or deleted user;
+ *   deleteByName says whether a row went ("updates, lists and deletes");
+ * - findByVerifiedEmail matches exactly (case included) and only verified
+ *   emails ("finds users by exact verified email, and tells which names are taken");
+ * - atomic with the caller: insert() given `conn` joins its transaction
+ *   ("federated identities" › "joins a caller's transaction: a rolled-back
+ *   user and link leave no row");
+ * - a deleted user's links go with it ("federated identities" › "goes with
+ *   its user or its provider");
+ * - no compare-and-set: update() is a plain write by id, the last one wins.
+ */
 export class UserRepository {
   constructor(
     private readonly db: Db,

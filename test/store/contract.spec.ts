@@ -5,6 +5,7 @@ import { silentLogger } from "../../src/shared/log.js";
 import { setTimeout } from "node:timers/promises";
 import { APPLICATION_CACHE_MS } from "../../src/store/applications.js";
 import { deleteExpired, SWEEPS } from "../../src/store/cleanup.js";
+import type { AuthorizationCodeRecord } from "../../src/store/authorizationCodes.js";
 import { ConflictError } from "../../src/store/errors.js";
 import type { FederationStateRecord } from "../../src/store/federationStates.js";
 import type { SessionRecord } from "../../src/store/sessions.js";
@@ -289,6 +290,66 @@ describeEachBackend("storage contract", (ctx) => {
     });
   });
 
+  describe("authorization codes", () => {
+    const aCode = (over: Partial<AuthorizationCodeRecord> = {}): AuthorizationCodeRecord => ({
+      codeHash: hash(),
+      familyId: randomUUID(),
+      clientId: "client",
+      userId: randomUUID(),
+      redirectUri: "https://app.example/cb",
+      scope: "openid",
+      nonce: "n-0",
+      codeChallenge: "challenge",
+      codeChallengeMethod: "S256",
+      authTime: T0 / 1000,
+      createdAt: T0,
+      expiresAt: T0 + 60_000,
+      consumedAt: null,
+      replayedAt: null,
+      ...over,
+    });
+
+    it("round-trips by hash, with or without a nonce and a challenge", async () => {
+      const withAll = aCode();
+      const bare = aCode({ nonce: null, codeChallenge: null, codeChallengeMethod: null });
+      for (const c of [withAll, bare]) await ctx.store.authorizationCodes.insert(c);
+      assert.deepEqual(await ctx.store.authorizationCodes.findByHash(withAll.codeHash), withAll);
+      assert.deepEqual(await ctx.store.authorizationCodes.findByHash(bare.codeHash), bare);
+      assert.equal(await ctx.store.authorizationCodes.findByHash(hash()), undefined);
+    });
+
+    it("lets exactly one of 50 concurrent consumes of one code win, and none after it", async () => {
+      const code = aCode();
+      await ctx.store.authorizationCodes.insert(code);
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => ctx.store.authorizationCodes.consume(code.codeHash, T0 + i)));
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal((await ctx.store.authorizationCodes.findByHash(code.codeHash))?.consumedAt, T0 + results.indexOf(true));
+      assert.equal(await ctx.store.authorizationCodes.consume(code.codeHash, T0 + 100), false);
+      assert.equal(await ctx.store.authorizationCodes.consume(hash(), T0), false);
+    });
+
+    it("records a replay once, keeping its first time", async () => {
+      const code = aCode({ consumedAt: T0 });
+      await ctx.store.authorizationCodes.insert(code);
+      assert.equal(await ctx.store.authorizationCodes.wasReplayed(code.codeHash), false);
+      await ctx.store.authorizationCodes.markReplayed(code.codeHash, T0 + 1);
+      await ctx.store.authorizationCodes.markReplayed(code.codeHash, T0 + 2);
+      assert.equal(await ctx.store.authorizationCodes.wasReplayed(code.codeHash), true);
+      assert.equal((await ctx.store.authorizationCodes.findByHash(code.codeHash))?.replayedAt, T0 + 1);
+    });
+  });
+
+  describe("authorization requests", () => {
+    it("round-trips by id, and lets exactly one of 50 concurrent takes of one request win", async () => {
+      const request = { id: id(), csrfHash: hash(), request: '{"client_id":"c"}', createdAt: T0, expiresAt: T0 + HOUR };
+      await ctx.store.authorizationRequests.insert(request);
+      assert.deepEqual(await ctx.store.authorizationRequests.findById(request.id), request);
+      const results = await Promise.all(Array.from({ length: 50 }, () => ctx.store.authorizationRequests.take(request.id)));
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal(await ctx.store.authorizationRequests.findById(request.id), undefined);
+    });
+  });
+
   describe("federated identities", () => {
     const aLink = (provider: ProviderRecord, user: UserRecord, over: Partial<FederatedIdentityRecord> = {}): FederatedIdentityRecord => ({
       provider: provider.name,
@@ -360,6 +421,18 @@ describeEachBackend("storage contract", (ctx) => {
       const listed = (await ctx.store.signingKeys.list()).filter((k) => k.kid === older.kid || k.kid === newer.kid);
       assert.deepEqual(listed, [newer, older]);
     });
+    it("retires an unused key once, however many race to, and not before the latest bound holdUntil set", async () => {
+      // Later than every token the other tests make: none of them holds the key.
+      const later = T0 + 100_000 * HOUR;
+      const key = { kid: `k-${id()}`, alg: "RS256", privateJwk: "{}", publicJwk: "{}", createdAt: T0, activeFrom: T0, retiredAt: null };
+      await ctx.store.signingKeys.insert(key);
+      await ctx.store.signingKeys.holdUntil(key.kid, later + 100);
+      await ctx.store.signingKeys.holdUntil(key.kid, later + 50);
+      assert.equal(await ctx.store.signingKeys.retireIfUnused(key.kid, later + 99), false, "an earlier bound does not replace a later one");
+      const results = await Promise.all(Array.from({ length: 20 }, () => ctx.store.signingKeys.retireIfUnused(key.kid, later + 100)));
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal((await ctx.store.signingKeys.list()).find((k) => k.kid === key.kid)?.retiredAt, later + 100);
+    });
   });
 
   describe("access tokens", () => {
@@ -386,6 +459,14 @@ describeEachBackend("storage contract", (ctx) => {
       const again = await ctx.store.accessTokens.findWithUserByHash(userToken.tokenHash);
       assert.equal(again?.user?.displayName, "Changed");
       assert.equal(again?.token.revokedAt, T0 + 1);
+    });
+
+    it("revokes one access token, keeping the first revocation time", async () => {
+      const token = anAccessToken();
+      await ctx.store.accessTokens.insert(token);
+      await ctx.store.accessTokens.revoke(token.tokenHash, T0 + 1);
+      await ctx.store.accessTokens.revoke(token.tokenHash, T0 + 2);
+      assert.equal((await ctx.store.accessTokens.findByHash(token.tokenHash))?.revokedAt, T0 + 1);
     });
 
     it("answers lookups made together, each with its own row, however many share a query", async () => {
