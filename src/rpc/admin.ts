@@ -58,9 +58,9 @@ function userInput(input: UserInputMessage | undefined) {
 }
 
 // Every admin call needs the admin token: the guard runs before each method (guards.ts).
-export const applicationAdminGuards = everyMethod(ApplicationAdminService, ["admin"]);
-export const userAdminGuards = everyMethod(UserAdminService, ["admin"]);
-export const keyAdminGuards = everyMethod(KeyAdminService, ["admin"]);
+export const applicationAdminGuards = everyMethod(ApplicationAdminService, ["noStore", "admin"]);
+export const userAdminGuards = everyMethod(UserAdminService, ["noStore", "admin"]);
+export const keyAdminGuards = everyMethod(KeyAdminService, ["noStore", "admin"]);
 
 export function applicationAdminService(domain: Domain): ServiceImpl<typeof ApplicationAdminService> {
   const admin = domain.applicationAdmin;

@@ -21,11 +21,11 @@ function providerFields(input: ProviderInputMessage | undefined): Record<string,
  * admin token; the login round trip is public, and its answers carry secrets.
  */
 export const federationGuards: MethodGuards<typeof FederationService> = {
-  createProvider: ["admin"],
-  getProvider: ["admin"],
-  listProviders: ["admin"],
-  updateProvider: ["admin"],
-  deleteProvider: ["admin"],
+  createProvider: ["noStore", "admin"],
+  getProvider: ["noStore", "admin"],
+  listProviders: ["noStore", "admin"],
+  updateProvider: ["noStore", "admin"],
+  deleteProvider: ["noStore", "admin"],
   beginLogin: ["noStore"],
   completeLogin: ["noStore"],
 };
