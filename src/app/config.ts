@@ -57,6 +57,10 @@ export interface ServeConfig {
   /** Deadline of each call to an upstream login provider. */
   federationTimeoutMs?: number;
   metrics?: MetricsMode;
+  /** Where /metrics listens when it has a port of its own; unset is `host`. */
+  metricsHost?: string;
+  /** Bearer token /metrics requires; unset leaves it open to whoever reaches it. */
+  metricsToken?: string;
   logLevel?: LogLevel;
   logPretty?: boolean;
   shutdownTimeoutSeconds?: number;
@@ -64,7 +68,7 @@ export interface ServeConfig {
   maxHeaderBytes?: number;
   /** Longest wait for a connection's first bytes and for a complete header block. */
   headersTimeoutSeconds?: number;
-  /** Longest an HTTP/1.1 request may take to arrive, body included. */
+  /** Longest a request (HTTP/1.1 or HTTP/2) may take to arrive, body included. */
   requestTimeoutSeconds?: number;
   /** HTTP/2 sessions idle this long are closed. */
   idleTimeoutSeconds?: number;
@@ -102,6 +106,14 @@ const secondsUpTo = (max: number) => (raw: string) => {
   return n;
 };
 const text = (raw: string) => raw;
+/** The shortest admin token the server starts with: it opens every admin RPC. */
+export const MIN_ADMIN_TOKEN_LENGTH = 32;
+const adminToken = (raw: string) => {
+  if (raw.length < MIN_ADMIN_TOKEN_LENGTH) {
+    throw new Error(`must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (for example \`openssl rand -base64 32\`)`);
+  }
+  return raw;
+};
 const secretKey = (raw: string) => {
   if (raw.length < MIN_SECRET_KEY_LENGTH) throw new Error(`must be at least ${MIN_SECRET_KEY_LENGTH} characters (for example \`openssl rand -base64 32\`)`);
   return raw;
@@ -149,7 +161,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: "adminToken", flag: "admin-token", env: "IDENTITY_ADMIN_TOKEN", default: "",
-    description: "bearer token for the admin RPCs; unset keeps them closed", parse: text,
+    description: `bearer token for the admin RPCs, at least ${MIN_ADMIN_TOKEN_LENGTH} characters; unset keeps them closed`, parse: adminToken,
   },
   {
     key: "maxBodyBytes", flag: "max-body-bytes", env: "IDENTITY_MAX_BODY_BYTES", default: "65536",
@@ -167,7 +179,9 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "requestTimeoutSeconds", flag: "request-timeout-seconds", env: "IDENTITY_REQUEST_TIMEOUT_SECONDS",
     default: String(DEFAULT_CONNECTION_LIMITS.requestTimeoutMs / 1000),
-    description: "longest an HTTP/1.1 request may take to arrive, body included (at least the headers timeout)", parse: positiveInt,
+    description:
+      "longest a request may take to arrive, body included (at least the headers timeout): HTTP/1.1 from its first byte (408), HTTP/2 from its headers (408, gRPC DEADLINE_EXCEEDED)",
+    parse: positiveInt,
   },
   {
     key: "idleTimeoutSeconds", flag: "idle-timeout-seconds", env: "IDENTITY_IDLE_TIMEOUT_SECONDS",
@@ -253,6 +267,14 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     parse: metricsMode,
   },
   {
+    key: "metricsHost", flag: "metrics-host", env: "IDENTITY_METRICS_HOST", default: "",
+    description: "address `/metrics` listens on when it has a port of its own (for example a private interface); unset is `--host`", parse: text,
+  },
+  {
+    key: "metricsToken", flag: "metrics-token", env: "IDENTITY_METRICS_TOKEN", default: "",
+    description: "bearer token `/metrics` requires (`Authorization: Bearer …`); unset leaves it open to whoever reaches it", parse: text,
+  },
+  {
     key: "logLevel", flag: "log-level", env: "LOG_LEVEL", default: OPS_DEFAULTS.logLevel,
     description: `least severe log level written: ${LOG_LEVELS.join(", ")}`, parse: logLevel,
   },
@@ -273,11 +295,23 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   },
 ];
 
-/** One option's value from its flag's raw value, else its variable, else its default. */
+/** A value that is nothing but `<something>`: a template's blank, never filled in. */
+const PLACEHOLDER = /^\s*<[^<>]*>\s*$/;
+
+/**
+ * One option's value from its flag's raw value, else its variable, else its
+ * default. A default with a `<placeholder>` in it (the issuer's
+ * `http://localhost:<port>`) only describes what happens when unset. A value
+ * given as a whole `<placeholder>` (`<your-secret>`, copied from an example
+ * and never filled in) is refused; any other value is taken as it is, `<`
+ * and all: a real secret may contain one.
+ */
 function optionValue(option: OptionSpec, flagValue: string | boolean | undefined, env: NodeJS.ProcessEnv): unknown {
-  const raw = (typeof flagValue === "boolean" ? String(flagValue) : flagValue) ?? env[option.env] ?? option.default;
-  if (raw === "" || raw.includes("<")) return undefined;
+  const given = (typeof flagValue === "boolean" ? String(flagValue) : flagValue) ?? env[option.env];
+  const raw = given ?? (option.default.includes("<") ? "" : option.default);
+  if (raw === "") return undefined;
   try {
+    if (given !== undefined && PLACEHOLDER.test(given)) throw new Error(`${given.trim()} looks like a placeholder from an example: set the real value, or leave it unset`);
     return option.parse(raw);
   } catch (err) {
     throw new Error(`--${option.flag} / ${option.env}: ${(err as Error).message}`);

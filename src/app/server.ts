@@ -4,7 +4,7 @@ import { ServerReflection } from "./../../gen/grpc/reflection/v1/reflection_pb.j
 import { applyConfigFile, loadConfigFile } from "./configFile.js";
 import { seedDemo, type DemoCredentials } from "./seed.js";
 import { systemClock, type Clock } from "./../shared/clock.js";
-import { OPS_DEFAULTS, type ServeConfig } from "./config.js";
+import { MIN_ADMIN_TOKEN_LENGTH, OPS_DEFAULTS, type ServeConfig } from "./config.js";
 import { createDomain, type Domain, type DomainOptions } from "./../domain/index.js";
 import type { Door } from "./../http/door.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
@@ -78,6 +78,10 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     deps.logger ?? createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
   const metricsMode = config.metrics ?? OPS_DEFAULTS.metrics;
   const limits = connectionLimits(config);
+  // The options refuse a short one too; a config built in code meets the same rule.
+  if (config.adminToken && config.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
+    throw new Error(`the admin token must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (--admin-token / IDENTITY_ADMIN_TOKEN)`);
+  }
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
   const db = await openDb({
     url: config.database,
@@ -165,7 +169,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     });
     for (const warning of await domain.providerAdmin.secretWarnings()) logger.error(warning);
     if (metrics && typeof metricsMode === "object") {
-      metricsListener = await listenMetrics(metrics, config.host, metricsMode.port, logger);
+      metricsListener = await listenMetrics(metrics, config.metricsHost ?? config.host, metricsMode.port, logger, config.metricsToken);
     }
     ready = frontDoors(domain, config, logger, metrics);
     if (cleanupIntervalSeconds > 0) cleanup.start();
@@ -205,7 +209,12 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const httpOptions = { maxBodyBytes: config.maxBodyBytes, log: logUnexpected, clientAddress };
   const interceptors = [oauthErrorInterceptor(logUnexpected)];
   const contextValues = callContextValues(clientAddress);
-  const probes = opsEndpoints({ readiness: domain.readiness, logger, metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined });
+  const probes = opsEndpoints({
+    readiness: domain.readiness,
+    logger,
+    metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined,
+    metricsToken: config.metricsToken,
+  });
   const grpcUnary = createGrpcUnaryDoor(bindings, {
     toConnectError: (failure, context) => toConnectError(failure, logUnexpected, context),
     contextValues,

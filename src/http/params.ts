@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { visit } from "jsonc-parser";
 import { OAuthError } from "../oauth/errors.js";
 import { readRequestBody } from "./requestBody.js";
 
@@ -44,6 +45,48 @@ function jsonParams(body: string, into: Map<string, string>): void {
     }
     if (into.has(key)) throw new OAuthError("invalid_request", `parameter ${key.slice(0, 64)} is repeated (query and body)`);
     into.set(key, String(value));
+  }
+  const repeated = repeatedKey(body);
+  if (repeated !== undefined) throw new OAuthError("invalid_request", `parameter ${repeated.slice(0, 64)} is repeated (JSON body)`);
+}
+
+/**
+ * The first key a JSON object repeats, which JSON.parse would have settled
+ * silently for the last. The text is known to be valid JSON by now; its
+ * tokens come from jsonc-parser's scanner (VS Code's, which resolves escapes,
+ * so `"sc\u006fpe"` is `scope`) rather than from a tokenizer of our own.
+ * Only the top level is looked at: nested values are refused anyway.
+ */
+function repeatedKey(body: string): string | undefined {
+  const seen = new Set<string>();
+  let depth = 0;
+  let repeated: string | undefined;
+  visit(body, {
+    onObjectBegin: () => void depth++,
+    onObjectEnd: () => void depth--,
+    onObjectProperty: (name) => {
+      if (depth !== 1 || repeated !== undefined) return;
+      if (seen.has(name)) repeated = name;
+      else seen.add(name);
+    },
+  });
+  return repeated;
+}
+
+/**
+ * RFC 6749 §2.3.1: client credentials "MUST NOT be included in the request
+ * URI", and passwords and refresh tokens are no better there: URLs end up in
+ * proxies' and servers' access logs and in browser history. Their proto
+ * field names and JSON names alike.
+ */
+const BODY_ONLY_PARAMS = ["client_secret", "clientSecret", "password", "refresh_token", "refreshToken"] as const;
+
+/** Refuses a request that puts a credential in its query string. */
+export function refuseCredentialsInQuery(url: URL): void {
+  if (!url.search) return;
+  const query = url.searchParams;
+  for (const name of BODY_ONLY_PARAMS) {
+    if (query.has(name)) throw new OAuthError("invalid_request", `${name} must be sent in the request body, never in the URL`);
   }
 }
 

@@ -14,7 +14,11 @@ export interface ConnectionLimits {
   maxHeaderBytes: number;
   /** Longest wait for a connection's first bytes, and for a complete HTTP/1.1 header block. */
   headersTimeoutMs: number;
-  /** Longest an HTTP/1.1 request may take to arrive, body included. */
+  /**
+   * Longest a request may take to arrive, body included: on HTTP/1.1 from its
+   * first byte, on HTTP/2 from its complete header block (the header block
+   * itself is bounded by `maxHeaderBytes` and the idle timeout).
+   */
   requestTimeoutMs: number;
   /** An HTTP/2 session with no traffic for this long is closed. */
   idleTimeoutMs: number;
@@ -119,8 +123,11 @@ export async function listenOnePort(
       if (stream.closed || stream.destroyed) return; // reset by the caller already: respond would throw
       stream.respond({ ":status": 431, ...JSON_ERROR_HEADERS });
       stream.end(oauthErrorJson(`request headers exceed ${limits.maxHeaderBytes} bytes`));
-    } else if (!streamHandler(stream, headers)) {
-      compat.emit("stream", stream, headers, flags, rawHeaders);
+    } else {
+      // A body still to come must come within the request timeout: each
+      // DATA frame resets the idle timer, so a trickle would never end.
+      if (!(flags & http2.constants.NGHTTP2_FLAG_END_STREAM)) requestDeadline(stream, headers, limits.requestTimeoutMs);
+      if (!streamHandler(stream, headers)) compat.emit("stream", stream, headers, flags, rawHeaders);
     }
   });
   compat.on("request", handler);
@@ -214,6 +221,48 @@ function answerClientError(limits: ConnectionLimits) {
 }
 
 const ignoreStreamError = () => {};
+
+/**
+ * Ends a stream whose request has not fully arrived `ms` after its headers,
+ * whoever serves it: the unary gRPC door reading the stream itself, or
+ * Node's compatibility layer under the REST facade and Connect. One timer per
+ * stream with a body, cleared when the stream closes; a GET, whose headers
+ * end the request, has none.
+ */
+function requestDeadline(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, ms: number): void {
+  const timer = setTimeout(cutSlowRequest, ms, stream, headers);
+  stream.once("close", () => clearTimeout(timer));
+}
+
+/**
+ * The request timeout's answer on HTTP/2. A stream whose request did arrive
+ * (the client half-closed it) is left alone, however long its answer takes.
+ * Otherwise, if no answer has begun, gRPC callers get DEADLINE_EXCEEDED and
+ * everyone else the 408 HTTP/1.1 gives; then RST_STREAM(NO_ERROR) once the
+ * answer is out (RFC 9113 §8.1: the rest of the request is not wanted). A
+ * stream already answering (a streaming call) is reset with CANCEL.
+ */
+function cutSlowRequest(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+  if (stream.destroyed || stream.closed || stream.state.remoteClose) return;
+  if (stream.headersSent) {
+    stream.close(http2.constants.NGHTTP2_CANCEL);
+    return;
+  }
+  const description = "the request took too long to arrive";
+  if (headers["content-type"]?.startsWith("application/grpc")) {
+    stream.respond(
+      { ":status": 200, "content-type": headers["content-type"], "grpc-status": GRPC_DEADLINE_EXCEEDED, "grpc-message": encodeURIComponent(description) },
+      { endStream: true },
+    );
+  } else {
+    const body = oauthErrorJson(description);
+    stream.respond({ ":status": 408, ...JSON_ERROR_HEADERS, "content-length": Buffer.byteLength(body) });
+    stream.end(body);
+  }
+  stream.close(http2.constants.NGHTTP2_NO_ERROR);
+}
+
+const GRPC_DEADLINE_EXCEEDED = "4";
 
 /** RFC 9113 §6.5.2: each field counts its name, its value and 32 octets. */
 function headerListSize(rawHeaders: string[]): number {

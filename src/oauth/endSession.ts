@@ -19,17 +19,20 @@ export interface EndSessionDeps {
   sessions: SessionManager;
 }
 
-/**
- * Sign-out: end the browser session and say where the browser goes next.
- * The request is checked before anything changes, so a bad one ends nothing.
- * Returns the post-logout redirect with `state`, or undefined when none was
- * asked for.
- */
-export async function endSession(
-  deps: EndSessionDeps,
-  sessionCookie: string | undefined,
-  params: EndSessionParams,
-): Promise<string | undefined> {
+/** A sign-out request found valid. */
+export interface CheckedEndSession {
+  /** The post-logout redirect with `state`, or undefined when none was asked for. */
+  redirect: string | undefined;
+  /**
+   * Whether an ID token of ours came as id_token_hint: a relying party the
+   * user signed in to asks. Without one, anyone may have sent the browser
+   * here, and the user must confirm (RP-Initiated Logout 1.0 §2).
+   */
+  hinted: boolean;
+}
+
+/** Checks a sign-out request, changing nothing: a bad one is refused before any session ends. */
+export async function checkEndSession(deps: EndSessionDeps, params: EndSessionParams): Promise<CheckedEndSession> {
   const hintAudience = params.idTokenHint ? await idTokenAudience(deps, params.idTokenHint) : undefined;
   if (params.clientId && hintAudience && !hintAudience.includes(params.clientId)) {
     throw new OAuthError("invalid_request", "client_id does not match the audience of id_token_hint");
@@ -37,6 +40,20 @@ export async function endSession(
   const redirect = params.postLogoutRedirectUri
     ? await registeredRedirect(deps, params.clientId || hintAudience?.[0] || "", params)
     : undefined;
+  return { redirect, hinted: hintAudience !== undefined };
+}
+
+/**
+ * Sign-out at once: check the request, end the browser session and say
+ * where the browser goes next (the redirect, or undefined). The browser
+ * front door asks the user first when no hint vouches for the request.
+ */
+export async function endSession(
+  deps: EndSessionDeps,
+  sessionCookie: string | undefined,
+  params: EndSessionParams,
+): Promise<string | undefined> {
+  const { redirect } = await checkEndSession(deps, params);
   await deps.sessions.end(sessionCookie);
   return redirect;
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { errorFields, type Logger } from "../shared/log.js";
 import type { Readiness } from "../domain/index.js";
 import { sendJson } from "../http/answers.js";
+import { constantTimeEqual } from "../oauth/secrets.js";
 import type { PromMetrics } from "./metrics.js";
 
 /** The operational paths, hand-written: they are for probes and scrapers, not OAuth clients. */
@@ -16,6 +17,8 @@ export interface OpsEndpointsOptions {
   logger: Logger;
   /** Served at /metrics when given (metrics on the main port). */
   metrics?: PromMetrics;
+  /** The bearer token /metrics requires, if any (--metrics-token). */
+  metricsToken?: string;
 }
 
 /** Serves /healthz, /readyz and /metrics; returns false for any other path. */
@@ -33,7 +36,7 @@ export function opsEndpoints(options: OpsEndpointsOptions): (req: IncomingMessag
         ({ ready, checks }) => sendJson(res, ready ? 200 : 503, { status: ready ? "ready" : "not_ready", checks }),
         (err) => failed(res, options.logger, err),
       );
-    } else serveMetrics(options.metrics!, res, options.logger);
+    } else if (scraperAllowed(req, res, options.metricsToken)) serveMetrics(options.metrics!, res, options.logger);
     return true;
   };
 }
@@ -63,6 +66,22 @@ async function databaseCheck({ readiness, logger }: OpsEndpointsOptions): Promis
   }
 }
 
+/**
+ * Whether the caller may read /metrics: always without --metrics-token, else
+ * only with that bearer token (compared in constant time). Otherwise it is
+ * answered 401 with the Bearer challenge (RFC 6750 §3), Prometheus's
+ * `authorization` setting being the way to send it.
+ */
+function scraperAllowed(req: IncomingMessage, res: ServerResponse, token: string | undefined): boolean {
+  if (token === undefined) return true;
+  const sent = req.headers.authorization;
+  if (sent !== undefined && /^Bearer /i.test(sent) && constantTimeEqual(sent.slice(7).trim(), token)) return true;
+  sendJson(res, 401, { error: "invalid_token", error_description: "/metrics needs the bearer token set by --metrics-token" }, {
+    "www-authenticate": 'Bearer realm="metrics"',
+  });
+  return false;
+}
+
 function serveMetrics(metrics: PromMetrics, res: ServerResponse, logger: Logger): void {
   metrics.render().then(({ contentType, body }) => {
     res.writeHead(200, { "content-type": contentType, "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
@@ -80,11 +99,15 @@ export interface MetricsListener {
   close(): Promise<void>;
 }
 
-/** /metrics on a port of its own, so it can stay off the public network. */
-export async function listenMetrics(metrics: PromMetrics, host: string, port: number, logger: Logger): Promise<MetricsListener> {
+/**
+ * /metrics on a port of its own, on `host` (--metrics-host, else --host), so
+ * it can stay off the public network; with `token`, behind it as well.
+ */
+export async function listenMetrics(metrics: PromMetrics, host: string, port: number, logger: Logger, token?: string): Promise<MetricsListener> {
   const server = http.createServer((req, res) => {
-    if ((req.url ?? "").split("?")[0] === "/metrics" && (req.method === "GET" || req.method === "HEAD")) serveMetrics(metrics, res, logger);
-    else sendJson(res, 404, { error: "not_found", error_description: "only GET /metrics is served here" });
+    if ((req.url ?? "").split("?")[0] === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
+      if (scraperAllowed(req, res, token)) serveMetrics(metrics, res, logger);
+    } else sendJson(res, 404, { error: "not_found", error_description: "only GET /metrics is served here" });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
-import type { IncomingHttpHeaders as StreamHeaders, ServerHttp2Stream } from "node:http2";
+import type { Http2ServerResponse, IncomingHttpHeaders as StreamHeaders, ServerHttp2Stream } from "node:http2";
 import { errorFields, type Logger } from "../shared/log.js";
 import { annotateRequest, openRequestContext, type RequestContext } from "../http/requestContext.js";
 import type { PromMetrics } from "./metrics.js";
@@ -92,12 +92,12 @@ export function observeRequests(handler: TargetHandler, options: ObserveOptions)
 
     res.once("close", () => {
       // A trailers-only gRPC answer carries its status as a header.
-      const grpcStatus = context.grpcStatus ?? (grpcCall ? String(res.getHeader("grpc-status") ?? "") : "");
+      const grpcStatus = context.grpcStatus ?? (grpcCall ? String(res.getHeader("grpc-status") ?? sentGrpcStatus(req, res)) : "");
       recordOutcome(options, context, started, {
         route,
         method,
         pathname,
-        status: res.statusCode,
+        status: req.httpVersionMajor === 2 ? streamStatus(res) : res.statusCode,
         grpcStatus,
         aborted: !res.writableFinished,
         headers: req.headers,
@@ -106,6 +106,20 @@ export function observeRequests(handler: TargetHandler, options: ObserveOptions)
     openRequestContext(req, context);
     handler(req, res, url);
   };
+}
+
+/**
+ * What an HTTP/2 request was answered with. The request timeout answers on
+ * the stream itself (http/transport.ts), under the response object, whose
+ * own status then says nothing.
+ */
+function streamStatus(res: ServerResponse): number {
+  const sent = (res as unknown as Http2ServerResponse).stream?.sentHeaders?.[":status"];
+  return sent === undefined ? res.statusCode : Number(sent);
+}
+
+function sentGrpcStatus(req: IncomingMessage, res: ServerResponse): string {
+  return req.httpVersionMajor === 2 ? String((res as unknown as Http2ServerResponse).stream?.sentHeaders?.["grpc-status"] ?? "") : "";
 }
 
 /** A front door that serves HTTP/2 streams as they come, before Node's compatibility layer. */
@@ -133,7 +147,7 @@ export function observeStreams<Claim>(door: StreamDoor<Claim>, options: ObserveO
         method: headers[":method"] ?? "OTHER",
         pathname,
         status: Number(stream.sentHeaders?.[":status"] ?? 200),
-        grpcStatus: context.grpcStatus ?? "",
+        grpcStatus: context.grpcStatus ?? String(stream.sentHeaders?.["grpc-status"] ?? ""),
         aborted: !stream.writableFinished,
         headers,
       });

@@ -7,7 +7,7 @@ import { requestContextOf, type LogUnexpected } from "../http/requestContext.js"
 import { headerFields, plainHandlerContext } from "../rpc/handlerContext.js";
 import { callContextValues } from "../rpc/headers.js";
 import type { ServiceBinding } from "../rpc/services.js";
-import { collectParams, readBody } from "../http/params.js";
+import { collectParams, readBody, refuseCredentialsInQuery } from "../http/params.js";
 import { toMessage } from "./decode.js";
 import { restJson } from "./encode.js";
 import { sendError, sendJson } from "../http/answers.js";
@@ -49,6 +49,8 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
   };
 
   async function serve(route: RestRoute, url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Before the body is read: the call is refused whatever else it says.
+    refuseCredentialsInQuery(url);
     const body = route.body === "*" ? await readBody(req, options.maxBodyBytes) : "";
     if (route.body !== "*" && Number(req.headers["content-length"] ?? 0) > 0) {
       throw new OAuthError("invalid_request", "this endpoint takes no request body");

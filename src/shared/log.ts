@@ -60,6 +60,14 @@ export const SECRET_FIELDS = [
 ] as const;
 
 const SECRET_NAMES: ReadonlySet<string> = new Set(SECRET_FIELDS);
+
+/**
+ * Fields that hold a request target: their query string is censored, as it
+ * may carry a token, a code or credentials (an HTTP/2 request's `:path`
+ * among its headers, for example).
+ */
+export const TARGET_FIELDS = [":path", "url"] as const;
+const TARGET_NAMES: ReadonlySet<string> = new Set(TARGET_FIELDS);
 /** The top level and two objects below it, as the field list promises. */
 const REDACT_LEVELS = 3;
 const CENSOR = "[redacted]";
@@ -76,12 +84,19 @@ function redact(value: Fields, levels: number): Fields {
     const field = value[key];
     let replacement = field;
     if (SECRET_NAMES.has(key)) replacement = CENSOR;
-    else if (levels > 1 && typeof field === "object" && field !== null && !Array.isArray(field)) {
+    else if (typeof field === "string") {
+      if (TARGET_NAMES.has(key)) replacement = withoutQuery(field);
+    } else if (levels > 1 && typeof field === "object" && field !== null && !Array.isArray(field)) {
       replacement = redact(field as Fields, levels - 1);
     }
     if (replacement !== field) (copy ??= { ...value })[key] = replacement;
   }
   return copy ?? value;
+}
+
+function withoutQuery(target: string): string {
+  const query = target.indexOf("?");
+  return query === -1 ? target : `${target.slice(0, query)}?${CENSOR}`;
 }
 
 export interface LoggerOptions {

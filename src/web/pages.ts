@@ -87,6 +87,41 @@ ${providers}`,
   );
 }
 
+/** What the sign-out confirmation carries through to its POST (RP-Initiated Logout 1.0 §2). */
+export interface SignOutView {
+  csrfToken: string;
+  postLogoutRedirectUri: string;
+  state: string;
+  clientId: string;
+}
+
+/** Asks the user whether to sign out: a sign-out without an ID token hint may come from any page. */
+export function signOutPage(view: SignOutView): string {
+  const carried: Array<[string, string]> = [
+    ["csrf_token", view.csrfToken],
+    ["client_id", view.clientId],
+    ["post_logout_redirect_uri", view.postLogoutRedirectUri],
+    ["state", view.state],
+  ];
+  const hidden = carried
+    .filter(([, value]) => value !== "")
+    .map(([name, value]) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`)
+    .join("");
+  return layout(
+    "Sign out",
+    `<h1>Sign out?</h1>
+<p class="subtitle">You will be signed out of this sign-in service; applications that rely on it will ask you to sign in again.</p>
+<form method="post" action="/api/logout" class="login">
+${hidden}
+<button type="submit" class="primary" autofocus>Sign out</button>
+</form>`,
+  );
+}
+
+export function signedOutPage(): string {
+  return layout("Signed out", `<h1>You have signed out</h1>\n<p class="subtitle">You can close this page.</p>`);
+}
+
 export function errorPage(title: string, message: string, code?: string): string {
   return layout(
     title,

@@ -5,16 +5,14 @@ import { authorizationLocation, errorLocation, signInSatisfies } from "../oauth/
 import { resolveRedirect, validateAuthorizeRequest } from "../oauth/authorizeRequest.js";
 import { OAuthError } from "../oauth/errors.js";
 import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
-import { constantTimeEqual, randomToken } from "../oauth/secrets.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { annotateRequest, requestContextOf } from "../http/requestContext.js";
+import { browserCsrfToken, CSRF_COOKIE, sentFromThisBrowser } from "./csrf.js";
 import { cookie, redirect, sendPage } from "./http.js";
 import { errorPage, loginPage, type LoginView } from "./pages.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
-/** The cookie holding this browser's CSRF token; the login form echoes it. */
-export const CSRF_COOKIE = "identity_csrf";
-const CSRF_TOKEN = /^[A-Za-z0-9_-]{43}$/;
+export { CSRF_COOKIE } from "./csrf.js";
 
 /** The browser half of sign-in: the authorize endpoint, the login form and the providers' round trip. */
 export class SignInPages {
@@ -46,10 +44,8 @@ export class SignInPages {
       annotateRequest(requestContextOf(req), { oauthError: error.code });
       return redirect(res, errorLocation(request, error, domain.issuer));
     }
-    const existing = cookieValue(req.headers.cookie, CSRF_COOKIE);
-    const csrfToken = existing && CSRF_TOKEN.test(existing) ? existing : randomToken();
+    const { csrfToken, cookies } = browserCsrfToken(req, this.secure);
     const pending = await domain.pendingAuthorizations.create(request, csrfToken);
-    const cookies = csrfToken === existing ? [] : [cookie(CSRF_COOKIE, csrfToken, { secure: this.secure })];
     await this.showLogin(res, 200, app, pending, { csrfToken }, cookies);
   }
 
@@ -130,8 +126,7 @@ export class SignInPages {
     form: ReadonlyMap<string, string>,
   ): Promise<{ pending: PendingAuthorization; app: ApplicationRecord; csrfToken: string }> {
     const csrfToken = form.get("csrf_token");
-    const cookieToken = cookieValue(req.headers.cookie, CSRF_COOKIE);
-    if (!csrfToken || !cookieToken || !constantTimeEqual(csrfToken, cookieToken)) {
+    if (!sentFromThisBrowser(req, csrfToken)) {
       throw new OAuthError("access_denied", "the sign-in form is missing its security token or was not sent from this browser", 403);
     }
     const pending = await this.domain.pendingAuthorizations.findForBrowser(form.get("request"), csrfToken);

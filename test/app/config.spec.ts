@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { parseServeConfig } from "./../../src/app/config.js";
+import { startTestServer } from "./../support/server.js";
 
 describe("serve configuration", () => {
   it("takes the documented defaults for the pool, timeouts, key reload and cleanup", () => {
@@ -35,3 +36,42 @@ describe("serve configuration", () => {
     assert.throws(() => parseServeConfig(["--federation-timeout-ms", "0"], {}), /--federation-timeout-ms/);
   });
 });
+
+describe("configuration edges", () => {
+  it("secret containing <: taken as it is; only a value that is all a placeholder in angle brackets is refused, with a clear error", () => {
+    const secret = "a<b>c-real-secret-with-angle-brackets<!";
+    const admin = "<not-a-placeholder>-but-a-real-admin-token-0123456789";
+    const config = parseServeConfig(["--secret-key", secret], { IDENTITY_ADMIN_TOKEN: admin });
+    assert.equal(config.secretKey, secret);
+    assert.equal(config.adminToken, admin);
+    for (const [args, env, option] of [
+      [["--admin-token", "<your-admin-token>"], {}, "--admin-token / IDENTITY_ADMIN_TOKEN"],
+      [[], { IDENTITY_SECRET_KEY: "<your-secret>" }, "--secret-key / IDENTITY_SECRET_KEY"],
+      [[], { DATABASE_URL: " <database-url> " }, "--database / DATABASE_URL"],
+    ] as const) {
+      assert.throws(() => parseServeConfig([...args], env), (err: Error) => {
+        assert.match(err.message, new RegExp(`^${option}: .*placeholder`));
+        return true;
+      });
+    }
+    // The issuer's documented default names its port in angle brackets: it is no value, and stays unset.
+    assert.equal(parseServeConfig([], {}).issuer, undefined);
+  });
+
+  it("admin token shorter than 32 characters: refused by the options, and by the server at start, saying why", async () => {
+    assert.throws(() => parseServeConfig(["--admin-token", "short-admin-token"], {}), /--admin-token \/ IDENTITY_ADMIN_TOKEN: must be at least 32 characters/);
+    assert.throws(() => parseServeConfig([], { IDENTITY_ADMIN_TOKEN: "x".repeat(31) }), /at least 32 characters/);
+    assert.equal(parseServeConfig([], { IDENTITY_ADMIN_TOKEN: "x".repeat(32) }).adminToken, "x".repeat(32));
+    await assert.rejects(startTestServer({ overrides: { adminToken: "x".repeat(31) } }), /admin token must be at least 32 characters/);
+  });
+
+  it("reads --metrics-token and --metrics-host", () => {
+    assert.deepEqual(
+      pickMetrics(parseServeConfig(["--metrics", "9100", "--metrics-host", "10.0.0.5"], { IDENTITY_METRICS_TOKEN: "scraper-token" })),
+      { metrics: { port: 9100 }, metricsHost: "10.0.0.5", metricsToken: "scraper-token" },
+    );
+    assert.deepEqual(pickMetrics(parseServeConfig([], {})), { metrics: "same", metricsHost: undefined, metricsToken: undefined });
+  });
+});
+
+const pickMetrics = ({ metrics, metricsHost, metricsToken }: ReturnType<typeof parseServeConfig>) => ({ metrics, metricsHost, metricsToken });

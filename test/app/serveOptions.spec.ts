@@ -18,7 +18,9 @@ describe("serve options: the issue's names, defaults and precedence", () => {
     assert.deepEqual(pick(parseServeConfig(flags, env)), {
       port: 0, host: "::1", database: ":memory:", issuer: "https://flag.example", configFile: "flag.json",
     });
-    assert.equal(parseServeConfig(["--admin-token", "flag"], { IDENTITY_ADMIN_TOKEN: "env" }).adminToken, "flag");
+    // Admin tokens of at least 32 characters since issue 24 (they were "flag" and "env").
+    const [flag, variable] = ["flag".padEnd(32, "-"), "env".padEnd(32, "-")];
+    assert.equal(parseServeConfig(["--admin-token", flag], { IDENTITY_ADMIN_TOKEN: variable }).adminToken, flag);
   });
 
   it("names the option of a bad value, and refuses unknown flags", () => {

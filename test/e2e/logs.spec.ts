@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import http2 from "node:http2";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
@@ -304,5 +305,141 @@ describe("request logs", () => {
     } finally {
       await doomed.close();
     }
+  });
+});
+
+/** One h2c session for REST and browser paths over HTTP/2, where the query string travels in `:path`. */
+class H2Client {
+  private readonly session: http2.ClientHttp2Session;
+  constructor(url: string) {
+    this.session = http2.connect(url);
+    this.session.on("error", () => {});
+  }
+
+  request(method: string, path: string, headers: Record<string, string> = {}, form?: Record<string, string>): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: any }> {
+    return new Promise((resolve, reject) => {
+      const body = form && new URLSearchParams(form).toString();
+      const stream = this.session.request(
+        { ":method": method, ":path": path, ...(body !== undefined ? { "content-type": "application/x-www-form-urlencoded" } : {}), ...headers },
+        { endStream: body === undefined },
+      );
+      let status = 0;
+      let answered: http2.IncomingHttpHeaders = {};
+      let text = "";
+      stream.on("response", (h) => ((status = Number(h[":status"])), (answered = h)));
+      stream.setEncoding("utf8").on("data", (c: string) => (text += c));
+      stream.on("end", () => {
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {}
+        resolve({ status, headers: answered, body: parsed });
+      });
+      stream.on("error", reject);
+      if (body !== undefined) stream.end(body);
+    });
+  }
+
+  close(): void {
+    this.session.close();
+  }
+}
+
+describe("request logs at debug level, over HTTP/2 too", () => {
+  let server: RunningServer;
+  let logs: CapturedLogs;
+  before(async () => {
+    logs = captureLogs("debug");
+    const app = { ...TEST_APP, refreshExpireInHours: 1 };
+    server = await startTestServer({ logger: logs.logger, config: { applications: [app], users: [TEST_USER] } });
+  });
+  after(() => server?.close());
+
+  it("secrets in logs: none sent or issued reaches them, with every flow over HTTP/2 and its query strings in :path", async () => {
+    const secrets = new Set<string>([TEST_APP.clientSecret, TEST_USER.password]);
+    const basic = basicAuth(TEST_APP.clientId, TEST_APP.clientSecret);
+    const tokensOf = (body: Record<string, unknown>) => tokenValues(body).forEach((t) => secrets.add(t));
+    const h2 = new H2Client(server.url);
+    const grpc = new GrpcCaller(server.url);
+    try {
+      // Password and client_credentials grants, credentials in the body and in Basic.
+      const password = await h2.request("POST", TOKEN_PATH, {}, {
+        grant_type: "password", client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret,
+        username: TEST_USER.name, password: TEST_USER.password, scope: "openid profile",
+      });
+      assert.equal(password.status, 200);
+      tokensOf(password.body);
+      const cc = await h2.request("POST", TOKEN_PATH, { authorization: basic }, { grant_type: "client_credentials" });
+      assert.equal(cc.status, 200);
+      tokensOf(cc.body);
+
+      // Credentials in the query string, wherever a careless client puts them: refused, and not logged.
+      const wrongPassword = `wrong-${randomBytes(8).toString("hex")}`;
+      secrets.add(wrongPassword);
+      const inQuery = new URLSearchParams({ grant_type: "password", client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret, username: TEST_USER.name, password: wrongPassword });
+      assert.equal((await h2.request("POST", `${TOKEN_PATH}?${inQuery}`)).status, 400);
+      const refreshInQuery = await h2.request("POST", `/api/login/oauth/refresh_token?refresh_token=${password.body.refresh_token}`, { authorization: basic });
+      assert.equal(refreshInQuery.status, 400);
+
+      // The authorization code through the login form, its code exchanged over HTTP/2.
+      const { verifier, challenge } = pkcePair();
+      const state = `state-${randomBytes(12).toString("hex")}`;
+      secrets.add(verifier).add(state);
+      const jar = new CookieJar();
+      const page = await browse(authorizeUrl(server.url, { state, code_challenge: challenge, code_challenge_method: "S256", scope: "openid profile" }), jar);
+      const fields = loginFormFields(await page.text());
+      secrets.add(fields.csrf_token).add(fields.request);
+      const signedIn = await submit(`${server.url}/login`, { ...fields, username: TEST_USER.name, password: TEST_USER.password }, jar);
+      assert.equal(signedIn.status, 303);
+      const code = new URL(signedIn.headers.get("location")!).searchParams.get("code")!;
+      secrets.add(code).add(jar.get(SESSION_COOKIE)!);
+      const exchanged = await h2.request("POST", TOKEN_PATH, { authorization: basic }, { grant_type: "authorization_code", code, redirect_uri: REDIRECT_URI, code_verifier: verifier });
+      assert.equal(exchanged.status, 200);
+      tokensOf(exchanged.body);
+      // Signed in, over HTTP/2: the authorize request's query and the answer's Location carry state and tokens.
+      const implicit = await h2.request("GET", new URL(authorizeUrl(server.url, { response_type: "token", state })).pathname + new URL(authorizeUrl(server.url, { response_type: "token", state })).search, { cookie: jar.header() });
+      assert.equal(implicit.status, 303);
+      tokensOf(Object.fromEntries(new URLSearchParams(new URL(String(implicit.headers.location)).hash.slice(1))));
+
+      // Refresh at both endpoints.
+      const refreshed = await h2.request("POST", TOKEN_PATH, { authorization: basic }, { grant_type: "refresh_token", refresh_token: exchanged.body.refresh_token });
+      assert.equal(refreshed.status, 200);
+      tokensOf(refreshed.body);
+      const again = await h2.request("POST", "/api/login/oauth/refresh_token", { authorization: basic }, { grant_type: "refresh_token", refresh_token: refreshed.body.refresh_token });
+      assert.equal(again.status, 200);
+      tokensOf(again.body);
+
+      // Introspection over REST (HTTP/2) and gRPC; gRPC grants too.
+      assert.equal((await h2.request("POST", INTROSPECT_PATH, { authorization: basic }, { token: again.body.access_token })).body.active, true);
+      const viaGrpc = await grpc.call("TokenService", "Token", { grant_type: "password", username: TEST_USER.name, password: TEST_USER.password, scope: "openid" }, { authorization: basic });
+      tokensOf(viaGrpc);
+      assert.equal((await grpc.call("IntrospectionService", "Introspect", { token: viaGrpc.access_token, client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret })).active, true);
+      await grpc.call("IntrospectionService", "GetUserInfo", { access_token: viaGrpc.access_token });
+
+      // Userinfo with the token in the query string, both spellings, then revocation.
+      assert.equal((await h2.request("GET", `/api/userinfo?accessToken=${again.body.access_token}`)).status, 200);
+      assert.equal((await h2.request("GET", `/api/userinfo?access_token=${again.body.access_token}`)).status, 200);
+      assert.equal((await h2.request("POST", "/api/login/oauth/revoke", { authorization: basic }, { token: again.body.refresh_token })).status, 200);
+      assert.equal((await h2.request("POST", "/api/login/oauth/revoke", {}, { token: again.body.access_token, client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret })).status, 200);
+
+      // Sign-out with the ID token as hint, in the query string.
+      const hinted = await h2.request("GET", `/api/logout?id_token_hint=${exchanged.body.id_token}`, { cookie: jar.header() });
+      assert.equal(hinted.status, 200);
+    } finally {
+      h2.close();
+      grpc.close();
+    }
+
+    const text = logs.text();
+    assert.ok(secrets.size >= 20, `only ${secrets.size} secrets collected`);
+    for (const secret of secrets) assert.ok(!text.includes(secret), `a secret reached the logs: ${secret.slice(0, 12)}…`);
+
+    // Not vacuous: debug lines carry the HTTP/2 headers, :path among them, without its query.
+    const requestLines = logs.lines().filter((l) => l.msg === "request");
+    const paths = requestLines.map((l) => l.headers?.[":path"]).filter((p): p is string => typeof p === "string");
+    for (const path of ["/api/userinfo?[redacted]", "/api/logout?[redacted]", "/login/oauth/authorize?[redacted]", "/identity.v1.TokenService/Token"]) {
+      assert.ok(paths.includes(path), `${path} in ${JSON.stringify(paths)}`);
+    }
+    assert.ok(paths.every((p) => !p.includes("?") || p.endsWith("?[redacted]")), JSON.stringify(paths));
   });
 });

@@ -92,9 +92,10 @@ describe("token endpoint over REST", () => {
       await assertClientToken(await postJson(url, { grant_type: "client_credentials" }, basic));
     });
 
+    // Changed with issue 24: client_secret in the query string is refused (RFC 6749 §2.3.1), so the secret goes in Basic.
     it("works with query parameters and no body", async () => {
-      const query = new URLSearchParams({ grant_type: "client_credentials", ...clientBody });
-      await assertClientToken(await call(`${url}?${query}`, { method: "POST" }));
+      const query = new URLSearchParams({ grant_type: "client_credentials", client_id: TEST_APP.clientId });
+      await assertClientToken(await call(`${url}?${query}`, { method: "POST", headers: basic }));
     });
 
     it("accepts Basic and body credentials together when they agree", async () => {
@@ -132,9 +133,10 @@ describe("token endpoint over REST", () => {
       assert.deepEqual(id.address, { formatted: TEST_USER.address });
     });
 
+    // Changed with issue 24: password and client_secret in the query string are refused, so they go in the body.
     it("works with query parameters", async () => {
-      const query = new URLSearchParams({ ...userBody, ...clientBody });
-      await assertUserTokens(await call(`${url}?${query}`, { method: "POST" }));
+      const query = new URLSearchParams({ grant_type: "password", username: TEST_USER.name, client_id: TEST_APP.clientId });
+      await assertUserTokens(await postForm(`${url}?${query}`, { password: TEST_USER.password, client_secret: TEST_APP.clientSecret }));
     });
 
     it("puts the access and refresh token in one family, a new one for each grant", async () => {

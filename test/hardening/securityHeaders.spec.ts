@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { RunningServer } from "../../src/app/server.js";
-import { authorizeUrl, browse, CookieJar, loginFormFields, signIn, submit } from "../support/browserless.js";
-import { startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";
+import { authorizeUrl, browse, CookieJar, loginFormFields, signIn, signOutFormFields, submit } from "../support/browserless.js";
+import { postForm, startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";
 
 /**
  * What every HTML page must say: no script at all (default-src 'none' and
@@ -80,6 +80,15 @@ describe("security headers on every HTML page and every redirect that carries a 
         return submit(`${server.url}/login/oauth/provider/other`, fields, jar);
       },
     },
+    { page: "the sign-out confirmation page", status: 200, fetch: () => browse(`${server.url}/api/logout`, new CookieJar()) },
+    {
+      page: "the signed-out page",
+      status: 200,
+      fetch: async () => {
+        const jar = new CookieJar();
+        return submit(`${server.url}/api/logout`, signOutFormFields(await (await browse(`${server.url}/api/logout`, jar)).text()), jar);
+      },
+    },
   ];
 
   for (const { page, status, fetch: get } of PAGES) {
@@ -126,11 +135,17 @@ describe("security headers on every HTML page and every redirect that carries a 
     assert.equal(res.headers.get("x-content-type-options"), "nosniff");
   });
 
-  it("answers sign-out with JSON or a redirect, never an HTML page, and nothing cacheable", async () => {
-    const json = await fetch(`${server.url}/api/logout`);
+  // Changed with issue 24 (sign-out without consent): without an id_token_hint sign-out asks first, on a page
+  // (the two page cases above); with one it answers JSON or a redirect, as this test checks.
+  it("answers sign-out with JSON or a redirect, given an id_token_hint, and nothing cacheable", async () => {
+    const tokens = await postForm(`${server.url}/api/login/oauth/access_token`, {
+      grant_type: "password", client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret, username: TEST_USER.name, password: TEST_USER.password, scope: "openid",
+    });
+    const hint = tokens.body.id_token as string;
+    const json = await fetch(`${server.url}/api/logout?id_token_hint=${hint}`);
     assert.match(json.headers.get("content-type")!, /^application\/json/);
     assert.equal(json.headers.get("cache-control"), "no-store");
-    const redirect = await fetch(`${server.url}/api/logout?${new URLSearchParams({ client_id: TEST_APP.clientId, post_logout_redirect_uri: TEST_APP.redirectUris[0]!, state: "s" })}`, {
+    const redirect = await fetch(`${server.url}/api/logout?${new URLSearchParams({ id_token_hint: hint, post_logout_redirect_uri: TEST_APP.redirectUris[0]!, state: "s" })}`, {
       redirect: "manual",
     });
     assert.equal(redirect.status, 302);

@@ -33,6 +33,17 @@ describe("logger", () => {
     assert.equal(twoDeep!.err.request["set-cookie"], "[redacted]");
   });
 
+  it("censors the query string of a request target, an HTTP/2 :path among headers included", () => {
+    const logs = captureLogs("info");
+    logs.logger.info("request", { headers: { ":path": "/api/userinfo?access_token=secret-in-path", ":method": "GET" }, url: "/x?code=secret-in-url" });
+    logs.logger.info("request", { headers: { ":path": "/api/userinfo" } });
+    assert.ok(!logs.text().includes("secret-in"));
+    const [withQuery, plain] = logs.lines();
+    assert.equal(withQuery!.headers[":path"], "/api/userinfo?[redacted]");
+    assert.equal(withQuery!.url, "/x?[redacted]");
+    assert.equal(plain!.headers[":path"], "/api/userinfo");
+  });
+
   it("redacts a copy: the caller's objects keep their values", () => {
     const logs = captureLogs("info");
     const headers = { authorization: "Bearer keep-me", host: "example" };

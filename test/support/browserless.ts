@@ -18,6 +18,11 @@ export class CookieJar {
     return this.cookies.get(name);
   }
 
+  set(name: string, value: string): this {
+    this.cookies.set(name, value);
+    return this;
+  }
+
   header(): string {
     return [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
   }
@@ -64,6 +69,21 @@ export function loginFormFields(html: string): { request: string; csrf_token: st
   const csrf = field("csrf_token");
   if (!request || !csrf) throw new Error("no login form in the page");
   return { request, csrf_token: csrf };
+}
+
+/** The fields of the sign-out confirmation form in a page (RP-Initiated Logout §2), as the browser would post them. */
+export function signOutFormFields(html: string): Record<string, string> {
+  const form = /<form method="post" action="\/api\/logout"[^>]*>([\s\S]*?)<\/form>/.exec(html)?.[1];
+  if (!form) throw new Error("no sign-out form in the page");
+  const unescape = (value: string) => value.replace(/&#(\d+);/g, (_, code: string) => String.fromCharCode(Number(code)));
+  return Object.fromEntries([...form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map(([, name, value]) => [name!, unescape(value!)]));
+}
+
+/** Ask to sign out with `params` and confirm on the page, as a user would. Returns the answer to the confirmation. */
+export async function confirmSignOut(base: string, jar: CookieJar, params: Record<string, string> = {}): Promise<Response> {
+  const page = await browse(`${base}/api/logout?${new URLSearchParams(params)}`, jar);
+  if (page.status !== 200) throw new Error(`sign-out answered ${page.status}`);
+  return submit(`${base}/api/logout`, signOutFormFields(await page.text()), jar);
 }
 
 /**

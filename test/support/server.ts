@@ -49,7 +49,7 @@ export const TEST_USER = {
   address: "1 Main St, Springfield",
 };
 
-export const ADMIN_TOKEN = "test-admin-token";
+export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef"; // at least 32 characters, as the server requires
 
 export interface TestServerOptions {
   /** Replaces the default config file contents ({applications:[TEST_APP], users:[TEST_USER]}). */
