@@ -51,11 +51,14 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
   async function serve(route: RestRoute, url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
     // Before the body is read: the call is refused whatever else it says.
     refuseCredentialsInQuery(url);
+    if (route.httpMethod === "POST") refuseAccessTokenInQuery(url);
     const body = route.body === "*" ? await readBody(req, options.maxBodyBytes) : "";
     if (route.body !== "*" && Number(req.headers["content-length"] ?? 0) > 0) {
       throw new OAuthError("invalid_request", "this endpoint takes no request body");
     }
-    const request = toMessage(route.method.input, collectParams(url, req.headers["content-type"], body));
+    const params = collectParams(url, req.headers["content-type"], body);
+    if (route.httpMethod === "POST") refuseAccessTokenOutsideForm(params, req.headers["content-type"]);
+    const request = toMessage(route.method.input, params);
     const ctx = plainHandlerContext({
       service: route.binding.service,
       method: route.method,
@@ -67,5 +70,31 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
     const impl = (route.binding.impl as Record<string, UnaryHandler>)[route.method.localName]!;
     const response = await impl(request, ctx);
     sendJson(res, 200, restJson(route.method.output, response), headerFields(ctx.responseHeader));
+  }
+}
+
+/** An access token as a parameter: its RFC 6750 name and Casdoor's query name. */
+const ACCESS_TOKEN_PARAMS = ["access_token", "accessToken"] as const;
+
+/**
+ * RFC 6750 §2.2: a POST carries an access token parameter in its form body.
+ * In the query string of a POST it would land in access logs for no reason
+ * (GET /api/userinfo takes it there, as Casdoor's clients send it).
+ */
+function refuseAccessTokenInQuery(url: URL): void {
+  if (!url.search) return;
+  for (const name of ACCESS_TOKEN_PARAMS) {
+    if (url.searchParams.has(name)) {
+      throw new OAuthError("invalid_request", `a POST takes ${name} in its form body or as a Bearer header, never in the URL`);
+    }
+  }
+}
+
+/** RFC 6750 §2.2: the body parameter is form-encoded; a JSON body does not carry it. */
+function refuseAccessTokenOutsideForm(params: ReadonlyMap<string, string>, contentType: string | undefined): void {
+  const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  if (mediaType === "application/x-www-form-urlencoded") return;
+  for (const name of ACCESS_TOKEN_PARAMS) {
+    if (params.has(name)) throw new OAuthError("invalid_request", `${name} is accepted only in an application/x-www-form-urlencoded body`);
   }
 }

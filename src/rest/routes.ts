@@ -20,13 +20,19 @@ export function buildRouteTable(bindings: readonly ServiceBinding[]): RouteTable
   for (const binding of bindings) {
     for (const method of binding.service.methods) {
       const rule = getOption(method, http);
-      const { case: verb, value } = rule.pattern;
-      if (verb === undefined || verb === "custom") continue;
-      const path = value as string;
-      if (path.includes("{")) throw new Error(`${method.name}: path templates are not supported by the REST facade`);
-      const byMethod = table.get(path) ?? new Map<string, RestRoute>();
-      byMethod.set(verb.toUpperCase(), { httpMethod: verb.toUpperCase(), path, binding, method, body: rule.body });
-      table.set(path, byMethod);
+      // An additional binding is one more path or verb for the same RPC; it
+      // may not nest further ones (google/api/http.proto).
+      for (const one of [rule, ...rule.additionalBindings]) {
+        const { case: verb, value } = one.pattern;
+        if (verb === undefined || verb === "custom") continue;
+        const path = value as string;
+        if (path.includes("{")) throw new Error(`${method.name}: path templates are not supported by the REST facade`);
+        const httpMethod = verb.toUpperCase();
+        const byMethod = table.get(path) ?? new Map<string, RestRoute>();
+        if (byMethod.has(httpMethod)) throw new Error(`${method.name}: ${httpMethod} ${path} is bound twice`);
+        byMethod.set(httpMethod, { httpMethod, path, binding, method, body: one.body });
+        table.set(path, byMethod);
+      }
     }
   }
   return table;
