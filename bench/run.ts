@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -28,16 +28,23 @@ import { OIDC_CLIENT, OIDC_RESOURCE } from "./references/shared.js";
 import { machineDescription, passes, ratioOf, writeReport, type Figure, type Report } from "./report.js";
 import { parsePrometheusText, sampleValue } from "../test/support/prometheus.js";
 
-const USAGE = `usage: npm run bench -- [--quick] [--workers N] [--seconds S]
+const USAGE = `usage: npm run bench -- [--quick] [--workers N] [--seconds S] [--fast-paths]
 
   --quick      every scenario, shorter runs and smaller data sets (under 2 minutes)
+  --fast-paths only our server with every fast path against itself with each off (IDENTITY_PLAIN_PATHS), in turns
   --workers N  run N instances of our server on one port (node:cluster) and report scaling
   --seconds S  length of each measured run (default 10, or 3 with --quick)
 `;
 
 const { values: flags } = parseArgs({
   args: process.argv.slice(2),
-  options: { quick: { type: "boolean" }, workers: { type: "string" }, seconds: { type: "string" }, help: { type: "boolean" } },
+  options: {
+    quick: { type: "boolean" },
+    workers: { type: "string" },
+    seconds: { type: "string" },
+    "fast-paths": { type: "boolean" },
+    help: { type: "boolean" },
+  },
 });
 if (flags.help) {
   process.stdout.write(USAGE);
@@ -125,6 +132,7 @@ async function inTurns(loads: readonly TurnLoad[]): Promise<LoadResult[]> {
 async function main(): Promise<void> {
   ensureBuilt();
   const dir = mkdtempSync(join(tmpdir(), "identity-bench-"));
+  if (flags["fast-paths"]) return measureFastPaths(dir).finally(() => rmSync(dir, { recursive: true, force: true }));
   const started = Date.now();
   const report: Report = {
     date: new Date().toISOString().slice(0, 10),
@@ -476,22 +484,68 @@ async function measureGrpc(server: OurServer, tokens: string[], dir: string) {
     log(`    ${rate(result)}`);
     return { result };
   }
-  const route = `connect:${GRPC_INTROSPECT_PATH.slice(1)}`;
-  const notOk = async () => {
-    const samples = parsePrometheusText(await (await fetch(server.url + "/metrics")).text());
-    return samples
-      .filter((s) => s.name === "identity_http_requests_total" && s.labels.route === route && s.labels.grpc_status !== "0" && s.labels.grpc_status !== "")
-      .reduce((sum, s) => sum + s.value, sampleValue(samples, "identity_introspections_total", { result: "inactive" }));
-  };
-  const notOkBefore = await notOk();
+  const notOkBefore = await grpcNotOk(server);
   const [loaded, restSameToken] = await inTurns([
     (seconds, warmupSeconds) => grpcLoad(server.url, tokens, dir, seconds, warmupSeconds),
     (seconds, warmupSeconds) => load(server.url, introspectionRequests(tokens.slice(0, 1)), { seconds, warmupSeconds }),
   ]);
-  const result = { ...loaded!, failures: loaded!.failures + (await notOk()) - notOkBefore };
+  const result = { ...loaded!, failures: loaded!.failures + (await grpcNotOk(server)) - notOkBefore };
   log(`    ${rate(result)}`);
   log(`    REST introspection of the same token, in turns with it: ${rate(restSameToken!)}`);
   return { result, restSameToken: restSameToken! };
+}
+
+/** gRPC introspections so far that did not end with grpc-status 0 and an active token, from the server's metrics. */
+async function grpcNotOk(server: OurServer): Promise<number> {
+  const route = `connect:${GRPC_INTROSPECT_PATH.slice(1)}`;
+  const samples = parsePrometheusText(await (await fetch(server.url + "/metrics")).text());
+  return samples
+    .filter((s) => s.name === "identity_http_requests_total" && s.labels.route === route && s.labels.grpc_status !== "0" && s.labels.grpc_status !== "")
+    .reduce((sum, s) => sum + s.value, sampleValue(samples, "identity_introspections_total", { result: "inactive" }));
+}
+
+/**
+ * --fast-paths: what each fast path gains on the rows it serves. Our server
+ * with every fast path, with the gRPC door off, and with all off
+ * (IDENTITY_PLAIN_PATHS), each row's loads in turns; each ratio is the
+ * variant before over the one after. REST never meets the gRPC door: on
+ * its rows, all plain is the row reader off.
+ */
+async function measureFastPaths(dir: string): Promise<void> {
+  interface Variant {
+    server: OurServer;
+    tokens: string[];
+    userinfo: HttpRequest[];
+  }
+  const variants = new Map<string, Variant>();
+  try {
+    for (const [name, plain] of Object.entries({ fast: "0", "no grpc-unary": "grpc-unary", "all plain": "1" })) {
+      const server = await startOurs({ dir, name: plain, workers: 1, env: { IDENTITY_PLAIN_PATHS: plain } });
+      const users = await userTokens(server, settings.userTokens);
+      const userinfo = users.map((token): HttpRequest => ({ method: "GET", path: USERINFO_PATH, headers: { authorization: `Bearer ${token}` } }));
+      const tokens = await clientTokens(server, settings.tokens);
+      await assertActive(server, tokens[0]!);
+      variants.set(name, { server, tokens, userinfo });
+      log(`${name}: ${/IDENTITY_PLAIN_PATHS=.*/.exec(readFileSync(join(dir, `${plain}.log`), "utf8"))?.[0]}`);
+    }
+    const rows: [string, string[], (v: Variant) => TurnLoad][] = [
+      [`gRPC introspection (${grpcClient})`, ["fast", "no grpc-unary", "all plain"], (v) => (seconds, warmupSeconds) => grpcLoad(v.server.url, v.tokens, dir, seconds, warmupSeconds)],
+      ["REST introspection", ["fast", "all plain"], (v) => (seconds, warmupSeconds) => load(v.server.url, introspectionRequests(v.tokens), { seconds, warmupSeconds })],
+      ["userinfo", ["fast", "all plain"], (v) => (seconds, warmupSeconds) => load(v.server.url, v.userinfo, { seconds, warmupSeconds })],
+    ];
+    for (const [row, names, loadOf] of rows) {
+      log(`${row}: ${names.join(", ")}, in ${settings.turns} turns`);
+      const servers = names.map((name) => variants.get(name)!.server);
+      const notOkBefore = await Promise.all(servers.map(grpcNotOk));
+      const results = await inTurns(names.map((name) => loadOf(variants.get(name)!)));
+      for (const [i, name] of names.entries()) {
+        const r = { ...results[i]!, failures: results[i]!.failures + (await grpcNotOk(servers[i]!)) - notOkBefore[i]! };
+        log(`  ${name}: ${rate(r)}${i > 0 ? `; ${names[i - 1]} is ${(results[i - 1]!.rps / r.rps).toFixed(2)}x this` : ""}`);
+      }
+    }
+  } finally {
+    await Promise.all([...variants.values()].map((v) => v.server.stop()));
+  }
 }
 
 /** The bare node:http server and the request it is sent: the latency row's reference. */

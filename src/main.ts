@@ -79,6 +79,9 @@ async function serve(args: string[]): Promise<number> {
   // Before the ready line: whoever waits for it may stop us right away.
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  if (process.env.IDENTITY_PLAIN_PATHS) {
+    process.stdout.write(`IDENTITY_PLAIN_PATHS=${process.env.IDENTITY_PLAIN_PATHS}: unary gRPC by ${server.paths.grpcUnary}, hot reads by ${server.paths.reads}\n`);
+  }
   process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
   if (server.metricsUrl) process.stdout.write(`metrics on ${server.metricsUrl}\n`);
   if (server.demo) process.stdout.write(demoBanner(server.url, server.demo));

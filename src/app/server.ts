@@ -43,6 +43,37 @@ export interface ServerDeps {
   /** Test hooks for the two deliberately slow steps: key generation and password hashing. */
   generateKeyPair?: DomainOptions["generateKeyPair"];
   secretHashCost?: DomainOptions["secretHashCost"];
+  /** Which fast paths run; by default as IDENTITY_PLAIN_PATHS says (see fastPathsFrom). */
+  fastPaths?: FastPaths;
+}
+
+/**
+ * The fast paths (docs/architecture.md, "Fast paths"), each with a plain
+ * path beside it: the unary gRPC door (else Connect's adapter serves every
+ * call) and the row reader (else each hot lookup is one Knex query).
+ */
+export interface FastPaths {
+  grpcUnary: boolean;
+  rowReader: boolean;
+}
+
+const PLAIN_PATH_NAMES = { "grpc-unary": "grpcUnary", "row-reader": "rowReader" } as const;
+
+/**
+ * IDENTITY_PLAIN_PATHS: unset, empty or 0 runs every fast path; 1 none (CI
+ * runs the suite both ways); a comma list of grpc-unary and row-reader
+ * turns off those alone, which the bench uses to measure each on its own.
+ */
+export function fastPathsFrom(value: string | undefined): FastPaths {
+  const fast: FastPaths = { grpcUnary: true, rowReader: true };
+  if (value === undefined || value === "" || value === "0") return fast;
+  if (value === "1") return { grpcUnary: false, rowReader: false };
+  for (const name of value.split(",")) {
+    const path = PLAIN_PATH_NAMES[name.trim() as keyof typeof PLAIN_PATH_NAMES];
+    if (!path) throw new Error(`IDENTITY_PLAIN_PATHS: 0, 1 or a comma list of ${Object.keys(PLAIN_PATH_NAMES).join(", ")}, not ${value}`);
+    fast[path] = false;
+  }
+  return fast;
 }
 
 export interface RunningServer {
@@ -55,6 +86,8 @@ export interface RunningServer {
   demo?: DemoCredentials;
   /** Where /metrics is served when it has a port of its own. */
   metricsUrl?: string;
+  /** What serves unary gRPC calls and the hot lookups: the fast paths or the plain ones (IDENTITY_PLAIN_PATHS). */
+  paths: { grpcUnary: "unary door" | "connect"; reads: Domain["store"]["readPath"] };
   /**
    * Graceful stop: refuse new connections, let requests in flight finish
    * (within --shutdown-timeout-seconds), stop background jobs, close the pool.
@@ -64,9 +97,9 @@ export interface RunningServer {
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** What serves requests once the domain is up: HTTP/2 streams served as they come, then every request. */
+/** What serves requests once the domain is up: HTTP/2 streams served as they come (with the gRPC door), then every request. */
 interface FrontDoors {
-  streams: StreamHandler;
+  streams?: StreamHandler;
   requests: Handler;
 }
 
@@ -78,6 +111,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     deps.logger ?? createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
   const metricsMode = config.metrics ?? OPS_DEFAULTS.metrics;
   const limits = connectionLimits(config);
+  const fast = deps.fastPaths ?? fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS);
   // The options refuse a short one too; a config built in code meets the same rule.
   if (config.adminToken && config.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
     throw new Error(`the admin token must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (--admin-token / IDENTITY_ADMIN_TOKEN)`);
@@ -102,7 +136,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
       config.host,
       config.port,
       limits,
-      (stream, headers) => ready?.streams(stream, headers) ?? false,
+      fast.grpcUnary ? (stream, headers) => ready?.streams?.(stream, headers) ?? false : undefined,
     );
   } catch (err) {
     await db.destroy();
@@ -118,7 +152,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     batchSize: config.cleanupBatchSize ?? CLEANUP_DEFAULTS.batchSize,
   });
   let metricsListener: MetricsListener | undefined;
-  const store = createStore(db);
+  const store = createStore(db, { fastReads: fast.rowReader });
   const file = sqliteFile(db);
   const checkpoints =
     file === undefined ? undefined : startWalCheckpoints(file, (err) => logger.error("database checkpoint failed", errorFields(err)));
@@ -171,9 +205,10 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     if (metrics && typeof metricsMode === "object") {
       metricsListener = await listenMetrics(metrics, config.metricsHost ?? config.host, metricsMode.port, logger, config.metricsToken);
     }
-    ready = frontDoors(domain, config, logger, metrics);
+    ready = frontDoors(domain, config, logger, metrics, fast.grpcUnary);
     if (cleanupIntervalSeconds > 0) cleanup.start();
-    return { url, port: listener.port, issuer, domain, demo, metricsUrl: metricsListener?.url, close };
+    const paths = { grpcUnary: ready.streams ? ("unary door" as const) : ("connect" as const), reads: store.readPath };
+    return { url, port: listener.port, issuer, domain, demo, metricsUrl: metricsListener?.url, paths, close };
   } catch (err) {
     await close();
     throw err;
@@ -196,11 +231,12 @@ function connectionLimits(config: ServeConfig): ConnectionLimits {
 
 /**
  * The request chain, each door inside observation (request id, log line,
- * metrics): unary gRPC on HTTP/2 streams as they come; then, for every other
+ * metrics): unary gRPC on HTTP/2 streams as they come (with the gRPC door;
+ * without it, Connect's adapter serves them); then, for every other
  * request, probes -> browser pages -> REST facade -> sign-out -> Connect
  * adapter (the rest of gRPC, gRPC-Web, Connect) -> 404.
  */
-function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics: PromMetrics | undefined): FrontDoors {
+function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics: PromMetrics | undefined, grpcUnaryDoor: boolean): FrontDoors {
   // Inside a request the error goes on its log line, with the request id.
   const logUnexpected: LogUnexpected = (err, context) =>
     context ? annotateRequest(context, { unexpected: err }) : logger.error("unexpected error", errorFields(err));
@@ -214,11 +250,6 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
     logger,
     metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined,
     metricsToken: config.metricsToken,
-  });
-  const grpcUnary = createGrpcUnaryDoor(bindings, {
-    toConnectError: (failure, context) => toConnectError(failure, logUnexpected, context),
-    contextValues,
-    readMaxBytes: config.maxBodyBytes,
   });
   // Each answers the paths it owns and returns false for the rest.
   const httpDoors: Door[] = [
@@ -270,8 +301,15 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
     routeOf: routeNamer(bindings.map((b) => b.service), buildRouteTable(bindings).keys(), [...OPS_PATHS, ...WEB_ROUTES, LOGOUT_PATH]),
     quietRoutes: new Set(OPS_PATHS),
   };
+  const grpcUnary =
+    grpcUnaryDoor &&
+    createGrpcUnaryDoor(bindings, {
+      toConnectError: (failure, context) => toConnectError(failure, logUnexpected, context),
+      contextValues,
+      readMaxBytes: config.maxBodyBytes,
+    });
   return {
-    streams: observeStreams(grpcUnary, observation),
+    streams: grpcUnary ? observeStreams(grpcUnary, observation) : undefined,
     requests: observeRequests(chain, observation),
   };
 }

@@ -7,7 +7,7 @@ import { FederationStateRepository } from "./federationStates.js";
 import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
 import { ProviderRepository } from "./providers.js";
-import { createRowReader } from "./rowReader.js";
+import { createRowReader, knexRowReader, type RowReader } from "./rowReader.js";
 import { SessionRepository } from "./sessions.js";
 import type { GroupCommit } from "./groupCommit.js";
 import { AccessTokenRepository, issuedTokenRecorder, RefreshTokenRepository, type IssuedTokenRows } from "./tokens.js";
@@ -30,6 +30,8 @@ export interface Store {
   loginFailures: LoginFailureRepository;
   federationStates: FederationStateRepository;
   federatedIdentities: FederatedIdentityRepository;
+  /** Which path serves the hot lookups (token by hash, client by id, user by id): `knex` is the plain one. */
+  readPath: RowReader["path"];
   /** Resolves once the database answers a trivial query. */
   ping(): Promise<void>;
   /** The connection pool's load, for metrics (zeros where there is no pool). */
@@ -49,10 +51,16 @@ interface TarnPool {
   numPendingAcquires(): number;
 }
 
-export function createStore(db: Db): Store {
-  const reads = createRowReader(db);
+export interface StoreOptions {
+  /** The hot lookups through the row reader's fast path (rowReader.ts); false: plain Knex queries. Default true. */
+  fastReads?: boolean;
+}
+
+export function createStore(db: Db, options: StoreOptions = {}): Store {
+  const reads = options.fastReads === false ? knexRowReader(db) : createRowReader(db);
   return {
     db,
+    readPath: reads.path,
     applications: new ApplicationRepository(db, reads),
     users: new UserRepository(db, reads),
     signingKeys: new SigningKeyRepository(db),

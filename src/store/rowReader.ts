@@ -1,7 +1,6 @@
 import type { Knex } from "knex";
 import sqlite3 from "sqlite3";
 import { openSqliteConnection, sqliteFile, type Db } from "./db.js";
-import { SqliteChangeWatch } from "./sqliteChanges.js";
 
 /**
  * A read of at most one row, found by one value: the reads on every
@@ -24,30 +23,36 @@ export function rowBy(table: string, column: string): RowQuery {
 }
 
 export interface RowReader {
+  /** Which path serves the lookups: `knex` is the plain one (IDENTITY_PLAIN_PATHS). */
+  readonly path: "knex" | "knex, batched" | "sqlite statements";
   first<Row>(query: RowQuery, value: string): Promise<Row | undefined>;
   close(): Promise<void>;
 }
 
 /**
- * On a SQLite file, the hot reads run as prepared statements on read-only
- * connections of their own; everywhere else (PostgreSQL, `:memory:`) they go
- * through Knex like every other query. Either way, lookups are batched.
+ * The fast path. On a SQLite file, the hot reads run as prepared statements
+ * on read-only connections of their own; everywhere else (PostgreSQL,
+ * `:memory:`) they go through Knex like every other query. Either way,
+ * lookups are batched.
  */
 export function createRowReader(db: Db): RowReader {
   const file = sqliteFile(db);
-  return new BatchingRowReader(file === undefined ? new KnexRows(db) : new SqliteRows(db, file));
+  return file === undefined ? new BatchingRowReader(new KnexRows(db), "knex, batched") : new BatchingRowReader(new SqliteRows(db, file), "sqlite statements");
+}
+
+/** The plain path: each lookup is one Knex query, as every other read is. */
+export function knexRowReader(db: Db): RowReader {
+  return {
+    path: "knex",
+    first: async <Row>(query: RowQuery, value: string) => (await query.build(db, [value]).first()) as Row | undefined,
+    close: async () => {},
+  };
 }
 
 /** Runs one query for many values. */
 interface RowSource {
   /** At most MAX_BATCH distinct values. */
   rows(query: RowQuery, values: readonly string[]): Promise<Record<string, unknown>[]>;
-  /**
-   * A number that differs from every earlier one if the data may have changed
-   * since, so rows read between two equal ones still hold; undefined (or no
-   * such method) promises nothing, and every lookup is a query.
-   */
-  version?(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -73,9 +78,10 @@ class BatchingRowReader implements RowReader {
   private waiting = new Map<RowQuery, Map<string, Waiter[]>>();
   private scheduled = false;
 
-  private readonly kept = new KeptRows();
-
-  constructor(private readonly source: RowSource) {}
+  constructor(
+    private readonly source: RowSource,
+    readonly path: RowReader["path"],
+  ) {}
 
   first<Row>(query: RowQuery, value: string): Promise<Row | undefined> {
     return new Promise((resolve, reject) => {
@@ -94,7 +100,6 @@ class BatchingRowReader implements RowReader {
   }
 
   close(): Promise<void> {
-    this.kept.clear();
     return this.source.close();
   }
 
@@ -102,26 +107,18 @@ class BatchingRowReader implements RowReader {
     const waiting = this.waiting;
     this.waiting = new Map();
     this.scheduled = false;
-    // Looked at after every lookup of this turn arrived, as a query would start.
-    const version = this.source.version?.();
     for (const [query, byValue] of waiting) {
-      const values: string[] = [];
-      for (const [value, waiters] of byValue) {
-        const row = version === undefined ? undefined : this.kept.row(query, value, version);
-        if (row === undefined) values.push(value);
-        else for (const w of waiters) w.resolve(row);
-      }
-      for (let i = 0; i < values.length; i += MAX_BATCH) this.answer(query, values.slice(i, i + MAX_BATCH), byValue, version);
+      const values = [...byValue.keys()];
+      for (let i = 0; i < values.length; i += MAX_BATCH) this.answer(query, values.slice(i, i + MAX_BATCH), byValue);
     }
   }
 
-  private answer(query: RowQuery, values: string[], waiters: Map<string, Waiter[]>, version: number | undefined): void {
+  private answer(query: RowQuery, values: string[], waiters: Map<string, Waiter[]>): void {
     this.source.rows(query, values).then(
       (rows) => {
         const found = new Map(rows.map((row) => [String(row[query.key]), row]));
         for (const value of values) {
           const row = found.get(value);
-          if (row !== undefined && version !== undefined) this.kept.keep(query, value, row, version);
           for (const w of waiters.get(value)!) w.resolve(row);
         }
       },
@@ -129,42 +126,9 @@ class BatchingRowReader implements RowReader {
         if (values.length === 1) for (const w of waiters.get(values[0]!)!) w.reject(err);
         // A value the database refuses (PostgreSQL: a NUL character) must not
         // fail the lookups that shared its query: each is asked on its own.
-        else for (const value of values) this.answer(query, [value], waiters, version);
+        else for (const value of values) this.answer(query, [value], waiters);
       },
     );
-  }
-}
-
-/** Rows kept per query; past it, that query's rows are dropped and read again. */
-const KEPT_ROWS_LIMIT = 10_000;
-
-/**
- * Rows kept while their source's version stays the same (on a SQLite file:
- * until the next commit, by any connection or process). A turn's lookups
- * share one look at the version, and a kept row answers them without a
- * query. A row is kept with the version looked at before its query started,
- * so a commit during the query makes it look stale, never the other way
- * round. Under writes (token issuance) rows are seldom found unchanged.
- */
-class KeptRows {
-  private readonly rows = new Map<RowQuery, Map<string, { version: number; row: unknown }>>();
-
-  /** The row kept for `value` if read at `version`. */
-  row(query: RowQuery, value: string, version: number): unknown {
-    const kept = this.rows.get(query)?.get(value);
-    return kept?.version === version ? kept.row : undefined;
-  }
-
-  keep(query: RowQuery, value: string, row: unknown, version: number): void {
-    let rows = this.rows.get(query);
-    if (!rows) this.rows.set(query, (rows = new Map()));
-    if (rows.size >= KEPT_ROWS_LIMIT) rows.clear();
-    // Shared by every lookup it answers: none may change it.
-    rows.set(value, { version, row: Object.freeze(row) });
-  }
-
-  clear(): void {
-    this.rows.clear();
   }
 }
 
@@ -213,8 +177,6 @@ interface PreparedLookup {
  */
 class SqliteRows implements RowSource {
   private connections: Promise<sqlite3.Database[]> | undefined;
-  /** Opened once the read connections are: while they are, SQLite keeps the `-shm` file it reads. */
-  private changes: SqliteChangeWatch | undefined;
   private readonly lookups = new Map<string, Promise<PreparedLookup>>();
   private next = 0;
 
@@ -244,15 +206,9 @@ class SqliteRows implements RowSource {
     );
   }
 
-  version(): number | undefined {
-    return this.changes?.current();
-  }
-
   async close(): Promise<void> {
     const connections = await this.connections?.catch(() => []);
     this.connections = undefined;
-    this.changes?.close();
-    this.changes = undefined;
     this.lookups.clear();
     await Promise.all((connections ?? []).map((c) => new Promise<void>((resolve) => c.close(() => resolve()))));
   }
@@ -271,10 +227,7 @@ class SqliteRows implements RowSource {
   }
 
   private open(): Promise<sqlite3.Database[]> {
-    this.connections ??= Promise.all(Array.from({ length: READ_CONNECTIONS }, () => openReadOnly(this.file))).then((connections) => {
-      this.changes = new SqliteChangeWatch(this.file);
-      return connections;
-    });
+    this.connections ??= Promise.all(Array.from({ length: READ_CONNECTIONS }, () => openReadOnly(this.file)));
     return this.connections;
   }
 }

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import knex from "knex";
 import { isPostgresUrl, openDb, parsePostgresUrl, type Db } from "../../src/store/db.js";
 import { createStore, type Store } from "../../src/store/index.js";
+import { fastPathsFrom } from "../../src/app/server.js";
 
 /** The PostgreSQL server the PostgreSQL legs use: DATABASE_URL, when it names one. */
 export const POSTGRES_URL = process.env.DATABASE_URL && isPostgresUrl(process.env.DATABASE_URL) ? process.env.DATABASE_URL : undefined;
@@ -139,7 +140,9 @@ export function describeEachBackend(title: string, body: (ctx: BackendContext) =
     before(async () => {
       database = backend.fresh();
       const db = await openDb({ url: database.url });
-      Object.assign(ctx, { url: database.url, db, store: createStore(db) });
+      // The store as the server builds it: under IDENTITY_PLAIN_PATHS=1, hot lookups by plain Knex queries.
+      const store = createStore(db, { fastReads: fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS).rowReader });
+      Object.assign(ctx, { url: database.url, db, store });
     });
     body(ctx);
     after(async () => {
