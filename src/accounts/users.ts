@@ -74,6 +74,12 @@ export class UserAdmin {
     return user;
   }
 
+  /**
+   * A new password ends the user's refresh tokens and browser sessions (its
+   * access tokens run out); disabling ends its access tokens too. Both in
+   * the same transaction as the change. Re-setting the current password
+   * (a config file applied again) changes nothing.
+   */
   async update(input: UserInput): Promise<UserRecord> {
     const current = await this.get(input.name);
     const user: UserRecord = {
@@ -89,7 +95,10 @@ export class UserAdmin {
       disabled: input.disabled ?? current.disabled,
       updatedAt: this.clock.now(),
     };
-    await conflictsAsErrors(() => this.repo.update(user));
+    const disabling = user.disabled && !current.disabled;
+    const passwordChanged = user.passwordHash !== current.passwordHash;
+    const ends = disabling || passwordChanged ? { at: user.updatedAt, signIns: true, accessTokens: disabling } : undefined;
+    await conflictsAsErrors(() => this.repo.update(user, ends));
     return user;
   }
 
@@ -108,7 +117,7 @@ export class UserAdmin {
   }
 
   async delete(name: string): Promise<void> {
-    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no user named ${echo(name)}`);
+    if (!(await this.repo.deleteByName(name, this.clock.now()))) throw new OAuthError("not_found", `no user named ${echo(name)}`);
   }
 
   // An unchanged password from a re-applied config file keeps its hash.

@@ -18,10 +18,13 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const MAX_TOKEN_LENGTH = 8192;
 
 /**
- * Finds an access token that is ours, unrevoked and inside its validity
- * window. Every token we issue has a row keyed by the SHA-256 of its exact
- * value, so a hit proves authenticity without a signature check: a forged,
- * re-signed or `alg: none` token hashes to nothing we stored.
+ * Finds an access token that is ours, unrevoked, inside its validity window,
+ * and whose application and user (if it has one) still stand. Every token we
+ * issue has a row keyed by the SHA-256 of its exact value, so a hit proves
+ * authenticity without a signature check: a forged, re-signed or
+ * `alg: none` token hashes to nothing we stored. The same read joins the
+ * user and application rows, so a disabled or deleted user, or a deleted
+ * application, ends the token on the next lookup, on every instance.
  */
 export async function findActiveAccessToken(
   store: Store,
@@ -30,8 +33,10 @@ export async function findActiveAccessToken(
 ): Promise<ActiveAccessToken | undefined> {
   if (!hasOurShape(token)) return undefined;
   const hash = sha256(token);
-  const record = await store.accessTokens.findByHash(hash);
-  return record && isLive(record, clock.now()) ? { record, claims: claimsOf(hash, token) } : undefined;
+  const found = await store.accessTokens.findStandingByHash(hash);
+  if (!found || !isLive(found.token, clock.now()) || !found.applicationExists) return undefined;
+  if (found.token.userId !== null && (!found.user || found.user.disabled)) return undefined;
+  return { record: found.token, claims: claimsOf(hash, token) };
 }
 
 /**
@@ -63,8 +68,9 @@ const isLive = (record: AccessTokenRecord, now: number) =>
 
 /**
  * The live access token of an enabled user, for the APIs that act for a user
- * (userinfo, account). Anything else is `invalid_token` (RFC 6750 §3.1).
- * Token and user come from one read, as of one moment.
+ * (userinfo, account), whose application still exists. Anything else is
+ * `invalid_token` (RFC 6750 §3.1). Token, user and application come from
+ * one read, as of one moment.
  */
 export async function requireUserToken(
   store: Store,
@@ -73,12 +79,14 @@ export async function requireUserToken(
 ): Promise<{ record: AccessTokenRecord; user: UserRecord }> {
   if (!token) throw new OAuthError("invalid_token", "an access token is required");
   const found = hasOurShape(token) ? await store.accessTokens.findWithUserByHash(sha256(token)) : undefined;
-  if (!found || !isLive(found.token, clock.now())) {
-    throw new OAuthError("invalid_token", "the access token is invalid, expired or revoked");
+  if (!found) throw new OAuthError("invalid_token", "the access token is invalid, expired or revoked");
+  // What ended the token, before the revocation that came with it (revocations.ts), when that says more.
+  if (!found.applicationExists) throw new OAuthError("invalid_token", "the application of this access token was deleted");
+  const { token: record, user } = found;
+  if (record.userId !== null && (!user || user.disabled)) {
+    throw new OAuthError("invalid_token", "the user of this access token is disabled or deleted");
   }
-  if (found.token.userId === null) {
-    throw new OAuthError("invalid_token", "no user is bound to this access token (it stands for a client)");
-  }
-  if (!found.user || found.user.disabled) throw new OAuthError("invalid_token", "the user of this access token is disabled or deleted");
-  return { record: found.token, user: found.user };
+  if (!isLive(record, clock.now())) throw new OAuthError("invalid_token", "the access token is invalid, expired or revoked");
+  if (!user) throw new OAuthError("invalid_token", "no user is bound to this access token (it stands for a client)");
+  return { record, user };
 }

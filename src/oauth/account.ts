@@ -2,6 +2,7 @@ import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import { requireUserToken } from "./accessTokens.js";
 import { OAuthError } from "./errors.js";
+import { accountFieldsForScopes, ALL_ACCOUNT_FIELDS, type AccountField } from "./scopes.js";
 import type { SessionManager } from "./sessions.js";
 import type { UserRecord } from "../shared/model.js";
 
@@ -11,17 +12,27 @@ export interface Caller {
   sessionCookie?: string;
 }
 
+/** The user behind a call, and which get-account fields the caller may see. */
+export interface SignedInAccount {
+  user: UserRecord;
+  /** All of them for the browser session; for a token, what its scopes release (scopes.ts). */
+  fields: ReadonlySet<AccountField>;
+}
+
 /**
  * The user behind a call. A Bearer token, when sent, decides alone: a bad one
  * is `invalid_token` even if a session cookie rides along.
  */
-export async function signedInUser(
+export async function signedInAccount(
   deps: { store: Store; clock: Clock; sessions: SessionManager },
   caller: Caller,
-): Promise<UserRecord> {
-  if (caller.accessToken !== undefined) return (await requireUserToken(deps.store, deps.clock, caller.accessToken)).user;
+): Promise<SignedInAccount> {
+  if (caller.accessToken !== undefined) {
+    const { record, user } = await requireUserToken(deps.store, deps.clock, caller.accessToken);
+    return { user, fields: accountFieldsForScopes(record.scope.split(" ")) };
+  }
   const found = await deps.sessions.find(caller.sessionCookie);
-  if (found) return found.user;
+  if (found) return { user: found.user, fields: ALL_ACCOUNT_FIELDS };
   throw new OAuthError(
     "login_required",
     caller.sessionCookie ? "the session has ended; sign in again" : "not signed in: send a session cookie or a Bearer access token",

@@ -2,7 +2,7 @@ import { RESPONSE_MODES, RESPONSE_TYPES } from "./authorizeRequest.js";
 import { GRANTS } from "./grants/index.js";
 import { SIGNING_ALG } from "./keys.js";
 import { PKCE_METHOD } from "./pkce.js";
-import { SCOPE_CLAIMS, SUPPORTED_SCOPES } from "./scopes.js";
+import { GRANTABLE_SCOPES, SCOPE_CLAIMS } from "./scopes.js";
 
 /**
  * OpenID Provider / RFC 8414 metadata. It lists only what this server really
@@ -24,7 +24,7 @@ export function discoveryDocument(issuer: string) {
     grantTypesSupported: [...GRANTS.keys(), "implicit"],
     subjectTypesSupported: ["public"],
     idTokenSigningAlgValuesSupported: [SIGNING_ALG],
-    scopesSupported: [...SUPPORTED_SCOPES],
+    scopesSupported: [...GRANTABLE_SCOPES],
     claimsSupported: ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", ...SCOPE_CLAIMS],
     // "none": a PKCE code exchange may leave the secret out (the spec).
     tokenEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", "none"],

@@ -2,7 +2,15 @@ import { OAuthError } from "./errors.js";
 
 /** The scopes of the spec's table. `openid` is granted when none is asked for. */
 export const SUPPORTED_SCOPES = ["openid", "profile", "email", "address", "phone"] as const;
-const SUPPORTED = new Set<string>(SUPPORTED_SCOPES);
+/**
+ * Ours, beside the spec's: the whole account. get-account answers a token
+ * every field only with it (the browser session always sees them all), and
+ * userinfo releases every claim.
+ */
+export const ACCOUNT_SCOPE = "account";
+/** Every scope a token may carry, as discovery lists them. */
+export const GRANTABLE_SCOPES = [...SUPPORTED_SCOPES, ACCOUNT_SCOPE] as const;
+const SUPPORTED = new Set<string>(GRANTABLE_SCOPES);
 
 export const DEFAULT_SCOPE = "openid";
 
@@ -40,30 +48,73 @@ export interface ClaimSource {
   phone: string;
 }
 
-/** Every claim any scope can release, for discovery. */
+/** Every claim any scope can release (OIDC names: userinfo and the ID token), for discovery. */
 export const SCOPE_CLAIMS = [
   "name", "preferred_username", "picture", "email", "email_verified", "address", "phone_number",
 ] as const;
+export type ScopeClaim = (typeof SCOPE_CLAIMS)[number];
+
+/** Every field of get-account's user object but `id`, which every caller sees (as userinfo's `sub`). */
+export const ACCOUNT_FIELDS = [
+  "name", "displayName", "email", "emailVerified", "avatar", "phone", "address",
+  "createdTime", "updatedTime", "isAdmin", "linkedIdentities", "properties",
+] as const;
+export type AccountField = (typeof ACCOUNT_FIELDS)[number];
 
 /**
- * The one scope-to-claims mapping (the spec's table with OIDC claim names).
- * It feeds the ID token and userinfo alike. Claims without a value are left out.
+ * The one table of what each scope releases: OIDC claims at userinfo (and
+ * in the ID token), user fields at get-account. docs/tokens.md shows it.
+ * sub, iss and aud at userinfo, and id at get-account, come with any token.
+ */
+export const SCOPE_RELEASES: Readonly<Record<(typeof GRANTABLE_SCOPES)[number], { claims: readonly ScopeClaim[]; account: readonly AccountField[] }>> = {
+  openid: { claims: [], account: [] },
+  profile: { claims: ["name", "preferred_username", "picture"], account: ["name", "displayName", "avatar"] },
+  email: { claims: ["email", "email_verified"], account: ["email", "emailVerified"] },
+  address: { claims: ["address"], account: ["address"] },
+  phone: { claims: ["phone_number"], account: ["phone"] },
+  account: { claims: SCOPE_CLAIMS, account: ACCOUNT_FIELDS },
+};
+
+/** Each claim's value; undefined or "" leaves it out. */
+const CLAIM_VALUES: Readonly<Record<ScopeClaim, (user: ClaimSource) => unknown>> = {
+  name: (user) => user.displayName || user.name,
+  preferred_username: (user) => user.name,
+  picture: (user) => user.avatar,
+  email: (user) => user.email,
+  // Said only of an address the user has.
+  email_verified: (user) => (user.email ? user.emailVerified : undefined),
+  address: (user) => (user.address ? { formatted: user.address } : undefined),
+  phone_number: (user) => user.phone,
+};
+
+function releasedBy(scopes: readonly string[], kind: "claims" | "account"): Set<string> {
+  const released = new Set<string>();
+  for (const scope of scopes) {
+    if (!Object.hasOwn(SCOPE_RELEASES, scope)) continue;
+    for (const item of SCOPE_RELEASES[scope as keyof typeof SCOPE_RELEASES][kind]) released.add(item);
+  }
+  return released;
+}
+
+/**
+ * The claims the scopes release about the user, through the one table. It
+ * feeds the ID token and userinfo alike. Claims without a value are left out.
  */
 export function claimsForScopes(user: ClaimSource, scopes: readonly string[]): Record<string, unknown> {
+  const released = releasedBy(scopes, "claims");
   const claims: Record<string, unknown> = {};
-  const put = (claim: string, value: unknown) => {
+  for (const claim of SCOPE_CLAIMS) {
+    if (!released.has(claim)) continue;
+    const value = CLAIM_VALUES[claim](user);
     if (value !== "" && value !== undefined && value !== null) claims[claim] = value;
-  };
-  if (scopes.includes("profile")) {
-    put("name", user.displayName || user.name);
-    put("preferred_username", user.name);
-    put("picture", user.avatar);
   }
-  if (scopes.includes("email") && user.email) {
-    put("email", user.email);
-    put("email_verified", user.emailVerified);
-  }
-  if (scopes.includes("address") && user.address) put("address", { formatted: user.address });
-  if (scopes.includes("phone")) put("phone_number", user.phone);
   return claims;
 }
+
+/** The get-account fields the scopes release, through the one table. */
+export function accountFieldsForScopes(scopes: readonly string[]): ReadonlySet<AccountField> {
+  return releasedBy(scopes, "account") as Set<AccountField>;
+}
+
+/** What the browser session sees at get-account: every field. */
+export const ALL_ACCOUNT_FIELDS: ReadonlySet<AccountField> = new Set(ACCOUNT_FIELDS);

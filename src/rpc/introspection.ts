@@ -2,7 +2,7 @@ import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { GetUserInfoResponseSchema, IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import type { Domain } from "../domain/index.js";
-import { signedInUser } from "../oauth/account.js";
+import { signedInAccount } from "../oauth/account.js";
 import { resolveClient } from "../oauth/clientAuth.js";
 import { endSession } from "../oauth/endSession.js";
 import { OAuthError } from "../oauth/errors.js";
@@ -50,8 +50,9 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
       return fromJson(GetUserInfoResponseSchema, claims as JsonObject);
     },
     async getAccount(_req, ctx) {
-      const user = await signedInUser(domain, { accessToken: bearerTokenOf(ctx), sessionCookie: sessionCookieOf(ctx) });
-      return { status: "ok", msg: "", data: accountOf(user, await domain.store.federatedIdentities.listByUser(user.id)) };
+      const { user, fields } = await signedInAccount(domain, { accessToken: bearerTokenOf(ctx), sessionCookie: sessionCookieOf(ctx) });
+      const links = fields.has("linkedIdentities") ? await domain.store.federatedIdentities.listByUser(user.id) : [];
+      return { status: "ok", msg: "", data: accountOf(user, links, fields) };
     },
     async endSession(req, ctx) {
       const redirectUri = await endSession(domain, sessionCookieOf(ctx), req);

@@ -1,5 +1,6 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
+import { revokeClientTokens } from "./revocations.js";
 import { rowBy, type RowReader } from "./rowReader.js";
 import type { ApplicationRecord } from "../shared/model.js";
 
@@ -108,9 +109,22 @@ export class ApplicationRepository {
     );
   }
 
-  /** Returns whether a row was deleted. */
-  async deleteByName(name: string): Promise<boolean> {
-    return (await this.changing(() => this.db("applications").where({ name }).delete())) > 0;
+  /**
+   * Returns whether a row was deleted. Every token issued to its client id is
+   * revoked with it, at `at` (epoch ms), so an application created again
+   * under that id inherits none; until then its tokens end because their
+   * application is gone (tokens.ts).
+   */
+  async deleteByName(name: string, at = Date.now()): Promise<boolean> {
+    return this.changing(() =>
+      this.db.transaction(async (trx) => {
+        const row = await trx<Row>("applications").where({ name }).first("client_id");
+        if (!row) return false;
+        await trx("applications").where({ name }).delete();
+        await revokeClientTokens(trx, row.client_id, at);
+        return true;
+      }),
+    );
   }
 
   /** A write, after which no lookup answers from before it. */

@@ -102,18 +102,46 @@ export function issuedTokenRecorder(db: Db): GroupCommit<IssuedTokenRows> {
 
 const BY_HASH = rowBy("access_tokens", "token_hash");
 
-// Aliased user columns: both tables have an `id`, and the token's own `user_id` starts with `user_`.
+// Aliased columns of the joined rows: both tables have an `id`, and the token's own `user_id` starts with `user_`.
 const USER_PREFIX = "u__";
-/** An access token and, in the same read, the user it stands for (none for a client's token or a deleted user). */
-const WITH_USER_BY_HASH: RowQuery = {
-  name: "access_tokens.token_hash with users",
-  key: "token_hash",
-  build: (db, tokenHashes) =>
-    db("access_tokens")
-      .leftJoin("users", "users.id", "access_tokens.user_id")
-      .whereIn("access_tokens.token_hash", tokenHashes)
-      .select(["access_tokens.*", ...USER_COLUMNS.map((c) => `users.${c} as ${USER_PREFIX}${c}`)]),
-};
+const APPLICATION_CLIENT_ID = "a__client_id";
+
+/**
+ * An access token and, in the same read, what it stands on: the user it
+ * stands for (`userColumns` of it; none for a client's token or a deleted
+ * user) and whether the application it was issued to still exists. Users
+ * and applications are found by unique keys, so a token has one row.
+ */
+function tokenWithOwners(name: string, userColumns: readonly string[]): RowQuery {
+  return {
+    name,
+    key: "token_hash",
+    build: (db, tokenHashes) =>
+      db("access_tokens")
+        .leftJoin("users", "users.id", "access_tokens.user_id")
+        .leftJoin("applications", "applications.client_id", "access_tokens.client_id")
+        .whereIn("access_tokens.token_hash", tokenHashes)
+        .select([
+          "access_tokens.*",
+          ...userColumns.map((c) => `users.${c} as ${USER_PREFIX}${c}`),
+          `applications.client_id as ${APPLICATION_CLIENT_ID}`,
+        ]),
+  };
+}
+
+/** Introspection's read: of the user, only whether it exists and is disabled. */
+const STANDING_BY_HASH = tokenWithOwners("access_tokens.token_hash with owners' standing", ["id", "disabled"]);
+/** Userinfo's and get-account's read: the whole user. */
+const WITH_USER_BY_HASH = tokenWithOwners("access_tokens.token_hash with users and applications", USER_COLUMNS);
+
+/** A token as one read found it with its owners. */
+export interface OwnedAccessToken<User> {
+  token: AccessTokenRecord;
+  /** None for a client's token, or when the user was deleted. */
+  user?: User;
+  /** False once the application the token was issued to is deleted. */
+  applicationExists: boolean;
+}
 
 /**
  * The contract of both token repositories and revokeFamily
@@ -160,12 +188,28 @@ export class AccessTokenRepository {
     return r && accessTokenFromRow(r);
   }
 
-  /** The token and its user in one read: userinfo's whole lookup. */
-  async findWithUserByHash(tokenHash: string): Promise<{ token: AccessTokenRecord; user?: UserRecord } | undefined> {
+  /** The token, whether its user exists and is disabled, and whether its application exists, in one read: introspection's whole lookup. */
+  async findStandingByHash(tokenHash: string): Promise<OwnedAccessToken<{ disabled: boolean }> | undefined> {
+    const r = await this.reads.first<AccessTokenRow & Record<string, unknown>>(STANDING_BY_HASH, tokenHash);
+    if (!r) return undefined;
+    const userFound = r[`${USER_PREFIX}id`] !== null && r[`${USER_PREFIX}id`] !== undefined;
+    return {
+      token: accessTokenFromRow(r),
+      user: userFound ? { disabled: Boolean(r[`${USER_PREFIX}disabled`]) } : undefined,
+      applicationExists: r[APPLICATION_CLIENT_ID] !== null && r[APPLICATION_CLIENT_ID] !== undefined,
+    };
+  }
+
+  /** The token, its user and whether its application exists, in one read: userinfo's and get-account's whole lookup. */
+  async findWithUserByHash(tokenHash: string): Promise<OwnedAccessToken<UserRecord> | undefined> {
     const r = await this.reads.first<AccessTokenRow & Record<string, unknown>>(WITH_USER_BY_HASH, tokenHash);
     if (!r) return undefined;
     const user = Object.fromEntries(USER_COLUMNS.map((c) => [c, r[USER_PREFIX + c]])) as unknown as UserRow;
-    return { token: accessTokenFromRow(r), user: user.id === null ? undefined : userFromRow(user) };
+    return {
+      token: accessTokenFromRow(r),
+      user: user.id === null || user.id === undefined ? undefined : userFromRow(user),
+      applicationExists: r[APPLICATION_CLIENT_ID] !== null && r[APPLICATION_CLIENT_ID] !== undefined,
+    };
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
+import { endSignIns, revokeUserAccessTokens } from "./revocations.js";
 import { rowBy, type RowReader } from "./rowReader.js";
 import type { UserRecord } from "../shared/model.js";
 
@@ -63,6 +64,16 @@ const toRow = (u: UserRecord): UserRow => ({
   updated_at: u.updatedAt,
 });
 
+/** What a user's update ends with it, in its transaction (revocations.ts). */
+export interface UserUpdateEnds {
+  /** Epoch ms written as the revocation time. */
+  at: number;
+  /** Revoke the user's refresh tokens and end its browser sessions (a password change, a disable). */
+  signIns?: boolean;
+  /** Revoke the user's access tokens too (a disable). */
+  accessTokens?: boolean;
+}
+
 /**
  * The contract (test/store/contract.spec.ts, every backend, "users"):
  * - unique: the name; a second one throws ConflictError ("refuses a second
@@ -114,11 +125,32 @@ export class UserRepository {
     await guardUnique("user", "name", () => conn("users").insert(toRow(user)));
   }
 
-  async update(user: UserRecord): Promise<void> {
-    await guardUnique("user", "name", () => this.db("users").where({ id: user.id }).update(toRow(user)));
+  async update(user: UserRecord, ends?: UserUpdateEnds): Promise<void> {
+    if (!ends?.signIns && !ends?.accessTokens) {
+      await guardUnique("user", "name", () => this.db("users").where({ id: user.id }).update(toRow(user)));
+      return;
+    }
+    await guardUnique("user", "name", () =>
+      this.db.transaction(async (trx) => {
+        await trx("users").where({ id: user.id }).update(toRow(user));
+        if (ends.signIns) await endSignIns(trx, user.id, ends.at);
+        if (ends.accessTokens) await revokeUserAccessTokens(trx, user.id, ends.at);
+      }),
+    );
   }
 
-  async deleteByName(name: string): Promise<boolean> {
-    return (await this.db("users").where({ name }).delete()) > 0;
+  /**
+   * Returns whether a row was deleted. The user's refresh tokens are revoked
+   * and its sessions deleted with it, at `at` (epoch ms); its access tokens
+   * end because their user is gone (tokens.ts), and ids are never reused.
+   */
+  async deleteByName(name: string, at = Date.now()): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const row = await trx<UserRow>("users").where({ name }).first("id");
+      if (!row) return false;
+      await trx("users").where({ id: row.id }).delete();
+      await endSignIns(trx, row.id, at);
+      return true;
+    });
   }
 }

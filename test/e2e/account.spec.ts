@@ -51,7 +51,8 @@ describe("get-account", () => {
   });
 
   it("returns the Bearer token's user, the same object as for the session", async () => {
-    const tokens = await passwordTokens(server);
+    // The whole account takes the account scope (test/hardening/scopeLimits.spec.ts).
+    const tokens = await passwordTokens(server, { scope: "openid account" });
     const byToken = await account({ authorization: `Bearer ${tokens.access_token}` });
     assertAlice(byToken);
     assert.equal(byToken.text, (await account({ cookie: sessionCookie })).text);
@@ -100,7 +101,7 @@ describe("get-account", () => {
   it("serves GetAccount over gRPC with the token as authorization metadata", async () => {
     const grpc = new GrpcCaller(server.url);
     try {
-      const tokens = await passwordTokens(server);
+      const tokens = await passwordTokens(server, { scope: "openid account" });
       const res = await grpc.call("IntrospectionService", "GetAccount", {}, { authorization: `Bearer ${tokens.access_token}` });
       assert.equal(res.status, "ok");
       assert.equal(res.data.name, TEST_USER.name);

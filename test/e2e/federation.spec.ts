@@ -84,7 +84,8 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
 
   /** Open the login page of a new authorize request and press a provider's button. */
   async function pressButton(provider = "fake", jar = new CookieJar()) {
-    const page = await browse(authorizeUrl(server.url, { scope: "openid profile email" }), jar);
+    // account: the client reads the linked identities at get-account.
+    const page = await browse(authorizeUrl(server.url, { scope: "openid profile email account" }), jar);
     assert.equal(page.status, 200);
     const fields = loginFormFields(await page.text());
     const res = await submit(`${server.url}/login/oauth/provider/${provider}`, fields, jar);

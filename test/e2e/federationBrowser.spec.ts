@@ -82,7 +82,8 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
    * The browser talks to us at our issuer, the host the upstream returns to.
    */
   async function signInThroughUpstream(state: string, screenshot?: string): Promise<string> {
-    await page.goto(authorizeUrl(ours.issuer, { redirect_uri: callback.url, scope: "openid profile email", state }));
+    // account: the client reads the linked identities at get-account.
+    await page.goto(authorizeUrl(ours.issuer, { redirect_uri: callback.url, scope: "openid profile email account", state }));
     const button = page.getByRole("button", { name: "Sign in with Upstream ID" });
     assert.ok(await button.locator("img").evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), "favicon loads");
     await button.click();

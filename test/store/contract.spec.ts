@@ -252,6 +252,68 @@ describeEachBackend("storage contract", (ctx) => {
     });
   });
 
+  describe("what ends with a user or an application", () => {
+    /** A user with a refresh token, an access token and a session, and a bystander with the same. */
+    async function signedIn(clientId = "client") {
+      const rows = () => {
+        const user = aUser();
+        return {
+          user,
+          refresh: aRefreshToken({ userId: user.id, clientId }),
+          access: anAccessToken({ userId: user.id, clientId }),
+          session: aSession({ userId: user.id }),
+        };
+      };
+      const [mine, bystander] = [rows(), rows()];
+      for (const r of [mine, bystander]) {
+        await ctx.store.users.insert(r.user);
+        await ctx.store.refreshTokens.insert(r.refresh);
+        await ctx.store.accessTokens.insert(r.access);
+        await ctx.store.sessions.insert(r.session);
+      }
+      return { mine, bystander };
+    }
+    const state = async (r: Awaited<ReturnType<typeof signedIn>>["mine"]) => ({
+      refresh: (await ctx.store.refreshTokens.findByHash(r.refresh.tokenHash))?.revokedAt ?? null,
+      access: (await ctx.store.accessTokens.findByHash(r.access.tokenHash))?.revokedAt ?? null,
+      session: (await ctx.store.sessions.findByHash(r.session.idHash)) !== undefined,
+    });
+
+    it("ends a user's sign-ins (refresh tokens, sessions) with an update that asks, its access tokens too when asked, and nobody else's", async () => {
+      const { mine, bystander } = await signedIn();
+      await ctx.store.users.update({ ...mine.user, displayName: "Renamed" });
+      assert.deepEqual(await state(mine), { refresh: null, access: null, session: true }, "a plain update ends nothing");
+      await ctx.store.users.update({ ...mine.user, passwordHash: "scrypt$new" }, { at: T0 + 7, signIns: true });
+      assert.deepEqual(await state(mine), { refresh: T0 + 7, access: null, session: false });
+      await ctx.store.users.update({ ...mine.user, disabled: true }, { at: T0 + 8, signIns: true, accessTokens: true });
+      assert.deepEqual(await state(mine), { refresh: T0 + 7, access: T0 + 8, session: false }, "a revocation keeps its first time");
+      assert.deepEqual(await state(bystander), { refresh: null, access: null, session: true });
+      assert.equal((await ctx.store.users.findById(mine.user.id))?.disabled, true);
+    });
+
+    it("deletes a user with its refresh tokens revoked and its sessions ended, and nobody else's", async () => {
+      const { mine, bystander } = await signedIn();
+      assert.equal(await ctx.store.users.deleteByName(mine.user.name, T0 + 9), true);
+      assert.equal(await ctx.store.users.deleteByName(mine.user.name, T0 + 9), false);
+      assert.deepEqual(await state(mine), { refresh: T0 + 9, access: null, session: false });
+      assert.deepEqual(await state(bystander), { refresh: null, access: null, session: true });
+    });
+
+    it("deletes an application with every token of its client id revoked, and no other client's", async () => {
+      const app = anApplication();
+      await ctx.store.applications.insert(app);
+      const { mine } = await signedIn(app.clientId);
+      const { mine: otherClients } = await signedIn();
+      const clientToken = anAccessToken({ clientId: app.clientId, userId: null, familyId: null });
+      await ctx.store.accessTokens.insert(clientToken);
+      assert.equal(await ctx.store.applications.deleteByName(app.name, T0 + 10), true);
+      assert.equal(await ctx.store.applications.deleteByName(app.name, T0 + 10), false);
+      assert.deepEqual(await state(mine), { refresh: T0 + 10, access: T0 + 10, session: true });
+      assert.equal((await ctx.store.accessTokens.findByHash(clientToken.tokenHash))?.revokedAt, T0 + 10);
+      assert.deepEqual(await state(otherClients), { refresh: null, access: null, session: true });
+    });
+  });
+
   describe("providers", () => {
     it("round-trips, updates and deletes", async () => {
       const provider = aProvider();
@@ -449,9 +511,9 @@ describeEachBackend("storage contract", (ctx) => {
       await ctx.store.users.insert(user);
       const [userToken, clientToken, orphanToken] = [anAccessToken({ userId: user.id }), anAccessToken({ userId: null }), anAccessToken()];
       for (const t of [userToken, clientToken, orphanToken]) await ctx.store.accessTokens.insert(t);
-      assert.deepEqual(await ctx.store.accessTokens.findWithUserByHash(userToken.tokenHash), { token: userToken, user });
-      assert.deepEqual(await ctx.store.accessTokens.findWithUserByHash(clientToken.tokenHash), { token: clientToken, user: undefined });
-      assert.deepEqual(await ctx.store.accessTokens.findWithUserByHash(orphanToken.tokenHash), { token: orphanToken, user: undefined });
+      assert.deepEqual(await ctx.store.accessTokens.findWithUserByHash(userToken.tokenHash), { token: userToken, user, applicationExists: false });
+      assert.deepEqual(await ctx.store.accessTokens.findWithUserByHash(clientToken.tokenHash), { token: clientToken, user: undefined, applicationExists: false });
+      assert.deepEqual(await ctx.store.accessTokens.findWithUserByHash(orphanToken.tokenHash), { token: orphanToken, user: undefined, applicationExists: false });
       assert.equal(await ctx.store.accessTokens.findWithUserByHash(hash()), undefined);
       // What another connection commits is seen by the next read.
       await ctx.store.users.update({ ...user, disabled: false, displayName: "Changed" });
@@ -459,6 +521,29 @@ describeEachBackend("storage contract", (ctx) => {
       const again = await ctx.store.accessTokens.findWithUserByHash(userToken.tokenHash);
       assert.equal(again?.user?.displayName, "Changed");
       assert.equal(again?.token.revokedAt, T0 + 1);
+    });
+
+    it("finds a token with its user's standing and whether its application exists, in one read", async () => {
+      const app = anApplication();
+      const user = aUser();
+      await ctx.store.applications.insert(app);
+      await ctx.store.users.insert(user);
+      const userToken = anAccessToken({ clientId: app.clientId, userId: user.id });
+      const clientToken = anAccessToken({ clientId: app.clientId, userId: null });
+      for (const t of [userToken, clientToken]) await ctx.store.accessTokens.insert(t);
+      assert.deepEqual(await ctx.store.accessTokens.findStandingByHash(userToken.tokenHash), { token: userToken, user: { disabled: false }, applicationExists: true });
+      assert.deepEqual(await ctx.store.accessTokens.findStandingByHash(clientToken.tokenHash), { token: clientToken, user: undefined, applicationExists: true });
+      assert.equal((await ctx.store.accessTokens.findWithUserByHash(userToken.tokenHash))?.applicationExists, true);
+      assert.equal(await ctx.store.accessTokens.findStandingByHash(hash()), undefined);
+      await ctx.store.users.update({ ...user, disabled: true });
+      assert.deepEqual((await ctx.store.accessTokens.findStandingByHash(userToken.tokenHash))?.user, { disabled: true });
+      await ctx.store.users.deleteByName(user.name);
+      await ctx.store.applications.deleteByName(app.name);
+      for (const t of [userToken, clientToken]) {
+        const found = await ctx.store.accessTokens.findStandingByHash(t.tokenHash);
+        assert.equal(found?.user, undefined);
+        assert.equal(found?.applicationExists, false);
+      }
     });
 
     it("revokes one access token, keeping the first revocation time", async () => {
@@ -485,7 +570,7 @@ describeEachBackend("storage contract", (ctx) => {
       assert.deepEqual(plain, expected);
       assert.deepEqual(
         joined,
-        expected.map((t) => t && { token: t, user: t.userId ? user : undefined }),
+        expected.map((t) => t && { token: t, user: t.userId ? user : undefined, applicationExists: false }),
       );
     });
 

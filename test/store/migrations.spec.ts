@@ -1,13 +1,22 @@
 import assert from "node:assert/strict";
 import { MIGRATIONS } from "../../src/store/db.js";
 import { describeEachBackend } from "../support/databases.js";
-import { anAccessToken } from "../support/storeFixtures.js";
+import { anAccessToken, hash, T0 } from "../support/storeFixtures.js";
+import type { RefreshTokenRecord } from "../../src/store/tokens.js";
+
+const aRefreshToken = (): RefreshTokenRecord => ({
+  tokenHash: hash(), familyId: hash().slice(0, 36), clientId: "client", userId: hash().slice(0, 36), scope: "openid",
+  authTime: T0 / 1000, issuedAt: T0, expiresAt: T0 + 3_600_000, consumedAt: null, revokedAt: null,
+});
+
+// Later migrations leave access_tokens alone, so 009 is undone on its own.
+const UNDO_009 = { ...MIGRATIONS, name: "009_tokens_without_family" };
 
 describeEachBackend("migration 009: access tokens of no family", (ctx) => {
   const tokens = () => ctx.store.accessTokens;
 
   it("keeps every row when it is applied, and when it is undone", async () => {
-    await ctx.db.migrate.down(MIGRATIONS);
+    await ctx.db.migrate.down(UNDO_009);
     const earlier = [anAccessToken({ userId: null }), anAccessToken({ kid: "k1", revokedAt: 1_750_000_100_000 })];
     for (const t of earlier) await tokens().insert(t);
     await assert.rejects(tokens().insert(anAccessToken({ familyId: null })), "before it, every access token has a family");
@@ -22,9 +31,32 @@ describeEachBackend("migration 009: access tokens of no family", (ctx) => {
     await tokens().insert(sameJti);
     await ctx.db("access_tokens").where({ token_hash: sameJti.tokenHash }).delete();
 
-    await ctx.db.migrate.down(MIGRATIONS);
+    await ctx.db.migrate.down(UNDO_009);
     for (const t of earlier) assert.deepEqual(await tokens().findByHash(t.tokenHash), t);
     assert.deepEqual(await tokens().findByHash(familyless.tokenHash), { ...familyless, familyId: familyless.jti }, "a family of its own");
     await ctx.db.migrate.latest(MIGRATIONS);
+  });
+});
+
+describeEachBackend("migration 012: refresh tokens found by user", (ctx) => {
+  const LAST = { ...MIGRATIONS, name: "012_refresh_tokens_by_user" };
+  const indexes = async (): Promise<string[]> => {
+    if (ctx.backend.name === "PostgreSQL") {
+      const result = await ctx.db.raw("select indexname from pg_indexes where tablename = 'refresh_tokens' and schemaname = current_schema()");
+      return result.rows.map((r: { indexname: string }) => r.indexname);
+    }
+    return (await ctx.db.raw("select name from sqlite_master where type = 'index' and tbl_name = 'refresh_tokens'")).map((r: { name: string }) => r.name);
+  };
+
+  it("adds the index by user, keeps every row, and is undone", async () => {
+    const token = aRefreshToken();
+    await ctx.store.refreshTokens.insert(token);
+    assert.ok((await indexes()).includes("refresh_tokens_user_index"));
+    await ctx.db.migrate.down(LAST);
+    assert.ok(!(await indexes()).includes("refresh_tokens_user_index"));
+    assert.deepEqual(await ctx.store.refreshTokens.findByHash(token.tokenHash), token);
+    await ctx.db.migrate.latest(MIGRATIONS);
+    assert.ok((await indexes()).includes("refresh_tokens_user_index"));
+    assert.deepEqual(await ctx.store.refreshTokens.findByHash(token.tokenHash), token);
   });
 });

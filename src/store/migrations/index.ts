@@ -6,6 +6,7 @@ import * as cleanupIndexes from "./006_cleanup_indexes.js";
 import * as federation from "./007_federation.js";
 import * as signingKeyHold from "./008_signing_key_hold.js";
 import * as tokensWithoutFamily from "./009_tokens_without_family.js";
+import * as refreshTokensByUser from "./012_refresh_tokens_by_user.js";
 
 interface Migration {
   name: string;
@@ -23,6 +24,7 @@ const all: Migration[] = [
   { name: "007_federation", ...federation },
   { name: "008_signing_key_hold", ...signingKeyHold },
   { name: "009_tokens_without_family", ...tokensWithoutFamily },
+  { name: "012_refresh_tokens_by_user", ...refreshTokensByUser },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
