@@ -58,6 +58,24 @@ export function absoluteHttpUrlProblem(value: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A web origin as a browser sends it in the Origin header (RFC 6454 §6.1):
+ * http(s)://host[:port], lowercase, no default port, path, query, fragment or
+ * credentials. Compared character for character with that header, so any
+ * other spelling of it would never match and is refused here.
+ */
+export function originProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "is not an origin (scheme://host[:port])";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "must use http or https";
+  if (url.origin !== value) return `is not an origin as browsers send it (scheme://host[:port], no path): ${url.origin}`;
+  return undefined;
+}
+
 /** Reject fields a caller sent that we do not know, so typos do not pass silently. */
 export function rejectUnknownFields(input: Record<string, unknown>, known: readonly string[]): void {
   const unknown = Object.keys(input).find((k) => !known.includes(k));
