@@ -1,6 +1,7 @@
 import { compactVerify, createLocalJWKSet } from "jose";
 import type { Store } from "../store/index.js";
 import { OAuthError } from "./errors.js";
+import { redirectUriAllowed } from "./redirectUris.js";
 import { SIGNING_ALG, type KeyRing } from "./keys.js";
 import type { SessionManager } from "./sessions.js";
 
@@ -58,11 +59,15 @@ export async function endSession(
   return redirect;
 }
 
-/** The post-logout redirect, only to a URI registered for the client (§3). */
+/**
+ * The post-logout redirect, only to a URI registered for the client (§3),
+ * matched as redirect_uri is: exactly, or on a loopback address with any
+ * port (RFC 8252 §7.3).
+ */
 async function registeredRedirect(deps: EndSessionDeps, clientId: string, params: EndSessionParams): Promise<string> {
   if (!clientId) throw new OAuthError("invalid_request", "post_logout_redirect_uri needs id_token_hint or client_id");
   const app = await deps.store.applications.findByClientId(clientId);
-  if (!app || !app.redirectUris.includes(params.postLogoutRedirectUri)) {
+  if (!app || !redirectUriAllowed(app.redirectUris, params.postLogoutRedirectUri)) {
     throw new OAuthError("invalid_request", "post_logout_redirect_uri is not registered for this client");
   }
   const target = new URL(params.postLogoutRedirectUri);

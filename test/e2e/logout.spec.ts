@@ -137,6 +137,32 @@ describe("sign-out (/api/logout)", () => {
     assert.equal(await signedIn(cookie), false);
   });
 
+  it("takes any port on a registered loopback post_logout_redirect_uri, as redirect_uri does (RFC 8252 §7.3), and nothing looser", async () => {
+    // REDIRECT is http://127.0.0.1:9999/callback; a native app's listener picks its port at run time.
+    const cookie = await signIn();
+    const elsewhere = "http://127.0.0.1:51234/callback";
+    const res = await logout({ id_token_hint: idToken, post_logout_redirect_uri: elsewhere, state: "p" }, cookie);
+    assert.equal(res.status, 302);
+    assert.equal(res.headers.get("location"), `${elsewhere}?state=p`);
+    assert.equal(await signedIn(cookie), false);
+
+    // Without the hint too: the confirmation carries it and its answer goes there.
+    const browser = await signedInBrowser();
+    const asked = await submit(`${server.url}/api/logout`, { client_id: TEST_APP.clientId, post_logout_redirect_uri: "http://127.0.0.1/callback" }, browser.jar);
+    assert.equal(asked.status, 200);
+    const confirmed = await submit(`${server.url}/api/logout`, signOutFormFields(await asked.text()), browser.jar);
+    assert.equal(confirmed.status, 303);
+    assert.equal(confirmed.headers.get("location"), "http://127.0.0.1/callback");
+
+    const kept = await signIn();
+    for (const other of ["http://127.0.0.1:51234/other", "http://localhost:9999/callback", "http://127.0.0.2:9999/callback", "https://127.0.0.1:9999/callback"]) {
+      const refused = await logout({ id_token_hint: idToken, post_logout_redirect_uri: other }, kept);
+      assert.equal(refused.status, 400, other);
+      assert.equal(((await refused.json()) as { error: string }).error, "invalid_request");
+    }
+    assert.equal(await signedIn(kept), true);
+  });
+
   it("accepts an expired ID token as hint", async () => {
     clock.advanceSeconds(TEST_APP.expireInHours * 3600 + 1);
     const res = await logout({ id_token_hint: idToken, post_logout_redirect_uri: REDIRECT }, await signIn());
