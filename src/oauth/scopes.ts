@@ -8,19 +8,33 @@ export const SUPPORTED_SCOPES = ["openid", "profile", "email", "address", "phone
  * userinfo releases every claim.
  */
 export const ACCOUNT_SCOPE = "account";
+/**
+ * OIDC Core §11: asks for a refresh token. Every user grant issues one anyway
+ * (as Casdoor does, when the application's refreshExpireInHours allows its
+ * use), so granting it changes nothing but the `scope` the client reads.
+ */
+export const OFFLINE_ACCESS_SCOPE = "offline_access";
 /** Every scope a token may carry, as discovery lists them. */
-export const GRANTABLE_SCOPES = [...SUPPORTED_SCOPES, ACCOUNT_SCOPE] as const;
+export const GRANTABLE_SCOPES = [...SUPPORTED_SCOPES, ACCOUNT_SCOPE, OFFLINE_ACCESS_SCOPE] as const;
 const SUPPORTED = new Set<string>(GRANTABLE_SCOPES);
 
 export const DEFAULT_SCOPE = "openid";
 
-/** Parse a space-separated scope parameter into a de-duplicated list. */
+/**
+ * Parse a space-separated scope parameter into the de-duplicated list of
+ * scopes granted. A scope this service does not know is ignored, not refused
+ * (OIDC Core §3.1.2.1; RFC 6749 §3.3 lets the server grant less than asked,
+ * and the response's `scope` says what was granted): Casdoor's SDKs send
+ * `scope=read`. When nothing known is left, `openid` is granted, as when no
+ * scope is asked for.
+ */
 export function parseScope(raw: string | undefined): string[] {
-  const scopes = [...new Set((raw ?? "").split(" ").filter((s) => s.length > 0))];
-  if (scopes.length === 0) return [DEFAULT_SCOPE];
-  const unknown = scopes.find((s) => !SUPPORTED.has(s));
-  if (unknown !== undefined) throw new OAuthError("invalid_scope", `unsupported scope: ${unknown.slice(0, 64)}`);
-  return scopes;
+  const scopes = knownScopes(raw);
+  return scopes.length === 0 ? [DEFAULT_SCOPE] : scopes;
+}
+
+function knownScopes(raw: string | undefined): string[] {
+  return [...new Set((raw ?? "").split(" ").filter((s) => SUPPORTED.has(s)))];
 }
 
 /**
@@ -28,8 +42,9 @@ export function parseScope(raw: string | undefined): string[] {
  * for, else a subset of it. Asking for more is `invalid_scope`.
  */
 export function narrowScope(granted: readonly string[], requested: string): string[] {
-  if (requested.trim() === "") return [...granted];
-  const asked = parseScope(requested);
+  // Unknown scopes are ignored here too; nothing known left is the granted scope.
+  const asked = knownScopes(requested);
+  if (asked.length === 0) return [...granted];
   const wider = asked.find((s) => !granted.includes(s));
   if (wider !== undefined) {
     throw new OAuthError("invalid_scope", `scope ${wider} was not granted originally; a refresh may only narrow the scope`);
@@ -73,6 +88,7 @@ export const SCOPE_RELEASES: Readonly<Record<(typeof GRANTABLE_SCOPES)[number], 
   address: { claims: ["address"], account: ["address"] },
   phone: { claims: ["phone_number"], account: ["phone"] },
   account: { claims: SCOPE_CLAIMS, account: ACCOUNT_FIELDS },
+  offline_access: { claims: [], account: [] },
 };
 
 /** Each claim's value; undefined or "" leaves it out. */

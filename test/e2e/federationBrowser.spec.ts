@@ -146,16 +146,18 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
 
   it("shows the upstream's refusal on our error page", async () => {
     await page.goto(authorizeUrl(ours.issuer, { redirect_uri: callback.url, scope: "openid", state: "refused" }));
-    // The upstream refuses a scope it does not know, back at our /callback with error=invalid_scope.
-    await ours.domain.providerAdmin.update({ name: "upstream", scope: "openid no-such-scope" });
+    // The upstream refuses a PKCE method it does not offer, back at our /callback with error=invalid_request.
+    // (An unknown scope no longer serves: it is ignored, OIDC Core §3.1.2.1.)
+    const authUrl = `${upstream.url}/login/oauth/authorize`;
+    await ours.domain.providerAdmin.update({ name: "upstream", authUrl: `${authUrl}?code_challenge_method=plain` });
     try {
       await page.getByRole("button", { name: "Sign in with Upstream ID" }).click();
       await page.waitForURL((url) => url.href.startsWith(`${ours.issuer}/callback`));
       assert.equal(await page.title(), "Sign-in failed");
-      assert.match((await page.getByRole("alert").textContent())!, /Upstream ID did not sign you in \(invalid_scope: unsupported scope: no-such-scope\)/);
+      assert.match((await page.getByRole("alert").textContent())!, /Upstream ID did not sign you in \(invalid_request: code_challenge_method was sent without code_challenge\)/);
       await page.screenshot({ path: `${SCREENSHOTS}/federation-refused.png`, fullPage: true });
     } finally {
-      await ours.domain.providerAdmin.update({ name: "upstream", scope: "openid profile email" });
+      await ours.domain.providerAdmin.update({ name: "upstream", authUrl });
     }
   });
 });
