@@ -26,7 +26,7 @@ export interface ServeConfig {
   port: number;
   host: string;
   database: string;
-  /** Undefined means `http://localhost:<port>`, known once listening. */
+  /** Undefined means the listening URL printed at start (`http://<host>:<port>`), known once listening. */
   issuer?: string;
   configFile?: string;
   adminToken?: string;
@@ -152,8 +152,10 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     description: "SQLite file path, `:memory:`, or a `postgres://` URL", parse: text,
   },
   {
-    key: "issuer", flag: "issuer", env: "IDENTITY_ISSUER", default: "http://localhost:<port>",
-    description: "issuer URL: the `iss` of every token and the base of discovery", parse: url,
+    key: "issuer", flag: "issuer", env: "IDENTITY_ISSUER", default: "http://<host>:<port>",
+    description:
+      "issuer URL: the `iss` of every token and the base of discovery; unset, the listening URL printed at start (a loopback address for a wildcard `--host`). Set it to the URL browsers and clients use",
+    parse: url,
   },
   {
     key: "configFile", flag: "config", env: "IDENTITY_CONFIG", default: "",
@@ -301,7 +303,7 @@ const PLACEHOLDER = /^\s*<[^<>]*>\s*$/;
 /**
  * One option's value from its flag's raw value, else its variable, else its
  * default. A default with a `<placeholder>` in it (the issuer's
- * `http://localhost:<port>`) only describes what happens when unset. A value
+ * `http://<host>:<port>`) only describes what happens when unset. A value
  * given as a whole `<placeholder>` (`<your-secret>`, copied from an example
  * and never filled in) is refused; any other value is taken as it is, `<`
  * and all: a real secret may contain one.

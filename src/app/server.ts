@@ -142,8 +142,10 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     await db.destroy();
     throw err;
   }
-  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${listener.port}`;
-  const issuer = config.issuer ?? `http://localhost:${listener.port}`;
+  const url = listeningUrl(config.host, listener.port);
+  // The URL printed at start: a browser that follows it stays on the issuer's
+  // host, so cookies set there (sign-in, federation state) come back.
+  const issuer = config.issuer ?? url;
 
   const cleanupIntervalSeconds = config.cleanupIntervalSeconds ?? CLEANUP_DEFAULTS.intervalMs / 1000;
   const cleanup = new CleanupJob(db, clock, logger, {
@@ -213,6 +215,17 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     await close();
     throw err;
   }
+}
+
+/**
+ * Where a client on this machine reaches the server: the listening address,
+ * or the loopback address for a wildcard one (0.0.0.0, ::), which no client
+ * can call. It is the printed URL and the issuer unless --issuer says otherwise.
+ */
+export function listeningUrl(host: string, port: number): string {
+  const reachable = host === "0.0.0.0" ? "127.0.0.1" : host === "::" || host === "[::]" ? "::1" : host;
+  const bare = reachable.replace(/^\[(.*)\]$/, "$1");
+  return `http://${bare.includes(":") ? `[${bare}]` : bare}:${port}`;
 }
 
 function connectionLimits(config: ServeConfig): ConnectionLimits {
