@@ -60,3 +60,21 @@ describeEachBackend("migration 012: refresh tokens found by user", (ctx) => {
     assert.deepEqual(await ctx.store.refreshTokens.findByHash(token.tokenHash), token);
   });
 });
+
+describeEachBackend("migration 015: application allowed origins", (ctx) => {
+  const LAST = { ...MIGRATIONS, name: "015_application_allowed_origins" };
+
+  it("gives every application an empty list of allowed origins, keeps the rows, and is undone", async () => {
+    const name = `app-${hash().slice(0, 12)}`;
+    await ctx.db.migrate.down(LAST);
+    await ctx.db("applications").insert({
+      id: hash().slice(0, 36), name, client_id: `client-${name}`, client_secret_hash: "x", redirect_uris: "[]", grant_types: "[]",
+      expire_in_hours: 1, refresh_expire_in_hours: 0, providers: "[]", created_at: T0, updated_at: T0,
+    });
+    await ctx.db.migrate.latest(MIGRATIONS);
+    assert.deepEqual((await ctx.store.applications.findByName(name))?.allowedOrigins, []);
+    await ctx.db.migrate.down(LAST);
+    assert.equal((await ctx.db("applications").where({ name }).first())?.allowed_origins, undefined);
+    await ctx.db.migrate.latest(MIGRATIONS);
+  });
+});
