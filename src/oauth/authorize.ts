@@ -1,4 +1,4 @@
-import type { AuthorizeRequest, ResponseTarget } from "./authorizeRequest.js";
+import type { AuthorizeRequest, ResponseMode, ResponseTarget } from "./authorizeRequest.js";
 import type { AuthorizationCodes } from "./codes.js";
 import type { OAuthError } from "./errors.js";
 import type { Metrics } from "./metrics.js";
@@ -22,17 +22,28 @@ export function signInSatisfies(request: AuthorizeRequest, authTime: number, now
 }
 
 /**
- * Answer a validated request for a signed-in user: issue the code, the
- * access token or the ID token, and return where to send the browser.
+ * An authorization response (or error) on its way to the client: where it
+ * goes, how (query, fragment or form post), and every parameter, `state` and
+ * `iss` (RFC 9207) included.
  */
-export async function authorizationLocation(
+export interface AuthorizationResponse {
+  redirectUri: string;
+  responseMode: ResponseMode;
+  params: Record<string, string>;
+}
+
+/**
+ * Answer a validated request for a signed-in user: issue the code, the
+ * access token and/or the ID token.
+ */
+export async function authorizationResponse(
   app: ApplicationRecord,
   request: AuthorizeRequest,
   user: UserRecord,
   authTime: number,
   deps: AuthorizeDeps,
-): Promise<string> {
-  const { scopes, nonce } = request;
+): Promise<AuthorizationResponse> {
+  const { scopes, nonce, claims } = request;
   let params: Record<string, string>;
   switch (request.responseType) {
     case "code": {
@@ -45,46 +56,59 @@ export async function authorizationLocation(
         codeChallenge: request.codeChallenge,
         codeChallengeMethod: request.codeChallengeMethod,
         authTime,
+        claims,
       });
       params = { code };
       break;
     }
-    case "token": {
+    case "token":
+    case "id_token token": {
       // RFC 6749 §4.2.2: the implicit grant never issues a refresh token.
-      const tokens = await deps.minter.mint({ app, user, scopes, authTime, idToken: false, refreshToken: false });
+      // With id_token, the ID token carries the access token's at_hash (OIDC Core §3.2.2.10).
+      const idToken = request.responseType === "id_token token";
+      const tokens = await deps.minter.mint({ app, user, scopes, authTime, nonce, claims, idToken, refreshToken: false });
       params = {
         access_token: tokens.accessToken,
         token_type: tokens.tokenType,
         expires_in: String(tokens.expiresIn),
         scope: tokens.scope,
+        ...(tokens.idToken ? { id_token: tokens.idToken } : {}),
       };
       deps.metrics.tokensIssued("implicit");
       break;
     }
     case "id_token":
-      params = { id_token: await deps.minter.mintIdToken({ app, user, scopes, authTime, nonce }) };
+      params = { id_token: await deps.minter.mintIdToken({ app, user, scopes, authTime, nonce, claims }) };
       deps.metrics.tokensIssued("implicit");
       break;
   }
-  return responseLocation(request, params, deps.issuer);
+  return withStateAndIssuer(request, params, deps.issuer);
 }
 
 /** An error sent back to the client (RFC 6749 §4.1.2.1, §4.2.2.1). */
-export function errorLocation(target: ResponseTarget, error: OAuthError, issuer: string): string {
-  return responseLocation(target, { error: error.code, error_description: error.description }, issuer);
+export function errorResponse(target: ResponseTarget, error: OAuthError, issuer: string): AuthorizationResponse {
+  return withStateAndIssuer(target, { error: error.code, error_description: error.description }, issuer);
+}
+
+function withStateAndIssuer(target: ResponseTarget, params: Record<string, string>, issuer: string): AuthorizationResponse {
+  return {
+    redirectUri: target.redirectUri,
+    responseMode: target.responseMode,
+    params: { ...params, ...(target.state !== undefined ? { state: target.state } : {}), iss: issuer },
+  };
 }
 
 /**
- * The redirect_uri with the response parameters, `state` and `iss`
- * (RFC 9207) in its query or fragment. A query the client registered is kept.
+ * The redirect_uri with the response parameters in its query or fragment
+ * (not for form_post, which the browser carries as a POST). A query the
+ * client registered is kept.
  */
-function responseLocation(target: ResponseTarget, params: Record<string, string>, issuer: string): string {
-  const url = new URL(target.redirectUri);
-  const all = { ...params, ...(target.state !== undefined ? { state: target.state } : {}), iss: issuer };
-  if (target.responseMode === "fragment") {
-    url.hash = new URLSearchParams(all).toString();
+export function responseLocation(response: AuthorizationResponse): string {
+  const url = new URL(response.redirectUri);
+  if (response.responseMode === "fragment") {
+    url.hash = new URLSearchParams(response.params).toString();
   } else {
-    for (const [name, value] of Object.entries(all)) url.searchParams.append(name, value);
+    for (const [name, value] of Object.entries(response.params)) url.searchParams.append(name, value);
   }
   return url.href;
 }

@@ -1,15 +1,18 @@
 import type { ApplicationRepository } from "../store/applications.js";
-import { OAuthError } from "./errors.js";
+import { parseClaimsRequest, type ClaimsRequest } from "./claimsRequest.js";
+import { echo, OAuthError } from "./errors.js";
 import { parseChallenge, PKCE_METHOD } from "./pkce.js";
 import { redirectUriAllowed } from "./redirectUris.js";
 import { parseScope } from "./scopes.js";
 import { grantEnabled } from "./tokenEndpoint.js";
 import type { ApplicationRecord } from "../shared/model.js";
 
-export const RESPONSE_TYPES = ["code", "token", "id_token"] as const;
+/** The response types served; a multi-valued one in its canonical (sorted) order. */
+export const RESPONSE_TYPES = ["code", "token", "id_token", "id_token token"] as const;
 export type ResponseType = (typeof RESPONSE_TYPES)[number];
 
-export const RESPONSE_MODES = ["query", "fragment"] as const;
+/** `form_post`: OAuth 2.0 Form Post Response Mode. */
+export const RESPONSE_MODES = ["query", "fragment", "form_post"] as const;
 export type ResponseMode = (typeof RESPONSE_MODES)[number];
 
 /** A validated authorization request (RFC 6749 §4.1.1, §4.2.1; OIDC Core §3.1.2.1). */
@@ -27,6 +30,10 @@ export interface AuthorizeRequest {
   prompt: string[];
   /** OIDC `max_age`: the oldest sign-in, in seconds, that may be reused. */
   maxAge?: number;
+  /** OIDC `login_hint`: the user name to prefill on the login page. */
+  loginHint?: string;
+  /** OIDC `claims` (Core §5.5), parsed. */
+  claims?: ClaimsRequest;
 }
 
 /** Where an authorization response or error goes. */
@@ -52,6 +59,7 @@ const MAX_NONCE_LENGTH = 512;
  * holds any state a client encodes (a signed JWT, say).
  */
 export const MAX_STATE_LENGTH = 4096;
+const MAX_LOGIN_HINT_LENGTH = 256;
 const PROMPTS = new Set(["none", "login", "consent", "select_account"]);
 
 /**
@@ -88,8 +96,11 @@ export async function validateAuthorizeRequest(
   const responseType = get("response_type");
   const target: ResponseTarget = {
     redirectUri: get("redirect_uri")!,
-    // Tokens never travel in a query string, errors about them neither.
-    responseMode: responseType === "token" || responseType === "id_token" ? "fragment" : "query",
+    // An error goes as a form post when one was asked, even before the rest is checked.
+    responseMode:
+      get("response_mode") === "form_post"
+        ? "form_post"
+        : defaultResponseMode(responseType),
     state: get("state"),
   };
   try {
@@ -106,14 +117,12 @@ function parseRequest(
   app: ApplicationRecord,
   target: ResponseTarget,
 ): AuthorizeRequest {
-  const responseType = get("response_type");
-  if (!responseType) throw new OAuthError("invalid_request", "missing parameter: response_type");
-  if (!(RESPONSE_TYPES as readonly string[]).includes(responseType)) {
-    throw new OAuthError("unsupported_response_type", `unsupported response_type: ${responseType.slice(0, 64)}`);
-  }
-  const type = responseType as ResponseType;
+  const type = parseResponseType(get("response_type"));
   const responseMode = parseResponseMode(get("response_mode"), type);
   target.responseMode = responseMode;
+  // OIDC Core §6: request objects are not supported, and say so rather than being ignored.
+  if (get("request") !== undefined) throw new OAuthError("request_not_supported", "the request parameter is not supported");
+  if (get("request_uri") !== undefined) throw new OAuthError("request_uri_not_supported", "the request_uri parameter is not supported");
 
   const state = get("state");
   if (!state) throw new OAuthError("invalid_request", "missing parameter: state");
@@ -124,10 +133,13 @@ function parseRequest(
   const scopes = parseScope(get("scope"));
   const nonce = get("nonce");
   if (nonce && nonce.length > MAX_NONCE_LENGTH) throw new OAuthError("invalid_request", "nonce is too long");
-  if (type === "id_token") {
-    if (!scopes.includes("openid")) throw new OAuthError("invalid_scope", "response_type=id_token needs the openid scope");
-    if (!nonce) throw new OAuthError("invalid_request", "nonce is required for response_type=id_token");
+  if (type === "id_token" || type === "id_token token") {
+    if (!scopes.includes("openid")) throw new OAuthError("invalid_scope", `response_type=${type} needs the openid scope`);
+    if (!nonce) throw new OAuthError("invalid_request", `nonce is required for response_type=${type}`);
   }
+  const loginHint = get("login_hint");
+  if (loginHint && loginHint.length > MAX_LOGIN_HINT_LENGTH) throw new OAuthError("invalid_request", "login_hint is too long");
+  const claims = parseClaimsRequest(get("claims"));
   const codeChallenge = parseChallenge(get("code_challenge"), get("code_challenge_method"));
   return {
     clientId: app.clientId,
@@ -140,13 +152,31 @@ function parseRequest(
     ...(codeChallenge ? { codeChallenge, codeChallengeMethod: PKCE_METHOD } : {}),
     prompt: parsePrompt(get("prompt")),
     maxAge: parseMaxAge(get("max_age")),
+    ...(loginHint ? { loginHint } : {}),
+    ...(claims ? { claims } : {}),
   };
+}
+
+/** Where a response of this type goes by default: tokens never in a query string, errors about them neither. */
+function defaultResponseMode(raw: string | undefined): ResponseMode {
+  const canonical = [...new Set((raw ?? "").split(" "))].sort().join(" ");
+  return canonical !== "code" && (RESPONSE_TYPES as readonly string[]).includes(canonical) ? "fragment" : "query";
+}
+
+/** The response_type, its values in any order (OAuth 2.0 Multiple Response Type Encoding Practices §5). */
+function parseResponseType(raw: string | undefined): ResponseType {
+  if (!raw) throw new OAuthError("invalid_request", "missing parameter: response_type");
+  const canonical = [...new Set(raw.split(" "))].sort().join(" ");
+  if (!(RESPONSE_TYPES as readonly string[]).includes(canonical)) {
+    throw new OAuthError("unsupported_response_type", `unsupported response_type: ${echo(raw)}`);
+  }
+  return canonical as ResponseType;
 }
 
 function parseResponseMode(raw: string | undefined, type: ResponseType): ResponseMode {
   if (!raw) return type === "code" ? "query" : "fragment";
   if (!(RESPONSE_MODES as readonly string[]).includes(raw)) {
-    throw new OAuthError("invalid_request", `unsupported response_mode: ${raw.slice(0, 64)}`);
+    throw new OAuthError("invalid_request", `unsupported response_mode: ${echo(raw)}`);
   }
   // OAuth 2.0 Multiple Response Type Encoding Practices §3.0.
   if (raw === "query" && type !== "code") throw new OAuthError("invalid_request", "tokens are never sent in the query");

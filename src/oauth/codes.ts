@@ -3,6 +3,7 @@ import type { Clock } from "../shared/clock.js";
 import type { AuthorizationCodeRecord } from "../store/authorizationCodes.js";
 import type { Store } from "../store/index.js";
 import { revokeFamily } from "../store/tokens.js";
+import { storedClaimsRequest, type ClaimsRequest } from "./claimsRequest.js";
 import { OAuthError } from "./errors.js";
 import type { Metrics } from "./metrics.js";
 import { verifyPkce } from "./pkce.js";
@@ -20,6 +21,8 @@ export interface CodeGrant {
   codeChallengeMethod?: string;
   /** Epoch seconds of the user's authentication. */
   authTime: number;
+  /** The authorize request's `claims` (OIDC Core §5.5). */
+  claims?: ClaimsRequest;
 }
 
 /** What the token request presents with a code. */
@@ -63,6 +66,7 @@ export class AuthorizationCodes {
       codeChallenge: grant.codeChallenge ?? null,
       codeChallengeMethod: grant.codeChallengeMethod ?? null,
       authTime: grant.authTime,
+      claims: storedClaimsRequest(grant.claims),
       createdAt: now,
       expiresAt: now + this.ttlSeconds * 1000,
       consumedAt: null,

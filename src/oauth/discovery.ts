@@ -32,5 +32,8 @@ export function discoveryDocument(issuer: string) {
     revocationEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
     codeChallengeMethodsSupported: [PKCE_METHOD],
     authorizationResponseIssParameterSupported: true,
+    // Said outright: a missing request_uri_parameter_supported means true (OIDC Discovery §3).
+    requestParameterSupported: false,
+    requestUriParameterSupported: false,
   };
 }

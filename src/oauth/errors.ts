@@ -19,6 +19,8 @@ export type OAuthErrorCode =
   | "access_denied"
   | "unsupported_response_type"
   | "login_required"
+  | "request_not_supported"
+  | "request_uri_not_supported"
   | "not_found"
   | "already_exists"
   | "server_error"

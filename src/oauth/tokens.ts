@@ -1,9 +1,10 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { SignJWT } from "jose";
 import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { Db } from "../store/db.js";
 import type { Store } from "../store/index.js";
 import type { IssuedTokenRows } from "../store/tokens.js";
+import { requestedClaims, type ClaimsRequest } from "./claimsRequest.js";
 import { SIGNING_ALG, type KeyRing } from "./keys.js";
 import { claimsForScopes } from "./scopes.js";
 import { randomToken, sha256 } from "./secrets.js";
@@ -29,6 +30,8 @@ export interface Grant {
   /** Epoch seconds of the user's authentication. */
   authTime?: number;
   nonce?: string;
+  /** The authorize request's `claims` (OIDC Core §5.5); its id_token member feeds the ID token. */
+  claims?: ClaimsRequest;
   /** Issue an ID token (user grants with the openid scope). */
   idToken: boolean;
   /** Issue a refresh token (user grants). */
@@ -36,7 +39,23 @@ export interface Grant {
 }
 
 /** What an ID token is made from. */
-export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "nonce"> & { user: UserRecord };
+export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "nonce" | "claims"> & {
+  user: UserRecord;
+  /** The access token issued beside it, whose hash becomes `at_hash`. */
+  accessToken?: string;
+};
+
+/**
+ * An ID token's hash of a value it travels with (`at_hash`, `c_hash`; OIDC
+ * Core §3.1.3.6, §3.2.2.9): the left half of the value's ASCII hashed with
+ * the hash of the token's signing alg, base64url.
+ */
+export function idTokenHash(value: string, alg: string): string {
+  const bits = /^(?:RS|PS|ES|HS)(256|384|512)$/.exec(alg)?.[1];
+  if (!bits) throw new Error(`no hash defined for alg ${alg}`);
+  const digest = createHash(`sha${bits}`).update(value, "ascii").digest();
+  return digest.subarray(0, digest.length / 2).toString("base64url");
+}
 
 /** RFC 6749 §5.1 token set, as the domain returns it. */
 export interface TokenSet {
@@ -98,10 +117,9 @@ export class TokenMinter {
       accessClaims.preferred_username = user.name;
     }
     const wantsIdToken = grant.idToken && user !== undefined && grant.scopes.includes("openid");
-    const [accessToken, idToken] = await Promise.all([
-      sign(accessClaims, "at+jwt"),
-      wantsIdToken ? sign(this.idTokenClaims({ ...grant, user }, now), "JWT") : undefined,
-    ]);
+    const accessToken = await sign(accessClaims, "at+jwt");
+    // After the access token: the ID token carries its at_hash.
+    const idToken = wantsIdToken ? await sign(this.idTokenClaims({ ...grant, user, accessToken }, now), "JWT") : undefined;
     // A refresh token continues the grant's family or starts one; without it
     // the access token joins the grant's family (a code's), or none.
     const refresh = grant.refreshToken && user ? { token: randomToken(), familyId: grant.familyId ?? randomUUID() } : undefined;
@@ -151,9 +169,10 @@ export class TokenMinter {
   }
 
   /**
-   * An ID token on its own, for response_type=id_token (OIDC Core §3.2).
-   * No access token goes with it, so no token row is stored; its key is
-   * held published until it expires instead.
+   * An ID token without a token row, for response_type=id_token (OIDC Core
+   * §3.2), or beside an implicit access token (`grant.accessToken`, for
+   * at_hash). Nothing stores a row for it, so its key is held published
+   * until it expires.
    */
   async mintIdToken(grant: IdTokenGrant): Promise<string> {
     const now = epochSeconds(this.clock);
@@ -168,6 +187,8 @@ export class TokenMinter {
     const { app, user } = grant;
     return {
       ...claimsForScopes(user, grant.scopes),
+      // OIDC Core §5.5: claims asked for in the ID token, whatever the scope.
+      ...requestedClaims(user, grant.claims, "id_token"),
       iss: this.issuer,
       sub: user.id,
       aud: app.clientId,
@@ -176,6 +197,7 @@ export class TokenMinter {
       iat: now,
       auth_time: grant.authTime ?? now,
       ...(grant.nonce ? { nonce: grant.nonce } : {}),
+      ...(grant.accessToken ? { at_hash: idTokenHash(grant.accessToken, SIGNING_ALG) } : {}),
     };
   }
 }

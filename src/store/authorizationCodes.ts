@@ -14,6 +14,8 @@ export interface AuthorizationCodeRecord {
   codeChallengeMethod: string | null;
   /** Epoch seconds of the user's authentication. */
   authTime: number;
+  /** The authorize request's `claims` parameter as JSON (OIDC Core §5.5), if any. */
+  claims: string | null;
   createdAt: number;
   expiresAt: number;
   consumedAt: number | null;
@@ -50,6 +52,7 @@ export class AuthorizationCodeRepository {
       code_challenge: c.codeChallenge,
       code_challenge_method: c.codeChallengeMethod,
       auth_time: c.authTime,
+      claims: c.claims,
       created_at: c.createdAt,
       expires_at: c.expiresAt,
       consumed_at: c.consumedAt,
@@ -71,6 +74,7 @@ export class AuthorizationCodeRepository {
       codeChallenge: r.code_challenge,
       codeChallengeMethod: r.code_challenge_method,
       authTime: Number(r.auth_time),
+      claims: r.claims ?? null,
       createdAt: Number(r.created_at),
       expiresAt: Number(r.expires_at),
       consumedAt: num(r.consumed_at),

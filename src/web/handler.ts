@@ -4,6 +4,7 @@ import type { Domain } from "../domain/index.js";
 import type { DoorAnswer, PathPattern } from "../http/door.js";
 import { asOAuthError, OAuthError, worthLogging } from "../oauth/errors.js";
 import { collectParams, readBody } from "../http/params.js";
+import { FORM_POST_SCRIPT, FORM_POST_SCRIPT_PATH } from "./authorizationResponse.js";
 import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
 import { SignInPages } from "./signIn.js";
@@ -33,6 +34,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   LOGIN_PATH,
   CALLBACK_PATH,
   STYLESHEET_PATH,
+  FORM_POST_SCRIPT_PATH,
   { pattern: PROVIDER_PATH, label: "/login/oauth/provider/{name}" },
 ];
 
@@ -44,6 +46,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
 export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
   const pages = new SignInPages(domain);
   const css = Buffer.from(STYLESHEET);
+  const formPostScript = Buffer.from(FORM_POST_SCRIPT);
 
   // Query parameters, plus the form body of a POST; repeated ones are refused (RFC 6749 §3.1).
   const params = async (req: IncomingMessage, url: URL) =>
@@ -60,18 +63,8 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       serve: async (req, res, url) => pages.login(req, res, await params(req, url), options.clientAddress(req)),
     },
     [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, await params(req, url)) },
-    [STYLESHEET_PATH]: {
-      methods: ["GET"],
-      serve: (_req, res) => {
-        res.writeHead(200, {
-          "content-type": "text/css; charset=utf-8",
-          "content-length": css.length,
-          "cache-control": "public, max-age=3600",
-          "x-content-type-options": "nosniff",
-        });
-        res.end(css);
-      },
-    },
+    [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },
+    [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },
   };
 
   const providerButton: Route = {
@@ -85,6 +78,16 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     if (!route) return false;
     return serve(req, res, url, route, providerName ?? "");
   };
+
+  function sendAsset(res: ServerResponse, contentType: string, body: Buffer): void {
+    res.writeHead(200, {
+      "content-type": contentType,
+      "content-length": body.length,
+      "cache-control": "public, max-age=3600",
+      "x-content-type-options": "nosniff",
+    });
+    res.end(body);
+  }
 
   async function serve(req: IncomingMessage, res: ServerResponse, url: URL, route: Route, providerName: string): Promise<void> {
     try {

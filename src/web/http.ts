@@ -37,9 +37,21 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
   "cache-control": "no-store",
 };
 
-export function sendPage(res: ServerResponse, status: number, html: string, cookies: string[] = []): void {
+/**
+ * The one relaxation, for the form_post response page only: scripts from our
+ * own origin (the one that submits the form), still none inline.
+ */
+const OWN_SCRIPT_CSP = PAGE_HEADERS["content-security-policy"]!.replace("default-src 'none';", "default-src 'none'; script-src 'self';");
+
+export interface PageOptions {
+  /** Allow `<script src>` from this origin (never inline script). */
+  ownScripts?: boolean;
+}
+
+export function sendPage(res: ServerResponse, status: number, html: string, cookies: string[] = [], options: PageOptions = {}): void {
   res.writeHead(status, {
     ...PAGE_HEADERS,
+    ...(options.ownScripts ? { "content-security-policy": OWN_SCRIPT_CSP } : {}),
     "content-type": "text/html; charset=utf-8",
     "content-length": Buffer.byteLength(html),
     ...(cookies.length ? { "set-cookie": cookies } : {}),

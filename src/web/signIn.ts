@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { epochSeconds } from "../shared/clock.js";
 import type { Domain } from "../domain/index.js";
-import { authorizationLocation, errorLocation, signInSatisfies } from "../oauth/authorize.js";
+import { authorizationResponse, errorResponse, signInSatisfies } from "../oauth/authorize.js";
 import { resolveRedirect, validateAuthorizeRequest } from "../oauth/authorizeRequest.js";
 import { OAuthError } from "../oauth/errors.js";
 import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { annotateRequest, requestContextOf } from "../http/requestContext.js";
 import { browserCsrfToken, CSRF_COOKIE, sentFromThisBrowser } from "./csrf.js";
+import { sendAuthorizationResponse } from "./authorizationResponse.js";
 import { cookie, redirect, sendPage } from "./http.js";
 import { errorPage, loginPage, type LoginView } from "./pages.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
@@ -30,23 +31,24 @@ export class SignInPages {
       // No trusted redirect_uri yet: tell the user, never redirect (no open redirect).
       if (!validation.target) return this.showError(res, validation.error);
       annotateRequest(requestContextOf(req), { oauthError: validation.error.code });
-      return redirect(res, errorLocation(validation.target, validation.error, domain.issuer));
+      return sendAuthorizationResponse(res, errorResponse(validation.target, validation.error, domain.issuer));
     }
     const { app, request } = validation;
     annotateRequest(requestContextOf(req), { clientId: app.clientId });
     const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
     if (signedIn && signInSatisfies(request, signedIn.session.authTime, epochSeconds(domain.clock))) {
-      const location = await authorizationLocation(app, request, signedIn.user, signedIn.session.authTime, domain);
-      return redirect(res, location);
+      const response = await authorizationResponse(app, request, signedIn.user, signedIn.session.authTime, domain);
+      return sendAuthorizationResponse(res, response);
     }
     if (request.prompt.includes("none")) {
       const error = new OAuthError("login_required", "the user must sign in");
       annotateRequest(requestContextOf(req), { oauthError: error.code });
-      return redirect(res, errorLocation(request, error, domain.issuer));
+      return sendAuthorizationResponse(res, errorResponse(request, error, domain.issuer));
     }
     const { csrfToken, cookies } = browserCsrfToken(req, this.secure);
     const pending = await domain.pendingAuthorizations.create(request, csrfToken);
-    await this.showLogin(res, 200, app, pending, { csrfToken }, cookies);
+    // OIDC Core §3.1.2.1 login_hint: the user name, prefilled (and escaped like every value on the page).
+    await this.showLogin(res, 200, app, pending, { csrfToken, username: request.loginHint }, cookies);
   }
 
   /** POST /login: the username and password form, from `clientAddress` (for the brute-force policy). */
@@ -110,8 +112,8 @@ export class SignInPages {
     // A fresh session id at every sign-in (no session fixation).
     await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookie: sessionId, session } = await domain.sessions.create(user);
-    const location = await authorizationLocation(app, pending.request, user, session.authTime, domain);
-    redirect(res, location, [
+    const response = await authorizationResponse(app, pending.request, user, session.authTime, domain);
+    sendAuthorizationResponse(res, response, [
       cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds }),
     ]);
   }

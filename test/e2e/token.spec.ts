@@ -119,7 +119,8 @@ describe("token endpoint over REST", () => {
   describe("password", () => {
     it("works with a form body and HTTP Basic", async () => {
       const id = await assertUserTokens(await postForm(url, userBody, basic));
-      assert.deepEqual(Object.keys(id).sort(), ["aud", "auth_time", "azp", "exp", "iat", "iss", "sub"]);
+      // at_hash: the access token issued beside it (OIDC Core §3.1.3.6).
+      assert.deepEqual(Object.keys(id).sort(), ["at_hash", "aud", "auth_time", "azp", "exp", "iat", "iss", "sub"]);
     });
 
     it("works with a JSON body and body credentials, releasing scope claims in the ID token", async () => {

@@ -170,6 +170,25 @@ describe("injection", () => {
         assertInert(await json.text(), payload.slice(0, 64));
       });
 
+      it(`through login_hint, prefilled on the login page: ${payload}`, async () => {
+        const res = await browse(authorizeUrl(server.url, { login_hint: payload }), new CookieJar());
+        assert.equal(res.status, 200);
+        const html = await res.text();
+        assertInert(html, payload);
+        assert.ok(html.includes(`value="${payload.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)}"`), "the hint is echoed back, escaped");
+      });
+
+      it(`through state and error descriptions in a form_post page: ${payload}`, async () => {
+        const res = await browse(authorizeUrl(server.url, { state: payload, response_type: payload, response_mode: "form_post" }), new CookieJar());
+        assert.equal(res.status, 200);
+        const html = await res.text();
+        // The page's one script is our own file; anything else is input.
+        const ownScript = '<script src="/login/assets/form-post.js"></script>';
+        assert.ok(html.includes(ownScript));
+        assertInert(html.replace(ownScript, ""), payload);
+        assert.match(html, /name="error" value="unsupported_response_type"/);
+      });
+
       it(`through a forged CSRF cookie, which is never reflected: ${payload}`, async () => {
         const res = await fetch(authorizeUrl(server.url), { headers: { cookie: `identity_csrf=${encodeURIComponent(payload)}` } });
         const html = await res.text();

@@ -364,6 +364,7 @@ describeEachBackend("storage contract", (ctx) => {
       codeChallenge: "challenge",
       codeChallengeMethod: "S256",
       authTime: T0 / 1000,
+      claims: null,
       createdAt: T0,
       expiresAt: T0 + 60_000,
       consumedAt: null,
@@ -372,7 +373,7 @@ describeEachBackend("storage contract", (ctx) => {
     });
 
     it("round-trips by hash, with or without a nonce and a challenge", async () => {
-      const withAll = aCode();
+      const withAll = aCode({ claims: '{"id_token":{"name":null}}' });
       const bare = aCode({ nonce: null, codeChallenge: null, codeChallengeMethod: null });
       for (const c of [withAll, bare]) await ctx.store.authorizationCodes.insert(c);
       assert.deepEqual(await ctx.store.authorizationCodes.findByHash(withAll.codeHash), withAll);
@@ -679,7 +680,7 @@ describeEachBackend("storage contract", (ctx) => {
       const now = clock.now();
       const code = {
         codeHash: `code-${now}`, familyId: "code-family", clientId: "client", userId: "user", redirectUri: "http://127.0.0.1/cb",
-        scope: "openid", nonce: null, codeChallenge: null, codeChallengeMethod: null, authTime: Math.floor(now / 1000),
+        scope: "openid", nonce: null, codeChallenge: null, codeChallengeMethod: null, authTime: Math.floor(now / 1000), claims: null,
         createdAt: now, expiresAt: now + 1000, consumedAt: now, replayedAt: null,
       };
       await ctx.store.authorizationCodes.insert(code);

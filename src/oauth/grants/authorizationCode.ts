@@ -1,3 +1,4 @@
+import { loadClaimsRequest } from "../claimsRequest.js";
 import { OAuthError } from "../errors.js";
 import { requireParam } from "./params.js";
 import { defineGrant } from "./types.js";
@@ -26,6 +27,7 @@ export const authorizationCodeGrant = defineGrant({
       familyId: code.familyId,
       authTime: code.authTime,
       nonce: code.nonce ?? undefined,
+      claims: loadClaimsRequest(code.claims),
       idToken: true,
       refreshToken: true,
     });

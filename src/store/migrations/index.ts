@@ -7,6 +7,7 @@ import * as federation from "./007_federation.js";
 import * as signingKeyHold from "./008_signing_key_hold.js";
 import * as tokensWithoutFamily from "./009_tokens_without_family.js";
 import * as refreshTokensByUser from "./012_refresh_tokens_by_user.js";
+import * as codeClaims from "./013_code_claims.js";
 
 interface Migration {
   name: string;
@@ -25,6 +26,7 @@ const all: Migration[] = [
   { name: "008_signing_key_hold", ...signingKeyHold },
   { name: "009_tokens_without_family", ...tokensWithoutFamily },
   { name: "012_refresh_tokens_by_user", ...refreshTokensByUser },
+  { name: "013_code_claims", ...codeClaims },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
