@@ -8,6 +8,8 @@ import { requestedClaims, type ClaimsRequest } from "./claimsRequest.js";
 import { SIGNING_ALG, type KeyRing } from "./keys.js";
 import { claimsForScopes } from "./scopes.js";
 import { randomToken, sha256 } from "./secrets.js";
+import { casdoorUserClaims, usesCasdoorClaims } from "./tokenFormats.js";
+import { storedUserinfoClaims, USERINFO_CLAIMS_CLAIM, userinfoClaimNames } from "./userinfoClaims.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
 /** What a grant hands to the minter. */
@@ -112,7 +114,12 @@ export class TokenMinter {
       jti,
       scope,
     };
-    if (user) {
+    // OIDC Core §5.5: what the grant asked userinfo for travels in the token (userinfoClaims.ts).
+    const userinfoClaims = user ? userinfoClaimNames(grant.claims) : [];
+    if (userinfoClaims.length > 0) accessClaims[USERINFO_CLAIMS_CLAIM] = userinfoClaims;
+    if (user && usesCasdoorClaims(app.tokenFormat)) {
+      Object.assign(accessClaims, casdoorUserClaims(user));
+    } else if (user) {
       accessClaims.name = user.displayName || user.name;
       accessClaims.preferred_username = user.name;
     }
@@ -152,6 +159,7 @@ export class TokenMinter {
             expiresAt: nowMs + app.refreshExpireInHours * HOUR * 1000,
             consumedAt: null,
             revokedAt: null,
+            ...(userinfoClaims.length > 0 ? { userinfoClaims: storedUserinfoClaims(grant.claims) } : {}),
           }
         : undefined,
     };
@@ -186,7 +194,8 @@ export class TokenMinter {
   private idTokenClaims(grant: IdTokenGrant, now: number): Record<string, unknown> {
     const { app, user } = grant;
     return {
-      ...claimsForScopes(user, grant.scopes),
+      // The application's token format: OIDC's claims of the scopes, or Casdoor's user object.
+      ...(usesCasdoorClaims(app.tokenFormat) ? casdoorUserClaims(user) : claimsForScopes(user, grant.scopes)),
       // OIDC Core §5.5: claims asked for in the ID token, whatever the scope.
       ...requestedClaims(user, grant.claims, "id_token"),
       iss: this.issuer,

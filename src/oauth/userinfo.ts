@@ -1,7 +1,9 @@
 import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import { requireUserToken } from "./accessTokens.js";
+import { requestedClaims } from "./claimsRequest.js";
 import { claimsForScopes } from "./scopes.js";
+import { userinfoClaimsOfToken } from "./userinfoClaims.js";
 
 /** OIDC UserInfo claims; `aud` is a single string, as the spec's table says. */
 export interface UserInfo extends Record<string, unknown> {
@@ -12,12 +14,18 @@ export interface UserInfo extends Record<string, unknown> {
 
 /**
  * OpenID Connect Core §5.3: sub, iss and aud, then what the token's scopes
- * release about the user as they are now, through the one scope mapping.
+ * release about the user as they are now, through the one scope mapping,
+ * and the standard claims its grant's `claims` request asked userinfo for
+ * (§5.5), whatever the scope.
  */
 export async function userInfo(store: Store, clock: Clock, issuer: string, accessToken: string | undefined): Promise<UserInfo> {
   const { record, user } = await requireUserToken(store, clock, accessToken);
   // Not `{ ...claims, sub, ... }`: on Node 20's V8, an object made by a
   // spread and then given keys the source lacks survives every
   // young-generation collection until the next full one.
-  return Object.assign({ sub: user.id, iss: issuer, aud: record.clientId }, claimsForScopes(user, record.scope.split(" ")));
+  return Object.assign(
+    { sub: user.id, iss: issuer, aud: record.clientId },
+    claimsForScopes(user, record.scope.split(" ")),
+    requestedClaims(user, userinfoClaimsOfToken(accessToken!), "userinfo"),
+  );
 }

@@ -32,6 +32,11 @@ export interface RefreshTokenRecord {
   expiresAt: number;
   consumedAt: number | null;
   revokedAt: number | null;
+  /**
+   * The claim names its grant asked userinfo for (OIDC Core §5.5), as a JSON
+   * list; absent for the grants that asked none, which is nearly all.
+   */
+  userinfoClaims?: string;
 }
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -73,6 +78,8 @@ const refreshTokenRow = (t: RefreshTokenRecord) => ({
   expires_at: t.expiresAt,
   consumed_at: t.consumedAt,
   revoked_at: t.revokedAt,
+  // Always a value, so rows written together have the same columns.
+  userinfo_claims: t.userinfoClaims ?? null,
 });
 
 /** The rows behind one token response: its access token and, for user grants, its refresh token. */
@@ -264,6 +271,7 @@ export class RefreshTokenRepository {
       expiresAt: Number(r.expires_at),
       consumedAt: num(r.consumed_at),
       revokedAt: num(r.revoked_at),
+      ...(r.userinfo_claims ? { userinfoClaims: r.userinfo_claims as string } : {}),
     };
   }
 }

@@ -1,6 +1,7 @@
 import { revokeFamily, type RefreshTokenRecord } from "../../store/tokens.js";
 import { OAuthError } from "../errors.js";
 import { narrowScope } from "../scopes.js";
+import { loadUserinfoClaims } from "../userinfoClaims.js";
 import { sha256 } from "../secrets.js";
 import { requireParam } from "./params.js";
 import { defineGrant, type GrantDeps } from "./types.js";
@@ -45,6 +46,8 @@ export const refreshTokenGrant = defineGrant({
           refreshTokenScopes: granted,
           familyId: record.familyId,
           authTime: record.authTime,
+          // What the grant asked userinfo for (OIDC Core §5.5) outlives the refresh.
+          claims: loadUserinfoClaims(record.userinfoClaims),
           idToken: true,
           refreshToken: true,
         },
