@@ -102,7 +102,7 @@ export function fuzzEndpoints(target: FuzzTarget, connections: FuzzConnections):
     endpoint(name, withCookie(httpCaseArb(path, methods, params, known, maxBodyBytes)), async (c) =>
       checkPageAnswer(c.method, await exchange(port, toWire(c)), mayClose(c), toClient),
     );
-  const authorizeParams = ["client_id", "redirect_uri", "response_type", "scope", "state", "nonce", "code_challenge", "code_challenge_method", "prompt", "max_age", "response_mode"];
+  const authorizeParams = ["client_id", "redirect_uri", "response_type", "scope", "state", "nonce", "code_challenge", "code_challenge_method", "prompt", "max_age", "response_mode", "login_hint", "claims"];
   endpoints.push(
     page("browser GET|POST /login/oauth/authorize", fc.constant("/login/oauth/authorize"), ["GET", "POST"], authorizeParams),
     page("browser POST /login", fc.constant("/login"), ["POST"], ["request", "csrf_token", "username", "password"]),

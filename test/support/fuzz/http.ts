@@ -9,7 +9,7 @@ const OAUTH_PARAMS = [
   "grant_type", "client_id", "client_secret", "scope", "username", "password", "code", "redirect_uri", "code_verifier",
   "refresh_token", "token", "token_type_hint", "access_token", "accessToken", "state", "nonce", "response_type",
   "response_mode", "code_challenge", "code_challenge_method", "prompt", "max_age", "id_token_hint",
-  "post_logout_redirect_uri", "request", "csrf_token", "clientId", "grantType",
+  "post_logout_redirect_uri", "request", "csrf_token", "clientId", "grantType", "login_hint", "claims", "request_uri",
 ];
 
 /** A value that fits the parameter's name often enough to get past the first checks. */
@@ -26,7 +26,13 @@ export function valueFor(name: string, known: KnownValues): fc.Arbitrary<string>
     case "grantType":
       return pick("password", "client_credentials", "authorization_code", "refresh_token", "implicit", "urn:ietf:params:oauth:grant-type:jwt-bearer");
     case "response_type":
-      return pick("code", "token", "id_token", "code id_token", "none");
+      return pick("code", "token", "id_token", "id_token token", "token id_token", "code id_token", "none");
+    case "response_mode":
+      return pick("query", "fragment", "form_post", "web_message");
+    case "claims":
+      return pick('{"id_token":{"name":null,"email":{"essential":true}}}', '{"userinfo":{"name":null}}', "{", "[]", '{"id_token":{"name":true}}');
+    case "login_hint":
+      return pick(known.username);
     case "client_id":
     case "clientId":
       return pick(known.clientId);
