@@ -3,6 +3,7 @@ import { GRANTS } from "./grants/index.js";
 import { SIGNING_ALG } from "./keys.js";
 import { PKCE_METHOD } from "./pkce.js";
 import { GRANTABLE_SCOPES, SCOPE_CLAIMS } from "./scopes.js";
+import { CASDOOR_CLAIMS } from "./tokenFormats.js";
 
 /**
  * OpenID Provider / RFC 8414 metadata. It lists only what this server really
@@ -25,7 +26,10 @@ export function discoveryDocument(issuer: string) {
     subjectTypesSupported: ["public"],
     idTokenSigningAlgValuesSupported: [SIGNING_ALG],
     scopesSupported: [...GRANTABLE_SCOPES],
-    claimsSupported: ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", ...SCOPE_CLAIMS],
+    // What the scopes release (OIDC names), and Casdoor's user-object claims of the JWT token format.
+    claimsSupported: [...new Set(["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", ...SCOPE_CLAIMS, ...CASDOOR_CLAIMS])],
+    // OIDC Core §5.5: its id_token member feeds the ID token, its userinfo member userinfo.
+    claimsParameterSupported: true,
     // "none": a PKCE code exchange may leave the secret out (the spec).
     tokenEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", "none"],
     introspectionEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
