@@ -93,14 +93,10 @@ export async function validateAuthorizeRequest(
     if (err instanceof OAuthError) return { ok: false, error: err };
     throw err;
   }
-  const responseType = get("response_type");
   const target: ResponseTarget = {
     redirectUri: get("redirect_uri")!,
     // An error goes as a form post when one was asked, even before the rest is checked.
-    responseMode:
-      get("response_mode") === "form_post"
-        ? "form_post"
-        : defaultResponseMode(responseType),
+    responseMode: get("response_mode") === "form_post" ? "form_post" : defaultResponseMode(get("response_type")),
     state: get("state"),
   };
   try {
