@@ -2,7 +2,15 @@ import { randomUUID } from "node:crypto";
 import type { Clock } from "../shared/clock.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import { cleartextRedirectProblem } from "../oauth/redirectUris.js";
-import { hashSecret, randomToken, SCRYPT_COST, verifySecret, type ScryptCost } from "../oauth/secrets.js";
+import {
+  hashGeneratedSecret,
+  hashSecret,
+  MIN_CHOSEN_SECRET_LENGTH,
+  randomToken,
+  SCRYPT_COST,
+  verifySecret,
+  type ScryptCost,
+} from "../oauth/secrets.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import {
   absoluteHttpUrlProblem,
@@ -42,7 +50,11 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     throw new InvalidInputError("clientId", "must be 1-200 printable ASCII characters without spaces");
   }
   const clientSecret = optionalString(raw.clientSecret, "clientSecret", 500);
-  if (clientSecret === "") throw new InvalidInputError("clientSecret", "must not be empty");
+  // A chosen secret is the only client credential an attacker can guess;
+  // leaving it out has the service generate 256 random bits instead.
+  if (clientSecret !== undefined && [...clientSecret].length < MIN_CHOSEN_SECRET_LENGTH) {
+    throw new InvalidInputError("clientSecret", `must be at least ${MIN_CHOSEN_SECRET_LENGTH} characters (leave it out to have one generated)`);
+  }
   return {
     name: requireName(raw.name),
     clientId,
@@ -73,13 +85,16 @@ export class ApplicationAdmin {
 
   async create(input: ApplicationInput): Promise<SavedApplication> {
     const clientSecret = input.clientSecret ?? randomToken();
+    // Generated secrets are checked with a SHA-256; chosen ones with scrypt.
+    const clientSecretHash =
+      input.clientSecret === undefined ? hashGeneratedSecret(clientSecret) : await hashSecret(clientSecret, this.hashCost);
     const now = this.clock.now();
     const app: ApplicationRecord = {
       id: randomUUID(),
       name: input.name,
       // 128 bits at least, as client ids and secrets must not be guessable.
       clientId: input.clientId ?? randomToken(16),
-      clientSecretHash: await hashSecret(clientSecret, this.hashCost),
+      clientSecretHash,
       redirectUris: input.redirectUris ?? [],
       grantTypes: withCodeGrant(input.grantTypes ?? []),
       expireInHours: input.expireInHours ?? 1,

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { CLEANUP_DEFAULTS } from "./housekeeping.js";
 import { MAX_CODE_TTL_SECONDS } from "./../oauth/codes.js";
 import { DEFAULT_KEY_ACTIVATION_DELAY_MS, DEFAULT_KEY_RELOAD_MS } from "./../oauth/keys.js";
+import { DEFAULT_CLIENT_AUTH_POLICY } from "./../oauth/clientThrottle.js";
 import { DEFAULT_LOGIN_POLICY } from "./../oauth/loginThrottle.js";
 import { MIN_SECRET_KEY_LENGTH } from "./../federation/secretBox.js";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./../federation/upstream.js";
@@ -48,6 +49,12 @@ export interface ServeConfig {
   loginLockoutSeconds?: number;
   /** Failed sign-ins from one client address that lock it; 0 turns it off. */
   loginMaxFailuresPerIp?: number;
+  /** Failed client authentications naming one client_id that lock it; 0 turns it off. */
+  clientAuthMaxFailures?: number;
+  /** Failed client authentications from one client address that lock it; 0 turns it off. */
+  clientAuthMaxFailuresPerIp?: number;
+  /** Length of a client lockout, and the window in which its failures are counted. */
+  clientAuthLockoutSeconds?: number;
   /** Reverse proxies whose X-Forwarded-For names the client address. */
   trustedProxies?: string[];
   sessionTtlSeconds?: number;
@@ -245,6 +252,22 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "loginLockoutSeconds", flag: "login-lockout-seconds", env: "IDENTITY_LOGIN_LOCKOUT_SECONDS", default: String(DEFAULT_LOGIN_POLICY.lockoutSeconds),
     description: "how long a lockout lasts, and the window in which failures are counted", parse: positiveInt,
+  },
+  {
+    key: "clientAuthMaxFailures", flag: "client-auth-max-failures", env: "IDENTITY_CLIENT_AUTH_MAX_FAILURES",
+    default: String(DEFAULT_CLIENT_AUTH_POLICY.maxFailures),
+    description: "failed scrypt checks of a chosen client secret naming one client_id that lock it for them (generated secrets are never locked); 0 = never lock",
+    parse: atLeast(0),
+  },
+  {
+    key: "clientAuthMaxFailuresPerIp", flag: "client-auth-max-failures-per-ip", env: "IDENTITY_CLIENT_AUTH_MAX_FAILURES_PER_IP",
+    default: String(DEFAULT_CLIENT_AUTH_POLICY.maxFailuresPerAddress),
+    description: "failed scrypt checks of chosen client secrets from one client address that lock it for them; 0 = never lock", parse: atLeast(0),
+  },
+  {
+    key: "clientAuthLockoutSeconds", flag: "client-auth-lockout-seconds", env: "IDENTITY_CLIENT_AUTH_LOCKOUT_SECONDS",
+    default: String(DEFAULT_CLIENT_AUTH_POLICY.lockoutSeconds),
+    description: "how long a client lockout lasts, and the window in which those failures are counted", parse: positiveInt,
   },
   {
     key: "sessionTtlSeconds", flag: "session-ttl-seconds", env: "IDENTITY_SESSION_TTL_SECONDS", default: "28800",

@@ -10,6 +10,7 @@ import type { Door } from "./../http/door.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
 import { clientAddressResolver } from "./../http/clientAddress.js";
 import { createLogger, errorFields, type Logger } from "./../shared/log.js";
+import { DEFAULT_CLIENT_AUTH_POLICY } from "./../oauth/clientThrottle.js";
 import { DEFAULT_LOGIN_POLICY } from "./../oauth/loginThrottle.js";
 import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./../ops/endpoints.js";
 import { PromMetrics } from "./../ops/metrics.js";
@@ -192,6 +193,13 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         // TODO(metrics, issue 9): count lockouts here too once the Metrics interface is on main.
         onLockout: (lockout) =>
           logger.warn("sign-in locked after repeated failures", { ...lockout, until: new Date(lockout.until).toISOString() }),
+        clientAuthPolicy: {
+          maxFailures: config.clientAuthMaxFailures ?? DEFAULT_CLIENT_AUTH_POLICY.maxFailures,
+          maxFailuresPerAddress: config.clientAuthMaxFailuresPerIp ?? DEFAULT_CLIENT_AUTH_POLICY.maxFailuresPerAddress,
+          lockoutSeconds: config.clientAuthLockoutSeconds ?? DEFAULT_CLIENT_AUTH_POLICY.lockoutSeconds,
+        },
+        onClientLockout: (lockout) =>
+          logger.warn("client authentication locked after repeated failures", { ...lockout, until: new Date(lockout.until).toISOString() }),
         sessionTtlSeconds: config.sessionTtlSeconds,
         codeTtlSeconds: config.codeTtlSeconds,
         generateKeyPair: deps.generateKeyPair,

@@ -9,6 +9,7 @@ import { SecretBox } from "./../federation/secretBox.js";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS, MAX_UPSTREAM_BODY_BYTES, UpstreamClient } from "./../federation/upstream.js";
 import { silentLogger, type Logger } from "./../shared/log.js";
 import { ClientAuthenticator } from "./../oauth/clientAuth.js";
+import { ClientThrottle, type ClientAuthPolicy, type ClientLockout } from "./../oauth/clientThrottle.js";
 import { AuthorizationCodes } from "./../oauth/codes.js";
 import type { GrantDeps } from "./../oauth/grants/types.js";
 import { KeyRing, type KeyPairGenerator } from "./../oauth/keys.js";
@@ -61,6 +62,10 @@ export interface DomainOptions {
   loginPolicy?: LoginPolicy;
   /** Told of each lockout as it begins. */
   onLockout?: (lockout: Lockout) => void;
+  /** Failure budgets of client authentication; none when absent. */
+  clientAuthPolicy?: ClientAuthPolicy;
+  /** Told of each client lockout as it begins. */
+  onClientLockout?: (lockout: ClientLockout) => void;
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
   /** Makes the key pairs of new signing keys (RSA by default; tests reuse one to save its cost). */
@@ -103,7 +108,11 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     metrics,
     minter: new TokenMinter(store, keys, clock, issuer),
-    clients: new ClientAuthenticator(store.applications),
+    clients: new ClientAuthenticator(
+      store.applications,
+      undefined,
+      options.clientAuthPolicy && new ClientThrottle(store.loginFailures, clock, options.clientAuthPolicy, options.onClientLockout),
+    ),
     users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
         metrics.lockout();
         options.onLockout?.(lockout);

@@ -1,6 +1,7 @@
 import type { ApplicationRepository } from "../store/applications.js";
 import { OAuthError } from "./errors.js";
-import { DUMMY_SECRET_HASH, sha256, verifySecret } from "./secrets.js";
+import type { ClientThrottle } from "./clientThrottle.js";
+import { DUMMY_GENERATED_SECRET_HASH, isFastSecretHash, sha256, verifySecret } from "./secrets.js";
 import type { ApplicationRecord } from "../shared/model.js";
 
 /** Client credentials as sent in the request body or message fields. */
@@ -66,49 +67,108 @@ export function resolveClient(body: PresentedClient, basic: BasicCredentials): P
 const VERIFIED_CACHE_LIMIT = 10_000;
 
 /**
- * Authenticates OAuth clients. Client secrets are stored as scrypt hashes;
- * after one successful check, the pair (stored hash, SHA-256 of the secret)
- * is remembered so the hot path costs a hash, not an scrypt. Changing the
- * secret changes the stored hash, which invalidates the entry.
+ * scrypt checks of client secrets run one at a time per process: the
+ * budgets bound how many run, this bounds how many run at once, so they
+ * never hold more than one of libuv's threads, which every database call
+ * and every other hash also need.
+ */
+class OneAtATime {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(task);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
+/**
+ * Authenticates OAuth clients. A secret the service generated is stored as
+ * a SHA-256 and checked for the cost of one; a secret a person chose is
+ * stored as scrypt. After one successful scrypt check, the pair (stored
+ * hash, SHA-256 of the secret) is remembered so the hot path costs a hash,
+ * not an scrypt; changing the secret changes the stored hash, which
+ * invalidates the entry.
+ *
+ * Only an scrypt check costs anything, so only it waits for the throttle:
+ * it runs after one failure has been reserved from the client_id's and the
+ * address's budgets, and not at all once one is spent. A cheap check (a
+ * generated secret, a secret this process already verified, an unknown
+ * client_id) runs whatever the budgets say, so a flood of wrong secrets
+ * never locks out the client that knows its own; its failures are not
+ * counted, as counting one (a database write) would cost more than the
+ * check, and a 256-bit secret cannot be guessed anyway. An unknown
+ * client_id is checked against a dummy hash of the generated secrets'
+ * scheme, so it costs what a known client with a generated secret costs.
  */
 export class ClientAuthenticator {
   private readonly verified = new Set<string>();
   /** Checks under way, so a burst of requests with one new secret costs one scrypt, not one each. */
   private readonly verifying = new Map<string, Promise<boolean>>();
+  private readonly scryptQueue = new OneAtATime();
 
   constructor(
     private readonly applications: Pick<ApplicationRepository, "findByClientId">,
     private readonly verify: (secret: string, hash: string) => Promise<boolean> = verifySecret,
+    private readonly throttle?: ClientThrottle,
   ) {}
 
-  /** The application of a confidential client whose secret checks out. */
-  async authenticate(client: PresentedClient): Promise<ApplicationRecord> {
-    const app = await this.identify(client);
-    if (!client.clientSecret) throw new OAuthError("invalid_client", "client authentication failed");
-    if (!(await this.secretMatches(app, client.clientSecret))) {
+  /**
+   * The application of a confidential client whose secret checks out.
+   * `clientAddress` is where the request came from, for the per-address budget.
+   */
+  async authenticate(client: PresentedClient, clientAddress?: string): Promise<ApplicationRecord> {
+    if (!client.clientId) throw new OAuthError("invalid_client", "client authentication failed: no client_id");
+    const app = await this.applications.findByClientId(client.clientId);
+    const secret = client.clientSecret;
+    if (!secret) throw new OAuthError("invalid_client", "client authentication failed");
+    const storedHash = app?.clientSecretHash ?? DUMMY_GENERATED_SECRET_HASH;
+    const cacheKey = `${storedHash}\u0000${sha256(secret)}`;
+
+    if (isFastSecretHash(storedHash) || this.verified.has(cacheKey)) {
+      if (app && (this.verified.has(cacheKey) || (await this.verify(secret, storedHash)))) return app;
       throw new OAuthError("invalid_client", "client authentication failed");
     }
-    return app;
+
+    // A lock this process saw moments ago is answered here, without a database write or a wait.
+    this.throttle?.refuseIfKnownLocked(client.clientId, clientAddress);
+    if (!(await this.secretMatches(cacheKey, secret, storedHash, client.clientId, clientAddress))) {
+      throw new OAuthError("invalid_client", "client authentication failed");
+    }
+    return app!;
   }
 
-  /** The application named by client_id, for public clients (PKCE) that send no secret. */
+  /**
+   * The application named by client_id, for public clients (PKCE) that send
+   * no secret. No secret is checked, for a known id or an unknown one alike,
+   * so both answer in the time of one lookup; what proves a public client is
+   * its code_verifier, checked with the code.
+   */
   async identify(client: PresentedClient): Promise<ApplicationRecord> {
     if (!client.clientId) throw new OAuthError("invalid_client", "client authentication failed: no client_id");
     const app = await this.applications.findByClientId(client.clientId);
-    if (!app) {
-      // Spend the same time as a real check, so unknown ids are not revealed.
-      await verifySecret(client.clientSecret ?? "", DUMMY_SECRET_HASH);
-      throw new OAuthError("invalid_client", "client authentication failed");
-    }
+    if (!app) throw new OAuthError("invalid_client", "client authentication failed");
     return app;
   }
 
-  async secretMatches(app: ApplicationRecord, secret: string): Promise<boolean> {
-    const cacheKey = `${app.clientSecretHash}\u0000${sha256(secret)}`;
-    if (this.verified.has(cacheKey)) return true;
+  /**
+   * One scrypt check, in the queue: the failure is reserved when its turn
+   * comes (so reservations reach the store one at a time too, and those
+   * behind a lock see it), and given back if the secret matches. Requests
+   * with the same secret at the same time share the check, and its one
+   * reservation.
+   */
+  private async secretMatches(cacheKey: string, secret: string, storedHash: string, clientId: string, address: string | undefined): Promise<boolean> {
     let check = this.verifying.get(cacheKey);
     if (!check) {
-      check = this.verify(secret, app.clientSecretHash).finally(() => this.verifying.delete(cacheKey));
+      check = this.scryptQueue
+        .run(async () => {
+          const reservation = await this.throttle?.reserve(clientId, address);
+          const matches = await this.verify(secret, storedHash);
+          if (matches && reservation) await this.throttle!.refund(reservation);
+          return matches;
+        })
+        .finally(() => this.verifying.delete(cacheKey));
       this.verifying.set(cacheKey, check);
     }
     if (!(await check)) return false;

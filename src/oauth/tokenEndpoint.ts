@@ -32,7 +32,7 @@ export async function exchangeToken(
   const app =
     !client.clientSecret && grant.allowsPublicClient?.(grantParams)
       ? await deps.clients.identify(client)
-      : await deps.clients.authenticate(client);
+      : await deps.clients.authenticate(client, origin.clientAddress);
   if (!grantEnabled(app.grantTypes, grant.grantType)) {
     throw new OAuthError("unauthorized_client", `the ${grant.grantType} grant is not enabled for this application`);
   }

@@ -12,7 +12,7 @@ import { CLEARED_SESSION_COOKIE } from "../oauth/sessions.js";
 import { userInfo } from "../oauth/userinfo.js";
 import { accountOf } from "./account.js";
 import { everyMethod } from "./guards.js";
-import { bearerTokenOf, noteClient, presentedCredentials, sessionCookieOf } from "./headers.js";
+import { bearerTokenOf, clientAddressOf, noteClient, presentedCredentials, sessionCookieOf } from "./headers.js";
 
 /** RFC 6750 §2: a token in the message and another in the header is one method too many. */
 function oneAccessToken(fromMessage: string, ctx: HandlerContext): string | undefined {
@@ -30,7 +30,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
   return {
     async introspect(req, ctx) {
       const basic = presentedCredentials(req, ctx);
-      await domain.clients.authenticate(resolveClient(req, basic));
+      await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx));
       const result = await introspectToken(domain.store, domain.clock, req.token);
       domain.metrics.introspected(result.active);
       const seconds = (v: number | undefined) => (v === undefined ? undefined : BigInt(v));
@@ -38,7 +38,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
     },
     async revoke(req, ctx) {
       const basic = presentedCredentials(req, ctx);
-      const app = await domain.clients.authenticate(resolveClient(req, basic));
+      const app = await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx));
       await revokeToken(domain.store, domain.clock, app.clientId, req.token);
       return {};
     },

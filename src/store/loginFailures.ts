@@ -39,6 +39,52 @@ export class LoginFailureRepository {
     await this.db("login_failures").where({ key }).delete();
   }
 
+  /**
+   * Take one failure from the key's budget of `max` per window of
+   * `windowMs`, in one statement, before the check it pays for: concurrent
+   * callers can never take more than `max`. Returns the count with this
+   * failure, or undefined (nothing taken) while the key is locked. The
+   * failure that spends the budget locks the key for `windowMs`; a window
+   * that has ended starts afresh.
+   */
+  async reserveFailure(key: string, max: number, now: number, windowMs: number): Promise<number | undefined> {
+    const cutoff = now - windowMs;
+    const lockedUntil = now + windowMs;
+    // SET reads the row as it was before this statement; the first CASE is the new count.
+    const rows: Array<{ failures: number | string }> = await this.db("login_failures")
+      .insert({ key, failures: 1, window_started_at: now, locked_until: max <= 1 ? lockedUntil : 0 })
+      .onConflict("key")
+      .merge({
+        failures: this.db.raw(
+          "CASE WHEN login_failures.window_started_at <= CAST(? AS BIGINT) THEN 1 ELSE login_failures.failures + 1 END",
+          [cutoff],
+        ),
+        window_started_at: this.db.raw(
+          "CASE WHEN login_failures.window_started_at <= CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE login_failures.window_started_at END",
+          [cutoff, now],
+        ),
+        locked_until: this.db.raw(
+          "CASE WHEN (CASE WHEN login_failures.window_started_at <= CAST(? AS BIGINT) THEN 1 ELSE login_failures.failures + 1 END) >= ? THEN CAST(? AS BIGINT) ELSE CAST(0 AS BIGINT) END",
+          [cutoff, max, lockedUntil],
+        ),
+      })
+      .where("login_failures.locked_until", "<=", now)
+      .andWhere((q) => q.where("login_failures.window_started_at", "<=", cutoff).orWhere("login_failures.failures", "<", max))
+      .returning("failures");
+    return rows[0] === undefined ? undefined : Number(rows[0].failures);
+  }
+
+  /** Give back a failure `reserveFailure` took (its check passed); a lock it began is lifted. */
+  async refundFailure(key: string, max: number): Promise<void> {
+    await this.db("login_failures")
+      .where({ key })
+      .where("failures", ">", 0)
+      .update({
+        failures: this.db.raw("failures - 1"),
+        locked_until: this.db.raw("CASE WHEN failures - 1 < ? THEN CAST(0 AS BIGINT) ELSE locked_until END", [max]),
+      });
+  }
+
   /** Drop rows whose counting window began at or before `windowCutoff` and whose lock is over. */
   async deleteStale(windowCutoff: number, now: number): Promise<void> {
     await this.db("login_failures")

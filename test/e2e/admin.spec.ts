@@ -93,15 +93,15 @@ describe("admin RPCs", () => {
       assert.equal(untouched.application?.expireInHours, 2);
       assert.deepEqual(untouched.application?.grantTypes, app.grantTypes, "unset lists are kept");
 
-      const rotated = await apps.updateApplication({ application: { name: "svc", clientSecret: "a-new-secret" } }, admin);
-      assert.equal(rotated.clientSecret, "a-new-secret");
+      const rotated = await apps.updateApplication({ application: { name: "svc", clientSecret: "a-new-secret-for-svc" } }, admin);
+      assert.equal(rotated.clientSecret, "a-new-secret-for-svc");
       assert.equal((await clientCredentials(app.clientId, created.clientSecret)).status, 401);
-      const renewed = await clientCredentials(app.clientId, "a-new-secret");
+      const renewed = await clientCredentials(app.clientId, "a-new-secret-for-svc");
       assert.equal(renewed.body.expires_in, 7200);
 
       await apps.deleteApplication({ name: "svc" }, admin);
       assert.equal(await connectCode(apps.getApplication({ name: "svc" }, admin)), Code.NotFound);
-      assert.equal((await clientCredentials(app.clientId, "a-new-secret")).status, 401);
+      assert.equal((await clientCredentials(app.clientId, "a-new-secret-for-svc")).status, 401);
     });
 
     it("reject bad application input, naming the field", async () => {

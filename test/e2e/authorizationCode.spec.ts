@@ -11,7 +11,7 @@ import { FakeClock } from "../support/clock.js";
 import { describeEachDatabase, type DatabaseContext } from "../support/databases.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
-const OTHER_APP = { name: "code-grant-other", clientId: "code-grant-client-2", clientSecret: "secret-2", redirectUris: TEST_APP.redirectUris };
+const OTHER_APP = { name: "code-grant-other", clientId: "code-grant-client-2", clientSecret: "secret-2-of-code-grant-client-2", redirectUris: TEST_APP.redirectUris };
 const CALLBACK = TEST_APP.redirectUris[0]!;
 
 // On PostgreSQL the races are real: many connections on one row.

@@ -6,7 +6,7 @@ import { FakeClock } from "../support/clock.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";
 
 /** An application with only the default grant, and one offering a provider. */
-const CODE_ONLY_APP = { name: "code-only", clientId: "client-2", clientSecret: "secret-2", redirectUris: ["https://two.example.com/cb"] };
+const CODE_ONLY_APP = { name: "code-only", clientId: "client-2", clientSecret: "secret-2-of-client-2", redirectUris: ["https://two.example.com/cb"] };
 // A display name to escape on the login page.
 const PROVIDER = { ...TEST_PROVIDER, displayName: "Acme <ID>" };
 const FEDERATED_APP = { ...CODE_ONLY_APP, name: "federated", clientId: "client-3", providers: ["acme", "missing"] };

@@ -7,8 +7,8 @@ import { isActive, passwordTokens, refresh } from "../support/oauth.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const APP = { ...TEST_APP, refreshExpireInHours: 24 };
-const NO_REFRESH_APP = { ...TEST_APP, name: "no-refresh", clientId: "client-0", clientSecret: "secret-0", refreshExpireInHours: 0 };
-const OTHER_APP = { ...TEST_APP, name: "other", clientId: "client-2", clientSecret: "secret-2", refreshExpireInHours: 24 };
+const NO_REFRESH_APP = { ...TEST_APP, name: "no-refresh", clientId: "client-0", clientSecret: "secret-0-of-client-0", refreshExpireInHours: 0 };
+const OTHER_APP = { ...TEST_APP, name: "other", clientId: "client-2", clientSecret: "secret-2-of-client-2", refreshExpireInHours: 24 };
 const BOB = { name: "bob", password: "pw-bob-123456" };
 const CAROL = { name: "carol", password: "pw-carol-1234" };
 

@@ -9,7 +9,7 @@ import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 const HOUR = 3600;
 const APP = { ...TEST_APP, expireInHours: 1, refreshExpireInHours: 24 };
 // Its access tokens outlive its refresh tokens.
-const LONG_ACCESS_APP = { ...TEST_APP, name: "long-access", clientId: "client-3", clientSecret: "secret-3", expireInHours: 48, refreshExpireInHours: 24 };
+const LONG_ACCESS_APP = { ...TEST_APP, name: "long-access", clientId: "client-3", clientSecret: "secret-3-of-client-3", expireInHours: 48, refreshExpireInHours: 24 };
 
 describe("cleanup keeps what refresh reuse detection needs", () => {
   const clock = new FakeClock();

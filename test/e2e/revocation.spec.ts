@@ -9,7 +9,7 @@ import { getJson, isActive, passwordTokens, refresh, type TestClient } from "../
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const APP = { ...TEST_APP, refreshExpireInHours: 24 };
-const OTHER_APP = { ...TEST_APP, name: "other", clientId: "client-2", clientSecret: "secret-2", refreshExpireInHours: 24 };
+const OTHER_APP = { ...TEST_APP, name: "other", clientId: "client-2", clientSecret: "secret-2-of-client-2", refreshExpireInHours: 24 };
 
 describe("revocation (RFC 7009)", () => {
   // A file, so a second instance can share it.

@@ -61,7 +61,7 @@ describe("replaying a used code without credentials", () => {
         const { verifier, challenge } = pkcePair();
         const issued = await code(pkce ? { code_challenge: challenge, code_challenge_method: "S256" } : {});
         // The real client redeems it: with its verifier alone (public) or with its secret.
-        const own = pkce
+        const own: Fields = pkce
           ? { client_id: TEST_APP.clientId, code: issued, code_verifier: verifier }
           : { client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret, code: issued };
         const first = await exchange(own);

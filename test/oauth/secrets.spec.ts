@@ -1,5 +1,14 @@
 import assert from "node:assert/strict";
-import { DUMMY_SECRET_HASH, hashSecret, SCRYPT_COST, verifySecret } from "../../src/oauth/secrets.js";
+import {
+  DUMMY_GENERATED_SECRET_HASH,
+  DUMMY_SECRET_HASH,
+  hashGeneratedSecret,
+  hashSecret,
+  isFastSecretHash,
+  randomToken,
+  SCRYPT_COST,
+  verifySecret,
+} from "../../src/oauth/secrets.js";
 import { TEST_SECRET_HASH_COST } from "../support/server.js";
 
 const costOf = (hash: string) => {
@@ -24,5 +33,21 @@ describe("secret hashing", () => {
 
   it("checks unknown accounts against a hash of the default cost, so they take as long as known ones", () => {
     assert.deepEqual(costOf(DUMMY_SECRET_HASH), { scheme: "scrypt", ...SCRYPT_COST });
+  });
+
+  it("hashes a generated secret with SHA-256 under its own prefix, verifies it, and keeps verifying scrypt hashes stored before", async () => {
+    const secret = randomToken();
+    const fast = hashGeneratedSecret(secret);
+    assert.match(fast, /^sha256\$[A-Za-z0-9_-]{43}$/);
+    assert.ok(!fast.includes(secret));
+    assert.ok(isFastSecretHash(fast) && isFastSecretHash(DUMMY_GENERATED_SECRET_HASH));
+    assert.equal(await verifySecret(secret, fast), true);
+    assert.equal(await verifySecret(`${secret}x`, fast), false);
+    assert.equal(await verifySecret(secret, DUMMY_GENERATED_SECRET_HASH), false);
+    // A client secret stored as scrypt by an earlier version.
+    const stored = await hashSecret(secret, TEST_SECRET_HASH_COST);
+    assert.ok(!isFastSecretHash(stored));
+    assert.equal(await verifySecret(secret, stored), true);
+    assert.equal(await verifySecret("sha256$" + secret, stored), false);
   });
 });

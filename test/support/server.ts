@@ -12,7 +12,7 @@ import { startServer, type RunningServer } from "../../src/app/server.js";
 export const TEST_APP = {
   name: "app1",
   clientId: "client-1",
-  clientSecret: "secret-1",
+  clientSecret: "secret-1-of-client-1",
   redirectUris: ["http://127.0.0.1:9999/callback"],
   grantTypes: ["authorization_code", "implicit", "password", "client_credentials", "refresh_token"],
   expireInHours: 1,
@@ -20,10 +20,10 @@ export const TEST_APP = {
 };
 
 /** An application that may only use client_credentials, with 2-hour tokens. */
-export const CC_ONLY_APP = { name: "cc-only", clientId: "client-cc", clientSecret: "secret-cc", grantTypes: ["client_credentials"], expireInHours: 2 };
+export const CC_ONLY_APP = { name: "cc-only", clientId: "client-cc", clientSecret: "secret-cc-of-client-cc", grantTypes: ["client_credentials"], expireInHours: 2 };
 
 /** An application with no grant but the always-on authorization_code. */
-export const CODE_ONLY_APP = { name: "code-only", clientId: "client-code", clientSecret: "secret-code", grantTypes: [] };
+export const CODE_ONLY_APP = { name: "code-only", clientId: "client-code", clientSecret: "secret-code-of-client-code", grantTypes: [] };
 
 /** A Custom login provider on an unreachable host: enough for pages and redirects, never called. */
 export const TEST_PROVIDER = {

@@ -1,0 +1,146 @@
+import type { Clock } from "../shared/clock.js";
+import type { LoginFailureRepository } from "../store/loginFailures.js";
+import { echo, OAuthError } from "./errors.js";
+import { sha256 } from "./secrets.js";
+
+/**
+ * The client-authentication policy: `maxFailures` failed authentications
+ * naming one client_id, or `maxFailuresPerAddress` from one client address,
+ * within `lockoutSeconds` lock that id or address for `lockoutSeconds`.
+ */
+export interface ClientAuthPolicy {
+  /** 0 turns the per-client_id limit off. */
+  maxFailures: number;
+  /** 0 turns the per-address limit off. */
+  maxFailuresPerAddress: number;
+  lockoutSeconds: number;
+}
+
+/**
+ * Ten failed scrypt checks naming a client_id, or twenty from an address,
+ * in five minutes lock it for five minutes: at most ten guesses at a chosen
+ * secret per window, and twenty scrypts' CPU per attacking address. A client
+ * whose secret the service generated is never locked out (its secret is
+ * checked for the cost of a SHA-256, lock or not), nor is one whose chosen
+ * secret this process has verified before.
+ */
+export const DEFAULT_CLIENT_AUTH_POLICY: ClientAuthPolicy = { maxFailures: 10, maxFailuresPerAddress: 20, lockoutSeconds: 300 };
+
+const KNOWN_LOCKED_MS = 1000;
+const KNOWN_LOCKED_LIMIT = 10_000;
+
+export const CLIENT_LOCKED = "too many failed client authentications; try again later";
+
+/** A client lockout that just began: what is locked and until when (epoch ms). Never a secret. */
+export interface ClientLockout {
+  kind: "client" | "address";
+  /** The client_id (cut to 64 characters) or the client address. */
+  subject: string;
+  until: number;
+}
+
+interface Budget {
+  key: string;
+  max: number;
+  lockout: Omit<ClientLockout, "until">;
+}
+
+/** What `reserve` took: one failure of each budget, given back if the check passes. */
+export interface ClientReservation {
+  readonly budgets: readonly Budget[];
+}
+
+/**
+ * Failure budgets of client authentication, per client_id and per client
+ * address, kept in the store (so every instance shares them). A costly
+ * check (an scrypt of a chosen secret) runs only after `reserve` has taken
+ * one failure from each budget, in one atomic statement per budget
+ * (`LoginFailureRepository.reserveFailure`, as sign-ins do): however many
+ * requests arrive at once, no more checks run than the budgets hold, and
+ * the failure that spends a budget locks its id or address. A check that
+ * passes gives its failure back.
+ */
+export class ClientThrottle {
+  /**
+   * Keys this process found locked, and until when it takes that for
+   * granted (epoch ms): a flood at a locked id or address then costs no
+   * database write per request. At most a second, as a success elsewhere
+   * may lift a lock early.
+   */
+  private readonly knownLocked = new Map<string, number>();
+
+  constructor(
+    private readonly failures: Pick<LoginFailureRepository, "reserveFailure" | "refundFailure">,
+    private readonly clock: Clock,
+    private readonly policy: ClientAuthPolicy,
+    /** Told of every lockout as it begins (logs, metrics). */
+    private readonly onLockout: (lockout: ClientLockout) => void = () => {},
+  ) {}
+
+  /**
+   * Take one failure from each budget before a costly check. Refuses with
+   * `invalid_client`, taking nothing, when a budget is spent.
+   */
+  async reserve(clientId: string, address: string | undefined): Promise<ClientReservation> {
+    const budgets = this.budgetsFor(clientId, address);
+    this.refuseIfKnownLocked(clientId, address);
+    const now = this.clock.now();
+    const taken: Budget[] = [];
+    for (const budget of budgets) {
+      const count = await this.failures.reserveFailure(budget.key, budget.max, now, this.windowMs());
+      if (count === undefined) {
+        this.remember(budget.key, now);
+        await this.refund({ budgets: taken });
+        throw new OAuthError("invalid_client", CLIENT_LOCKED);
+      }
+      taken.push(budget);
+      // The lock began with this reservation; unless the check passes, it holds.
+      if (count >= budget.max) {
+        this.remember(budget.key, now);
+        this.onLockout({ ...budget.lockout, until: now + this.windowMs() });
+      }
+    }
+    return { budgets: taken };
+  }
+
+  /** The check passed: give back what `reserve` took (lifting a lock it began). */
+  async refund(reservation: ClientReservation): Promise<void> {
+    for (const budget of reservation.budgets) {
+      this.knownLocked.delete(budget.key);
+      await this.failures.refundFailure(budget.key, budget.max);
+    }
+  }
+
+  /** Refuse at once, asking nothing of the store, when this process saw the id or the address locked a moment ago. */
+  refuseIfKnownLocked(clientId: string, address: string | undefined): void {
+    if (this.knownLocked.size === 0) return;
+    const now = this.clock.now();
+    for (const budget of this.budgetsFor(clientId, address)) {
+      const until = this.knownLocked.get(budget.key);
+      if (until === undefined) continue;
+      if (until > now) throw new OAuthError("invalid_client", CLIENT_LOCKED);
+      this.knownLocked.delete(budget.key);
+    }
+  }
+
+  private remember(key: string, now: number): void {
+    if (this.knownLocked.size >= KNOWN_LOCKED_LIMIT) this.knownLocked.clear();
+    this.knownLocked.set(key, now + Math.min(KNOWN_LOCKED_MS, this.windowMs()));
+  }
+
+  private windowMs(): number {
+    return this.policy.lockoutSeconds * 1000;
+  }
+
+  private budgetsFor(clientId: string, address: string | undefined): Budget[] {
+    const budgets: Budget[] = [];
+    // Hashed, so any string a caller sends becomes a fixed-size key.
+    if (this.policy.maxFailures > 0) {
+      budgets.push({ key: `client:${sha256(clientId)}`, max: this.policy.maxFailures, lockout: { kind: "client", subject: echo(clientId) } });
+    }
+    if (this.policy.maxFailuresPerAddress > 0 && address) {
+      budgets.push({ key: `client-ip:${address}`, max: this.policy.maxFailuresPerAddress, lockout: { kind: "address", subject: address } });
+    }
+    return budgets;
+  }
+}
