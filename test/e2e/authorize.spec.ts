@@ -60,7 +60,6 @@ describe("authorize endpoint and login form", () => {
       ["a missing state", { state: undefined }, "invalid_request", false],
       ["an unsupported response_type", { response_type: "code token" }, "unsupported_response_type", false],
       ["a missing response_type", { response_type: undefined }, "invalid_request", false],
-      ["an unknown scope", { scope: "openid admin" }, "invalid_scope", false],
       ["code_challenge_method=plain", { code_challenge: "a".repeat(43), code_challenge_method: "plain" }, "invalid_request", false],
       ["a code_challenge without its method", { code_challenge: pkcePair().challenge }, "invalid_request", false],
       ["a code_challenge_method without a challenge", { code_challenge_method: "S256" }, "invalid_request", false],
