@@ -2,12 +2,14 @@ import type { Logger } from "../shared/log.js";
 import { OAuthError } from "../oauth/errors.js";
 import type { AccountLinker, LinkResult } from "./linking.js";
 import type { LoginStates, Starter, TakenState } from "./loginStates.js";
-import type { ProviderAdmin } from "./providers.js";
+import { checkProviderUrls, type ProviderAdmin } from "./providers.js";
 import { providerTypeOf } from "./providerTypes/index.js";
 import type { ProviderType } from "./providerTypes/providerType.js";
 import { SecretBoxError } from "./secretBox.js";
 import type { Metrics } from "../oauth/metrics.js";
-import { UpstreamError, type UpstreamClient, type UpstreamProfile } from "./upstream.js";
+import { MappingError, UpstreamError, type UpstreamClient, type UpstreamProfile } from "./upstream.js";
+import { randomToken } from "../oauth/secrets.js";
+import { createHash } from "node:crypto";
 import type { ProviderRecord } from "../shared/model.js";
 
 export interface BegunLogin {
@@ -55,8 +57,18 @@ export class FederatedLogin {
   async begin(name: string, binding: string, authorizationRequestId?: string): Promise<BegunLogin> {
     const provider = await this.providers.get(name);
     const type = typeOf(provider);
-    const state = await this.states.create(provider.name, binding, authorizationRequestId);
-    return { authUrl: type.authorizeUrl(provider, this.redirectUri, state), state };
+    try {
+      // Rows written before the https rule existed are held to it too.
+      checkProviderUrls(provider);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      throw new OAuthError("server_error", `signing in with ${labelOf(provider)} is misconfigured (${err.description})`);
+    }
+    // RFC 7636: the verifier stays here, with the state; the provider sees its S256 hash.
+    const codeVerifier = provider.pkce ? randomToken() : undefined;
+    const state = await this.states.create(provider.name, binding, authorizationRequestId, codeVerifier);
+    const codeChallenge = codeVerifier && createHash("sha256").update(codeVerifier).digest("base64url");
+    return { authUrl: type.authorizeUrl(provider, this.redirectUri, state, { codeChallenge }), state };
   }
 
   /** Use up the state the provider sent back, if `starter` is the one who began it. */
@@ -73,7 +85,7 @@ export class FederatedLogin {
 
   /** The provider's `error` response (RFC 6749 §4.1.2.1), as an error to show. */
   refused(login: ReturnedLogin, error: string, description: string | undefined): OAuthError {
-    const printable = (text: string, max: number) => text.replace(/[^\x20-\x7e]/g, "").slice(0, max);
+    const printable = (text: string, max: number) => text.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, "").slice(0, max);
     const code = printable(error, 64) || "no reason given";
     const detail = description ? `: ${printable(description, 200)}` : "";
     this.logger.info("federated sign-in refused by the provider", { provider: login.provider, error: code });
@@ -84,14 +96,14 @@ export class FederatedLogin {
   async complete(login: ReturnedLogin, code: string | undefined): Promise<LinkResult> {
     const provider = login.providerRecord;
     if (!code) throw new OAuthError("invalid_request", `${labelOf(provider)} sent no code back`);
-    const profile = await this.lookUp(provider, code);
+    const profile = await this.lookUp(provider, code, login.codeVerifier);
     const result = await this.linker.link(provider, profile);
     this.logger.info("federated sign-in", { provider: provider.name, userId: result.user.id, created: result.created });
     return result;
   }
 
   /** The provider's calls; a failure is logged (reason only) and becomes an error to show. */
-  private async lookUp(provider: ProviderRecord, code: string): Promise<UpstreamProfile> {
+  private async lookUp(provider: ProviderRecord, code: string, codeVerifier: string | undefined): Promise<UpstreamProfile> {
     let clientSecret: string;
     try {
       clientSecret = this.providers.clientSecret(provider);
@@ -102,10 +114,17 @@ export class FederatedLogin {
     }
     const type = typeOf(provider);
     try {
-      const profile = await type.signIn(this.upstream, provider, { clientSecret, code, redirectUri: this.redirectUri });
+      const exchange = { clientSecret, code, redirectUri: this.redirectUri, ...(codeVerifier ? { codeVerifier } : {}) };
+      const profile = await type.signIn(this.upstream, provider, exchange);
       this.metrics.upstreamCall(provider.name, "ok");
       return profile;
     } catch (err) {
+      if (err instanceof MappingError) {
+        // The provider answered, but not what its mapping expects: a configuration to fix, not a moment to wait.
+        this.metrics.upstreamCall(provider.name, "mapping_failed");
+        this.logger.warn("federated sign-in: the provider's answer lacks a mapped field", { provider: provider.name, field: err.field, path: err.path, reason: err.reason });
+        throw new OAuthError("server_error", `signing in with ${labelOf(provider)} failed: ${labelOf(provider)} sent no usable ${err.field} (${err.path} ${err.reason})`, 502);
+      }
       if (!(err instanceof UpstreamError)) throw err;
       this.metrics.upstreamCall(provider.name, `${err.step}_failed`);
       this.logger.error("federated sign-in failed at the provider", { provider: provider.name, step: err.step, reason: err.reason });

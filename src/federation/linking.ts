@@ -20,11 +20,9 @@ export interface LinkResult {
 // the loser looks again and finds the winner's rows.
 const ATTEMPTS = 3;
 
-/** The external account's key: provider plus `sub`, or preferred_username when there is no `sub`. */
+/** The external account's key: provider plus the id read through its mapping (`sub`, or preferred_username by default). */
 export function externalKey(provider: string, profile: UpstreamProfile): ExternalKey {
-  return profile.sub !== undefined
-    ? { provider, externalIdType: "sub", externalId: profile.sub }
-    : { provider, externalIdType: "preferred_username", externalId: profile.preferredUsername };
+  return { provider, externalIdType: profile.idType, externalId: profile.id };
 }
 
 /**
@@ -59,9 +57,10 @@ export class AccountLinker {
     if (existing) {
       const user = (await users.findById(existing.userId, trx))!; // the foreign key keeps it
       refuseDisabled(user);
-      if (existing.username === profile.preferredUsername) return { user, identity: existing, created: false };
-      await links.updateUsername(key, profile.preferredUsername, now, trx);
-      return { user, identity: { ...existing, username: profile.preferredUsername, updatedAt: now }, created: false };
+      const username = linkUsername(profile);
+      if (existing.username === username) return { user, identity: existing, created: false };
+      await links.updateUsername(key, username, now, trx);
+      return { user, identity: { ...existing, username, updatedAt: now }, created: false };
     }
     const emailTrusted = provider.trustEmail && profile.emailVerified !== false && isEmail(profile.email);
     let user = emailTrusted ? await this.userWithVerifiedEmail(trx, profile.email) : undefined;
@@ -69,10 +68,10 @@ export class AccountLinker {
     if (user) {
       refuseDisabled(user);
     } else {
-      user = await this.newUser(trx, profile, emailTrusted);
+      user = await this.newUser(trx, provider.name, profile, emailTrusted);
       await users.insert(user, trx);
     }
-    const identity: FederatedIdentityRecord = { ...key, userId: user.id, username: profile.preferredUsername, createdAt: now, updatedAt: now };
+    const identity: FederatedIdentityRecord = { ...key, userId: user.id, username: linkUsername(profile), createdAt: now, updatedAt: now };
     await links.insert(identity, trx);
     return { user, identity, created };
   }
@@ -83,19 +82,20 @@ export class AccountLinker {
     return found.length === 1 && !found[0]!.isAdmin ? found[0] : undefined;
   }
 
-  private async newUser(trx: Db, profile: UpstreamProfile, emailTrusted: boolean): Promise<UserRecord> {
+  private async newUser(trx: Db, provider: string, profile: UpstreamProfile, emailTrusted: boolean): Promise<UserRecord> {
     const now = this.clock.now();
     const email = isEmail(profile.email) ? profile.email : "";
     return {
       id: randomUUID(),
-      name: await this.freeName(trx, profile.preferredUsername),
+      // Without a user name from the provider: one derived from the provider and the id, made unique like any other.
+      name: await this.freeName(trx, profile.username ?? `${provider}-${profile.id}`),
       // No password: this user signs in through the provider only.
       passwordHash: null,
-      displayName: profile.name.slice(0, 200),
+      displayName: profile.displayName.slice(0, 200),
       email,
       emailVerified: emailTrusted && email !== "",
-      avatar: profile.picture.length <= 2000 && !absoluteHttpUrlProblem(profile.picture) ? profile.picture : "",
-      phone: "",
+      avatar: profile.avatarUrl.length <= 2000 && !absoluteHttpUrlProblem(profile.avatarUrl) ? profile.avatarUrl : "",
+      phone: profile.phone.slice(0, 100),
       address: "",
       isAdmin: false,
       disabled: false,
@@ -117,5 +117,8 @@ export class AccountLinker {
 function refuseDisabled(user: UserRecord): void {
   if (user.disabled) throw new OAuthError("access_denied", "this account is disabled");
 }
+
+/** The user name at the provider that the link notes (the column holds at most 200 characters). */
+const linkUsername = (profile: UpstreamProfile) => (profile.username ?? "").slice(0, 200);
 
 const isEmail = (value: string) => value.length <= 320 && /^[^\s@]+@[^\s@]+$/.test(value);

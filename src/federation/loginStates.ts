@@ -18,6 +18,8 @@ export interface TakenState {
   provider: string;
   /** The pending authorize request a browser sign-in finishes. */
   authorizationRequestId?: string;
+  /** The PKCE code_verifier kept for the token exchange. */
+  codeVerifier?: string;
 }
 
 const bindingOf = (starter: Starter) => (starter.kind === "browser" ? starter.csrfToken : starter.loginSecret);
@@ -39,7 +41,7 @@ export class LoginStates {
   ) {}
 
   /** A new state for a sign-in with `provider`, bound to `binding` and, from a browser, to its authorize request. */
-  async create(provider: string, binding: string, authorizationRequestId?: string): Promise<string> {
+  async create(provider: string, binding: string, authorizationRequestId?: string, codeVerifier?: string): Promise<string> {
     const state = randomToken();
     const now = this.clock.now();
     await this.repo.insert({
@@ -47,6 +49,7 @@ export class LoginStates {
       provider,
       bindingHash: sha256(binding),
       authorizationRequestId: authorizationRequestId ?? null,
+      ...(codeVerifier ? { codeVerifier } : {}),
       createdAt: now,
       expiresAt: now + this.ttlSeconds * 1000,
     });
@@ -69,6 +72,10 @@ export class LoginStates {
       throw refused(starter.kind === "browser" ? "this sign-in was started in another browser" : "login_secret does not match this state");
     }
     if (!(await this.repo.take(record.stateHash))) throw refused("this sign-in is unknown or was already completed; start again");
-    return { provider: record.provider, authorizationRequestId: record.authorizationRequestId ?? undefined };
+    return {
+      provider: record.provider,
+      authorizationRequestId: record.authorizationRequestId ?? undefined,
+      ...(record.codeVerifier ? { codeVerifier: record.codeVerifier } : {}),
+    };
   }
 }

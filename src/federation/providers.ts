@@ -11,10 +11,19 @@ import { echo, OAuthError } from "../oauth/errors.js";
 import type { ProviderRepository } from "../store/providers.js";
 import { isProviderType, PROVIDER_TYPES, type ProviderTypeName } from "./providerTypes/index.js";
 import { SecretBox, SecretBoxError } from "./secretBox.js";
-import type { ProviderRecord } from "../shared/model.js";
+import { isIP } from "node:net";
+import { mappingPathProblem } from "./userMapping.js";
+import {
+  PROVIDER_TOKEN_AUTH_METHODS,
+  USER_MAPPING_KEYS,
+  type ProviderRecord,
+  type ProviderTokenAuthMethod,
+  type UserMapping,
+} from "../shared/model.js";
 
 export const PROVIDER_FIELDS = [
   "name", "type", "displayName", "clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon", "trustEmail",
+  "userMapping", "tokenAuthMethod", "pkce", "allowInsecureUrls",
 ] as const;
 
 /** The spec's fields: every one is required to create a provider. */
@@ -31,6 +40,10 @@ export interface ProviderInput extends Record<SpecField, string> {
   type: ProviderTypeName;
   displayName?: string;
   trustEmail?: boolean;
+  userMapping?: UserMapping;
+  tokenAuthMethod?: ProviderTokenAuthMethod;
+  pkce?: boolean;
+  allowInsecureUrls?: boolean;
 }
 
 /** The fields of an update; absent ones keep their value. */
@@ -62,7 +75,58 @@ export function parseProviderPatch(raw: Record<string, unknown>): ProviderPatch 
     patch[field] = value;
   }
   patch.trustEmail = optionalBoolean(raw.trustEmail, "trustEmail");
+  patch.userMapping = userMapping(raw.userMapping);
+  if (raw.tokenAuthMethod !== undefined) {
+    if (!PROVIDER_TOKEN_AUTH_METHODS.includes(raw.tokenAuthMethod as ProviderTokenAuthMethod)) {
+      throw new InvalidInputError("tokenAuthMethod", `must be ${PROVIDER_TOKEN_AUTH_METHODS.map((m) => `"${m}"`).join(" or ")}`);
+    }
+    patch.tokenAuthMethod = raw.tokenAuthMethod as ProviderTokenAuthMethod;
+  }
+  patch.pkce = optionalBoolean(raw.pkce, "pkce");
+  patch.allowInsecureUrls = optionalBoolean(raw.allowInsecureUrls, "allowInsecureUrls");
   return patch;
+}
+
+/** Casdoor's userMapping: an object of JSON paths by key; an empty value drops the key (back to the default). */
+function userMapping(raw: unknown): UserMapping | undefined {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new InvalidInputError("userMapping", "must be an object of JSON paths");
+  rejectUnknownFields(raw as Record<string, unknown>, USER_MAPPING_KEYS.map(String));
+  const mapping: UserMapping = {};
+  for (const key of USER_MAPPING_KEYS) {
+    const path = optionalString((raw as Record<string, unknown>)[key], `userMapping.${key}`, 200);
+    if (!path) continue;
+    const problem = mappingPathProblem(path);
+    if (problem) throw new InvalidInputError(`userMapping.${key}`, problem);
+    mapping[key] = path;
+  }
+  return mapping;
+}
+
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/** Whether a URL's host is this machine (http is allowed there: a provider on the same host). */
+function isLoopback(url: URL): boolean {
+  const host = url.hostname.toLowerCase();
+  if (LOOPBACK_NAMES.has(host) || host.endsWith(".localhost")) return true;
+  return isIP(host) === 4 && host.startsWith("127.");
+}
+
+/**
+ * Every URL of a provider uses https, except on loopback hosts, unless the
+ * provider allows insecure URLs: the token exchange carries the client secret
+ * and the code, and the answers decide who signs in.
+ */
+export function checkProviderUrls(provider: Pick<ProviderRecord, "allowInsecureUrls"> & Partial<Record<SpecField, string>>): void {
+  if (provider.allowInsecureUrls) return;
+  for (const field of URL_FIELDS) {
+    const value = provider[field];
+    if (!value) continue;
+    const url = new URL(value);
+    if (url.protocol === "http:" && !isLoopback(url)) {
+      throw new InvalidInputError(field, "must use https (http only on loopback addresses, or with allowInsecureUrls: true)");
+    }
+  }
 }
 
 /** Check a whole provider (config file, create). */
@@ -102,9 +166,15 @@ export class ProviderAdmin {
       userInfoUrl: input.userInfoUrl,
       favicon: input.favicon,
       trustEmail: input.trustEmail ?? false,
+      userMapping: input.userMapping ?? {},
+      tokenAuthMethod: input.tokenAuthMethod ?? "client_secret_basic",
+      pkce: input.pkce ?? false,
+      allowInsecureUrls: input.allowInsecureUrls ?? false,
+      emailsUrl: "",
       createdAt: now,
       updatedAt: now,
     };
+    checkProviderUrls(record);
     await conflictsAsErrors(() => this.repo.insert(record));
     return record;
   }
@@ -118,6 +188,7 @@ export class ProviderAdmin {
       clientSecret: patch.clientSecret === undefined ? current.clientSecret : this.resealed(current, patch.clientSecret),
       updatedAt: this.clock.now(),
     };
+    checkProviderUrls(record);
     await this.repo.update(record);
     return record;
   }

@@ -27,16 +27,35 @@ export const MAX_UPSTREAM_BODY_BYTES = 1024 * 1024;
 /** The longest `sub` or preferred_username kept as an account's key. */
 export const MAX_EXTERNAL_ID_LENGTH = 255;
 
-/** The user as the provider describes them, in the words of every provider type. */
+/** The user as the provider describes them, read through the provider's user mapping. */
 export interface UpstreamProfile {
-  /** The provider's stable id for the user, when it sends one. */
-  sub?: string;
-  name: string;
-  preferredUsername: string;
+  /** The provider's stable id for the account: with the provider, the key of the link. */
+  id: string;
+  /** "sub" for an id read through the mapping (or `sub`); "preferred_username" when the spec's default fell back to it. */
+  idType: "sub" | "preferred_username";
+  /** The user name at the provider, when it sends one. */
+  username?: string;
+  displayName: string;
   email: string;
   /** False when the provider says the email is not verified. */
   emailVerified?: boolean;
-  picture: string;
+  avatarUrl: string;
+  phone: string;
+}
+
+/**
+ * A provider's answer without a value the sign-in needs: `field` is the
+ * mapping's key, `path` where it was looked for. Safe to log and to show.
+ */
+export class MappingError extends Error {
+  constructor(
+    readonly field: string,
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`the provider's answer has no usable ${field}: ${path} ${reason}`);
+    this.name = "MappingError";
+  }
 }
 
 /** RFC 6749 §2.3.1: each half is form-urlencoded, then the pair is base64-encoded. */
@@ -53,7 +72,7 @@ export function basicCredentials(clientId: string, clientSecret: string): string
 export class UpstreamClient {
   constructor(private readonly options: UpstreamOptions) {}
 
-  /** One request whose answer must be a 2xx JSON object. */
+  /** One request whose answer must be a 2xx JSON object (or a form, read as an object of strings). */
   async requestJson(step: UpstreamStep, url: string, init: RequestInit): Promise<Record<string, unknown>> {
     const { timeoutMs, maxBodyBytes } = this.options;
     let res: Response;
@@ -78,10 +97,15 @@ export class UpstreamClient {
       throw new UpstreamError(step, `could not be reached${typeof code === "string" ? ` (${code})` : ""}`);
     }
     let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
+    if (/^application\/x-www-form-urlencoded\b/i.test(res.headers.get("content-type") ?? "")) {
+      // Some token endpoints (GitHub's without Accept: application/json) answer as a form.
+      body = Object.fromEntries(new URLSearchParams(text));
+    } else {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
     }
     const object = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
     if (!res.ok) {

@@ -12,8 +12,14 @@ import type { ProviderRecord } from "../shared/model.js";
 /** Proto input to the plain object the shared validation reads; unset stays unset. */
 function providerFields(input: ProviderInputMessage | undefined): Record<string, unknown> {
   if (!input) throw new OAuthError("invalid_request", "provider: is required");
-  const { $typeName: _t, $unknown: _u, ...fields } = input;
-  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+  const { $typeName: _t, $unknown: _u, userMapping, ...fields } = input;
+  const plain: Record<string, unknown> = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+  if (userMapping) {
+    // Proto strings are never unset: an empty one is a key left to its default.
+    const { $typeName: _m, $unknown: _n, ...paths } = userMapping;
+    plain.userMapping = Object.fromEntries(Object.entries(paths).filter(([, v]) => v !== ""));
+  }
+  return plain;
 }
 
 /**
@@ -35,9 +41,10 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
 
   // Everything but the secret, which never leaves the service.
   const providerOut = (provider: ProviderRecord) => {
-    const { clientSecret: _secret, createdAt, updatedAt, ...rest } = provider;
+    const { clientSecret: _secret, createdAt, updatedAt, emailsUrl: _e, ...rest } = provider;
     return {
       ...rest,
+      userMapping: { ...provider.userMapping },
       clientSecretEncrypted: admin.isEncrypted(provider),
       createdTime: epochSecondsOf(createdAt),
       updatedTime: epochSecondsOf(updatedAt),

@@ -9,6 +9,8 @@ export interface FederationStateRecord {
   bindingHash: string;
   /** The pending authorize request a browser sign-in finishes; null when begun over RPC. */
   authorizationRequestId: string | null;
+  /** The PKCE code_verifier sent at the token exchange; null without PKCE. */
+  codeVerifier?: string | null;
   createdAt: number;
   expiresAt: number;
 }
@@ -32,6 +34,7 @@ export class FederationStateRepository {
       provider: s.provider,
       binding_hash: s.bindingHash,
       authorization_request_id: s.authorizationRequestId,
+      code_verifier: s.codeVerifier ?? null,
       created_at: s.createdAt,
       expires_at: s.expiresAt,
     });
@@ -45,6 +48,7 @@ export class FederationStateRepository {
       provider: r.provider,
       bindingHash: r.binding_hash,
       authorizationRequestId: r.authorization_request_id ?? null,
+      ...(r.code_verifier ? { codeVerifier: String(r.code_verifier) } : {}),
       createdAt: Number(r.created_at),
       expiresAt: Number(r.expires_at),
     };

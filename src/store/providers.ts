@@ -1,6 +1,15 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
-import type { ProviderRecord } from "../shared/model.js";
+import type { ProviderRecord, ProviderTokenAuthMethod, UserMapping } from "../shared/model.js";
+
+/** The `options` column: what a provider sets beyond the spec's fields. */
+interface Options {
+  userMapping?: UserMapping;
+  tokenAuthMethod?: ProviderTokenAuthMethod;
+  pkce?: boolean;
+  allowInsecureUrls?: boolean;
+  emailsUrl?: string;
+}
 
 
 interface Row {
@@ -15,11 +24,21 @@ interface Row {
   user_info_url: string;
   favicon: string;
   trust_email: boolean | number;
+  options: string;
   created_at: number;
   updated_at: number;
 }
 
-const fromRow = (r: Row): ProviderRecord => ({
+function optionsOf(r: Row): Options {
+  try {
+    const parsed: unknown = JSON.parse(r.options || "{}");
+    return typeof parsed === "object" && parsed !== null ? (parsed as Options) : {};
+  } catch {
+    return {};
+  }
+}
+
+const fromRow = (r: Row, o = optionsOf(r)): ProviderRecord => ({
   name: r.name,
   type: r.type,
   displayName: r.display_name,
@@ -31,6 +50,11 @@ const fromRow = (r: Row): ProviderRecord => ({
   userInfoUrl: r.user_info_url,
   favicon: r.favicon,
   trustEmail: Boolean(r.trust_email),
+  userMapping: { ...o.userMapping },
+  tokenAuthMethod: o.tokenAuthMethod ?? "client_secret_basic",
+  pkce: o.pkce ?? false,
+  allowInsecureUrls: o.allowInsecureUrls ?? false,
+  emailsUrl: o.emailsUrl ?? "",
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -47,6 +71,13 @@ const toRow = (p: ProviderRecord): Row => ({
   user_info_url: p.userInfoUrl,
   favicon: p.favicon,
   trust_email: p.trustEmail,
+  options: JSON.stringify({
+    userMapping: p.userMapping,
+    tokenAuthMethod: p.tokenAuthMethod,
+    pkce: p.pkce,
+    allowInsecureUrls: p.allowInsecureUrls,
+    emailsUrl: p.emailsUrl,
+  } satisfies Options),
   created_at: p.createdAt,
   updated_at: p.updatedAt,
 });
@@ -70,7 +101,7 @@ export class ProviderRepository {
   }
 
   async list(): Promise<ProviderRecord[]> {
-    return (await this.db<Row>("providers").orderBy("name")).map(fromRow);
+    return (await this.db<Row>("providers").orderBy("name")).map((r) => fromRow(r));
   }
 
   async insert(p: ProviderRecord): Promise<void> {

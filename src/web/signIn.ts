@@ -89,9 +89,15 @@ export class SignInPages {
     const csrfToken = cookieValue(req.headers.cookie, CSRF_COOKIE);
     const login = await federation.takeState(params.get("state"), { kind: "browser", csrfToken });
     const error = params.get("error");
-    if (error !== undefined) throw federation.refused(login, error, params.get("error_description"));
     // Checked before calling the provider: nothing is created for a request that cannot finish.
     const pending = await pendingAuthorizations.findForBrowser(login.authorizationRequestId, csrfToken);
+    if (error !== undefined) {
+      const refusal = federation.refused(login, error, params.get("error_description"));
+      // The provider did not sign the user in: the client hears access_denied, with its state, and the request ends.
+      if (!pending || !(await pendingAuthorizations.take(pending))) throw refusal;
+      annotateRequest(requestContextOf(req), { oauthError: refusal.code });
+      return sendAuthorizationResponse(res, errorResponse(pending.request, refusal, this.domain.issuer));
+    }
     if (!pending) throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
     const { user } = await federation.complete(login, params.get("code"));
     await this.completeSignIn(req, res, pending, user);

@@ -191,6 +191,24 @@ describe("command line", function () {
       assert.equal(JSON.parse(await provider("update", "--name", "idp", "--no-trust-email")).trustEmail, false);
       for (const output of [await provider("show", "--name", "idp"), await provider("list")]) assert.ok(!output.includes(secret), output);
       await assert.rejects(provider("update", "--name", "idp", "--token-url", "ftp://x"), /tokenUrl: must use http or https/);
+      const options = JSON.parse(
+        await provider(
+          "update", "--name", "idp", "--user-mapping", '{"id":"id","username":"login","email":"emails.0.value"}',
+          "--token-auth-method", "client_secret_post", "--pkce",
+        ),
+      );
+      assert.deepEqual(
+        [options.userMapping, options.tokenAuthMethod, options.pkce, options.allowInsecureUrls],
+        [{ id: "id", username: "login", email: "emails.0.value" }, "client_secret_post", true, false],
+      );
+      assert.equal(JSON.parse(await provider("update", "--name", "idp", "--no-pkce")).pkce, false);
+      await assert.rejects(provider("update", "--name", "idp", "--user-mapping", "{not json"), /--user-mapping must be a JSON object/);
+      await assert.rejects(provider("update", "--name", "idp", "--user-mapping", '{"uid":"x"}'), /uid: is not a known field/);
+      await assert.rejects(provider("update", "--name", "idp", "--token-auth-method", "private_key_jwt"), /tokenAuthMethod: must be/);
+      await assert.rejects(provider("update", "--name", "idp", "--token-url", "http://idp.example/token"), /tokenUrl: must use https/);
+      const insecure = JSON.parse(await provider("update", "--name", "idp", "--token-url", "http://idp.example/token", "--allow-insecure-urls"));
+      assert.deepEqual([insecure.tokenUrl, insecure.allowInsecureUrls], ["http://idp.example/token", true]);
+      await assert.rejects(provider("update", "--name", "idp", "--no-allow-insecure-urls"), /tokenUrl: must use https/);
       await assert.rejects(provider("create", "--name", "half", "--type", "Custom", "--client-id", "x"), /clientSecret: is required/);
       assert.deepEqual(JSON.parse(await provider("delete", "--name", "idp")), { deleted: "idp" });
       await assert.rejects(provider("show", "--name", "idp"), /no provider named idp/);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
@@ -28,6 +28,10 @@ function decodeBasic(header: string | undefined): { id: string; secret: string }
   const formDecode = (s: string) => decodeURIComponent(s.replace(/\+/g, " "));
   return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
 }
+
+/** A UserInfo answer shaped like GitHub's /user, read through a mapping. */
+const GITHUB_SHAPED_MAPPING = { id: "id", username: "login", displayName: "name", email: "email", avatarUrl: "avatar_url" };
+const NESTED_MAPPING = { id: "data.user.id", username: "data.user.handle", displayName: "data.user.names.0", email: "emails.0.value", phone: "data.user.phone" };
 
 /** A profile of a user the fake has not sent before. */
 function newProfile(over: Record<string, unknown> = {}): Record<string, unknown> {
@@ -69,9 +73,15 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       clock,
       logger: logs,
       config: {
-        applications: [{ ...TEST_APP, providers: ["fake", "trusting"] }],
+        applications: [{ ...TEST_APP, providers: ["fake", "trusting", "mapped", "nested", "posting"] }],
         users: [TEST_USER, VERIFIED_USER, VERIFIED_ADMIN],
-        providers: [fake.provider("fake"), fake.provider("trusting", { displayName: "Trusting IdP", trustEmail: true })],
+        providers: [
+          fake.provider("fake"),
+          fake.provider("trusting", { displayName: "Trusting IdP", trustEmail: true }),
+          fake.provider("mapped", { displayName: "Mapped IdP", userMapping: GITHUB_SHAPED_MAPPING }),
+          fake.provider("nested", { displayName: "Nested IdP", userMapping: NESTED_MAPPING }),
+          fake.provider("posting", { displayName: "Posting IdP", tokenAuthMethod: "client_secret_post", pkce: true }),
+        ],
       },
       overrides: { secretKey: SECRET_KEY, federationTimeoutMs: TIMEOUT_MS },
     });
@@ -281,13 +291,31 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       assert.equal(jar.get("identity_session"), undefined);
     });
 
-    it("shows the provider's error to the user, escaped, and calls nothing", async () => {
-      const { jar, state } = await pressButton();
+    for (const upstreamError of ["access_denied", "server_error"]) {
+      it(`sends the client access_denied with its state and iss when the provider answers ${upstreamError}, and calls nothing`, async () => {
+        const { jar, state } = await pressButton();
+        const res = await returnToCallback(jar, { error: upstreamError, error_description: 'The user said <no> "\\', state });
+        assert.equal(res.status, 303);
+        const location = new URL(res.headers.get("location")!);
+        assert.equal(`${location.origin}${location.pathname}`, TEST_APP.redirectUris[0]);
+        assert.equal(location.searchParams.get("error"), "access_denied");
+        assert.equal(location.searchParams.get("state"), "state-123");
+        assert.equal(location.searchParams.get("iss"), server.issuer);
+        assert.equal(location.searchParams.get("error_description"), `Fake IdP did not sign you in (${upstreamError}: The user said <no> )`);
+        assert.equal(location.searchParams.get("code"), null);
+        assert.deepEqual(fake.requests, []);
+        assert.equal(jar.get("identity_session"), undefined);
+        // The state and the authorize request are used up.
+        await assertErrorPage(await returnToCallback(jar, { code: CODE, state }), 400, /already completed/);
+      });
+    }
+
+    it("shows the provider's error on a page when the authorize request is gone", async () => {
+      const { jar, fields, state } = await pressButton();
+      assert.equal((await submit(`${server.url}/login`, { ...fields, username: TEST_USER.name, password: TEST_USER.password }, jar)).status, 303);
       const res = await returnToCallback(jar, { error: "access_denied", error_description: "The user said <no>", state });
       const html = await assertErrorPage(res, 400, /Fake IdP did not sign you in \(access_denied: The user said <no>\)/);
       assert.ok(!html.includes("<no>"));
-      assert.deepEqual(fake.requests, []);
-      await assertErrorPage(await returnToCallback(jar, { code: CODE, state }), 400, /already completed/);
     });
 
     it("keeps the client secret encrypted at rest, under a key bound to the provider", async () => {
@@ -296,6 +324,106 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       assert.match(row.client_secret, /^aes256gcm:v1:/);
       const trusting = await server.domain.store.providers.findByName("trusting");
       assert.notEqual(trusting!.clientSecret, row.client_secret, "same secret, different ciphertext");
+    });
+  });
+
+  describe("user mapping", () => {
+    it("reads a GitHub-shaped answer through a mapping: the number id keys the link, nulls stay empty", async () => {
+      fake.profile = { id: 4711, login: "octocat", name: null, email: null, avatar_url: "https://avatars.example/u/4711" };
+      const before = await counts();
+      await signInThrough("mapped");
+      const user = await linkedUser("mapped", "4711");
+      assert.deepEqual(
+        { name: user.name, displayName: user.displayName, email: user.email, avatar: user.avatar },
+        { name: "octocat", displayName: "", email: "", avatar: "https://avatars.example/u/4711" },
+      );
+      assert.equal((await linkOf("mapped", 4711))!.username, "octocat");
+      // Renamed upstream: the same user, found by the stable id.
+      fake.profile = { ...fake.profile, login: "octocat-renamed", email: "octo@example.com" };
+      await signInThrough("mapped");
+      assert.equal((await linkedUser("mapped", "4711")).id, user.id);
+      assert.deepEqual(await counts(), { users: before.users + 1, links: before.links + 1 });
+    });
+
+    it("follows nested paths and array indexes; without a user name, derives a unique one", async () => {
+      fake.profile = { data: { user: { id: "n-1", names: ["Nested Person"], phone: "+1 555 0100" } }, emails: [{ value: "nested@example.com" }] };
+      await signInThrough("nested");
+      const user = await linkedUser("nested", "n-1");
+      assert.deepEqual(
+        { name: user.name, displayName: user.displayName, email: user.email, phone: user.phone, avatar: user.avatar },
+        { name: "nested-n-1", displayName: "Nested Person", email: "nested@example.com", phone: "+1 555 0100", avatar: "" },
+      );
+      assert.equal((await linkOf("nested", "n-1"))!.username, "");
+    });
+
+    const MISSING: [string, Record<string, unknown>, RegExp][] = [
+      ["missing", { login: "no-id", name: "x" }, /Mapped IdP sent no usable id \(id is missing\)/],
+      ["null", { id: null, login: "null-id" }, /Mapped IdP sent no usable id \(id is missing\)/],
+      ["of the wrong type", { id: { nested: 1 }, login: "object-id" }, /Mapped IdP sent no usable id \(id is neither a string nor a number\)/],
+    ];
+    for (const [what, profile, message] of MISSING) {
+      it(`ends on an error page naming the provider and the field when the id is ${what}, with a warning log line`, async () => {
+        logs.lines.length = 0;
+        fake.profile = profile;
+        const before = await counts();
+        const { jar, state } = await pressButton("mapped");
+        const html = await assertErrorPage(await returnToCallback(jar, { code: CODE, state }), 502, message);
+        assert.ok(!/temporarily_unavailable/.test(html));
+        assert.deepEqual(await counts(), before);
+        const line = logs.lines.find((l) => l.message === "federated sign-in: the provider's answer lacks a mapped field");
+        assert.equal(line?.level, "warn");
+        assert.deepEqual({ provider: line?.fields?.provider, field: line?.fields?.field, path: line?.fields?.path }, { provider: "mapped", field: "id", path: "id" });
+        for (const token of fake.issuedTokens) assert.ok(!logs.text().includes(token));
+      });
+    }
+
+    it("without a mapping, needs sub or preferred_username; the other claims may be missing", async () => {
+      fake.profile = { name: "Nobody" };
+      const { jar, state } = await pressButton();
+      await assertErrorPage(await returnToCallback(jar, { code: CODE, state }), 502, /Fake IdP sent no usable id \(sub or preferred_username is missing\)/);
+      fake.profile = { sub: `only-sub-${randomBytes(3).toString("hex")}` };
+      await signInThrough();
+      const user = await linkedUser("fake", fake.profile.sub);
+      assert.deepEqual([user.name, user.displayName, user.email, user.avatar], [`fake-${fake.profile.sub}`, "", "", ""]);
+    });
+  });
+
+  describe("Custom options", () => {
+    it("client_secret_post with PKCE (S256), and a token answer in application/x-www-form-urlencoded", async () => {
+      fake.token = (_req, res) => {
+        const accessToken = `upstream-at-${randomBytes(8).toString("hex")}`;
+        fake.issuedTokens.push(accessToken);
+        res.writeHead(200, { "content-type": "application/x-www-form-urlencoded; charset=utf-8" });
+        res.end(new URLSearchParams({ access_token: accessToken, token_type: "bearer", scope: "user" }).toString());
+      };
+      fake.profile = newProfile();
+      const { jar, state, authUrl } = await pressButton("posting");
+      assert.equal(authUrl.searchParams.get("code_challenge_method"), "S256");
+      const challenge = authUrl.searchParams.get("code_challenge")!;
+      assert.match(challenge, /^[A-Za-z0-9_-]{43}$/);
+      const stored = await server.domain.store.db("federation_states").whereNotNull("code_verifier").select("code_verifier");
+      assert.ok(!stored.some((r: { code_verifier: string }) => r.code_verifier === challenge));
+      const res = await returnToCallback(jar, { code: CODE, state });
+      assert.equal(res.status, 303, await res.text());
+
+      const tokenCall = fake.requests.find((r) => r.path === "/token")!;
+      assert.equal(tokenCall.headers.authorization, undefined, "no Basic credentials");
+      const form = Object.fromEntries(new URLSearchParams(tokenCall.body));
+      const { code_verifier: verifier, ...rest } = form;
+      assert.deepEqual(rest, {
+        code: CODE,
+        grant_type: "authorization_code",
+        redirect_uri: `${server.issuer}/callback`,
+        client_id: FAKE_CLIENT.clientId,
+        client_secret: FAKE_CLIENT.clientSecret,
+      });
+      assert.equal(createHash("sha256").update(verifier!).digest("base64url"), challenge);
+      assert.ok(await linkOf("posting", fake.profile.sub));
+    });
+
+    it("sends no PKCE and Basic credentials by default", async () => {
+      const { authUrl } = await pressButton("fake");
+      assert.equal(authUrl.searchParams.get("code_challenge"), null);
     });
   });
 
@@ -312,14 +440,6 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
         "a token type other than Bearer",
         (f) => (f.token = (_q, res) => sendJsonBody(res, 200, { access_token: "x", token_type: "mac" })),
         /token endpoint sent token_type mac, not Bearer/,
-      ],
-      [
-        "a userinfo response lacking a required field",
-        (f) => {
-          const { picture: _p, ...profile } = FAKE_PROFILE;
-          f.profile = profile;
-        },
-        /UserInfo endpoint sent no picture/,
       ],
       ["a non-2xx userinfo response", (f) => (f.userinfo = (_q, res) => sendJsonBody(res, 401, { error: "invalid_token" })), /UserInfo endpoint answered HTTP 401 \(invalid_token\)/],
       ["a timeout", (f) => (f.token = () => {}), new RegExp(`token endpoint gave no complete answer within ${TIMEOUT_MS} ms`)],

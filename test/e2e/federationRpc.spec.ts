@@ -92,6 +92,45 @@ describe("FederationService", () => {
       const badUpdate = await refusal(federation.updateProvider({ provider: { name: "twice", favicon: "nope" } }, admin));
       assert.match(badUpdate.rawMessage, /favicon: is not an absolute URL/);
     });
+
+    it("carries the user mapping and the Custom options; URLs are https but on loopback or when allowed", async () => {
+      const created = (
+        await federation.createProvider(
+          {
+            provider: {
+              ...providerInput("options"),
+              userMapping: { id: "id", username: "login", displayName: "", avatarUrl: "avatar_url", email: "emails.0.value" },
+              tokenAuthMethod: "client_secret_post",
+              pkce: true,
+            },
+          },
+          admin,
+        )
+      ).provider!;
+      const { $typeName: _t, ...mapping } = created.userMapping!;
+      assert.deepEqual(mapping, { id: "id", username: "login", displayName: "", email: "emails.0.value", avatarUrl: "avatar_url", phone: "" });
+      assert.deepEqual([created.tokenAuthMethod, created.pkce, created.allowInsecureUrls], ["client_secret_post", true, false]);
+      assert.deepEqual((await server.domain.store.providers.findByName("options"))!.userMapping, { id: "id", username: "login", email: "emails.0.value", avatarUrl: "avatar_url" });
+      const kept = (await federation.updateProvider({ provider: { name: "options", scope: "user" } }, admin)).provider!;
+      assert.equal(kept.userMapping!.username, "login", "an update without a mapping keeps it");
+
+      const cases: [Record<string, unknown>, RegExp][] = [
+        [{ authUrl: "http://idp.example/auth" }, /authUrl: must use https \(http only on loopback addresses, or with allowInsecureUrls: true\)/],
+        [{ userInfoUrl: "http://10.0.0.1/userinfo" }, /userInfoUrl: must use https/],
+        [{ tokenAuthMethod: "none" }, /tokenAuthMethod: must be "client_secret_basic" or "client_secret_post"/],
+        [{ userMapping: { id: "data..id" } }, /userMapping.id: must be names or indexes joined by dots/],
+      ];
+      for (const [over, message] of cases) {
+        const err = await refusal(federation.createProvider({ provider: { ...providerInput("bad-option"), ...over } }, admin));
+        assert.equal(err.code, Code.InvalidArgument);
+        assert.match(err.rawMessage, message);
+      }
+      for (const [i, host] of ["localhost:8080", "127.0.0.2", "[::1]:9000"].entries()) {
+        await federation.createProvider({ provider: providerInput(`loopback-${i}`, { tokenUrl: `http://${host}/token` }) }, admin);
+      }
+      const allowed = (await federation.createProvider({ provider: providerInput("insecure", { authUrl: "http://idp.example/auth", allowInsecureUrls: true }) }, admin)).provider!;
+      assert.equal(allowed.allowInsecureUrls, true);
+    });
   });
 
   describe("BeginLogin and CompleteLogin", () => {

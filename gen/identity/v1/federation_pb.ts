@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/federation.proto.
  */
 export const file_identity_v1_federation: GenFile = /*@__PURE__*/
-  fileDesc("ChxpZGVudGl0eS92MS9mZWRlcmF0aW9uLnByb3RvEgtpZGVudGl0eS52MSKNAgoIUHJvdmlkZXISDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSEAoIYXV0aF91cmwYBSABKAkSDQoFc2NvcGUYBiABKAkSEQoJdG9rZW5fdXJsGAcgASgJEhUKDXVzZXJfaW5mb191cmwYCCABKAkSDwoHZmF2aWNvbhgJIAEoCRITCgt0cnVzdF9lbWFpbBgKIAEoCBIfChdjbGllbnRfc2VjcmV0X2VuY3J5cHRlZBgLIAEoCBIUCgxjcmVhdGVkX3RpbWUYDCABKAMSFAoMdXBkYXRlZF90aW1lGA0gASgDIpsDCg1Qcm92aWRlcklucHV0EgwKBG5hbWUYASABKAkSEQoEdHlwZRgCIAEoCUgAiAEBEhkKDGRpc3BsYXlfbmFtZRgDIAEoCUgBiAEBEhYKCWNsaWVudF9pZBgEIAEoCUgCiAEBEhoKDWNsaWVudF9zZWNyZXQYBSABKAlIA4gBARIVCghhdXRoX3VybBgGIAEoCUgEiAEBEhIKBXNjb3BlGAcgASgJSAWIAQESFgoJdG9rZW5fdXJsGAggASgJSAaIAQESGgoNdXNlcl9pbmZvX3VybBgJIAEoCUgHiAEBEhQKB2Zhdmljb24YCiABKAlICIgBARIYCgt0cnVzdF9lbWFpbBgLIAEoCEgJiAEBQgcKBV90eXBlQg8KDV9kaXNwbGF5X25hbWVCDAoKX2NsaWVudF9pZEIQCg5fY2xpZW50X3NlY3JldEILCglfYXV0aF91cmxCCAoGX3Njb3BlQgwKCl90b2tlbl91cmxCEAoOX3VzZXJfaW5mb191cmxCCgoIX2Zhdmljb25CDgoMX3RydXN0X2VtYWlsIkUKFUNyZWF0ZVByb3ZpZGVyUmVxdWVzdBIsCghwcm92aWRlchgBIAEoCzIaLmlkZW50aXR5LnYxLlByb3ZpZGVySW5wdXQiQQoWQ3JlYXRlUHJvdmlkZXJSZXNwb25zZRInCghwcm92aWRlchgBIAEoCzIVLmlkZW50aXR5LnYxLlByb3ZpZGVyIiIKEkdldFByb3ZpZGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJIj4KE0dldFByb3ZpZGVyUmVzcG9uc2USJwoIcHJvdmlkZXIYASABKAsyFS5pZGVudGl0eS52MS5Qcm92aWRlciIWChRMaXN0UHJvdmlkZXJzUmVxdWVzdCJBChVMaXN0UHJvdmlkZXJzUmVzcG9uc2USKAoJcHJvdmlkZXJzGAEgAygLMhUuaWRlbnRpdHkudjEuUHJvdmlkZXIiRQoVVXBkYXRlUHJvdmlkZXJSZXF1ZXN0EiwKCHByb3ZpZGVyGAEgASgLMhouaWRlbnRpdHkudjEuUHJvdmlkZXJJbnB1dCJBChZVcGRhdGVQcm92aWRlclJlc3BvbnNlEicKCHByb3ZpZGVyGAEgASgLMhUuaWRlbnRpdHkudjEuUHJvdmlkZXIiJQoVRGVsZXRlUHJvdmlkZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiGAoWRGVsZXRlUHJvdmlkZXJSZXNwb25zZSIlChFCZWdpbkxvZ2luUmVxdWVzdBIQCghwcm92aWRlchgBIAEoCSJfChJCZWdpbkxvZ2luUmVzcG9uc2USEAoIYXV0aF91cmwYASABKAkSDQoFc3RhdGUYAiABKAkSFAoMbG9naW5fc2VjcmV0GAMgASgJEhIKCmV4cGlyZXNfaW4YBCABKAMiSQoUQ29tcGxldGVMb2dpblJlcXVlc3QSDQoFc3RhdGUYASABKAkSDAoEY29kZRgCIAEoCRIUCgxsb2dpbl9zZWNyZXQYAyABKAkiewoVQ29tcGxldGVMb2dpblJlc3BvbnNlEiIKBHVzZXIYASABKAsyFC5pZGVudGl0eS52MS5BY2NvdW50Ei0KCGlkZW50aXR5GAIgASgLMhsuaWRlbnRpdHkudjEuTGlua2VkSWRlbnRpdHkSDwoHY3JlYXRlZBgDIAEoCDLJBQoRRmVkZXJhdGlvblNlcnZpY2USWQoOQ3JlYXRlUHJvdmlkZXISIi5pZGVudGl0eS52MS5DcmVhdGVQcm92aWRlclJlcXVlc3QaIy5pZGVudGl0eS52MS5DcmVhdGVQcm92aWRlclJlc3BvbnNlElAKC0dldFByb3ZpZGVyEh8uaWRlbnRpdHkudjEuR2V0UHJvdmlkZXJSZXF1ZXN0GiAuaWRlbnRpdHkudjEuR2V0UHJvdmlkZXJSZXNwb25zZRJWCg1MaXN0UHJvdmlkZXJzEiEuaWRlbnRpdHkudjEuTGlzdFByb3ZpZGVyc1JlcXVlc3QaIi5pZGVudGl0eS52MS5MaXN0UHJvdmlkZXJzUmVzcG9uc2USWQoOVXBkYXRlUHJvdmlkZXISIi5pZGVudGl0eS52MS5VcGRhdGVQcm92aWRlclJlcXVlc3QaIy5pZGVudGl0eS52MS5VcGRhdGVQcm92aWRlclJlc3BvbnNlElkKDkRlbGV0ZVByb3ZpZGVyEiIuaWRlbnRpdHkudjEuRGVsZXRlUHJvdmlkZXJSZXF1ZXN0GiMuaWRlbnRpdHkudjEuRGVsZXRlUHJvdmlkZXJSZXNwb25zZRJ1CgpCZWdpbkxvZ2luEh4uaWRlbnRpdHkudjEuQmVnaW5Mb2dpblJlcXVlc3QaHy5pZGVudGl0eS52MS5CZWdpbkxvZ2luUmVzcG9uc2UiJoLT5JMCIDoBKiIbL2FwaS9mZWRlcmF0aW9uL2JlZ2luLWxvZ2luEoEBCg1Db21wbGV0ZUxvZ2luEiEuaWRlbnRpdHkudjEuQ29tcGxldGVMb2dpblJlcXVlc3QaIi5pZGVudGl0eS52MS5Db21wbGV0ZUxvZ2luUmVzcG9uc2UiKYLT5JMCIzoBKiIeL2FwaS9mZWRlcmF0aW9uL2NvbXBsZXRlLWxvZ2luYgZwcm90bzM", [file_google_api_annotations, file_identity_v1_introspection]);
+  fileDesc("ChxpZGVudGl0eS92MS9mZWRlcmF0aW9uLnByb3RvEgtpZGVudGl0eS52MSKDAwoIUHJvdmlkZXISDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSEAoIYXV0aF91cmwYBSABKAkSDQoFc2NvcGUYBiABKAkSEQoJdG9rZW5fdXJsGAcgASgJEhUKDXVzZXJfaW5mb191cmwYCCABKAkSDwoHZmF2aWNvbhgJIAEoCRITCgt0cnVzdF9lbWFpbBgKIAEoCBIfChdjbGllbnRfc2VjcmV0X2VuY3J5cHRlZBgLIAEoCBIUCgxjcmVhdGVkX3RpbWUYDCABKAMSFAoMdXBkYXRlZF90aW1lGA0gASgDEi4KDHVzZXJfbWFwcGluZxgOIAEoCzIYLmlkZW50aXR5LnYxLlVzZXJNYXBwaW5nEhkKEXRva2VuX2F1dGhfbWV0aG9kGA8gASgJEgwKBHBrY2UYECABKAgSGwoTYWxsb3dfaW5zZWN1cmVfdXJscxgRIAEoCCJzCgtVc2VyTWFwcGluZxIKCgJpZBgBIAEoCRIQCgh1c2VybmFtZRgCIAEoCRIUCgxkaXNwbGF5X25hbWUYAyABKAkSDQoFZW1haWwYBCABKAkSEgoKYXZhdGFyX3VybBgFIAEoCRINCgVwaG9uZRgGIAEoCSLtBAoNUHJvdmlkZXJJbnB1dBIMCgRuYW1lGAEgASgJEhEKBHR5cGUYAiABKAlIAIgBARIZCgxkaXNwbGF5X25hbWUYAyABKAlIAYgBARIWCgljbGllbnRfaWQYBCABKAlIAogBARIaCg1jbGllbnRfc2VjcmV0GAUgASgJSAOIAQESFQoIYXV0aF91cmwYBiABKAlIBIgBARISCgVzY29wZRgHIAEoCUgFiAEBEhYKCXRva2VuX3VybBgIIAEoCUgGiAEBEhoKDXVzZXJfaW5mb191cmwYCSABKAlIB4gBARIUCgdmYXZpY29uGAogASgJSAiIAQESGAoLdHJ1c3RfZW1haWwYCyABKAhICYgBARIzCgx1c2VyX21hcHBpbmcYDCABKAsyGC5pZGVudGl0eS52MS5Vc2VyTWFwcGluZ0gKiAEBEh4KEXRva2VuX2F1dGhfbWV0aG9kGA0gASgJSAuIAQESEQoEcGtjZRgOIAEoCEgMiAEBEiAKE2FsbG93X2luc2VjdXJlX3VybHMYDyABKAhIDYgBAUIHCgVfdHlwZUIPCg1fZGlzcGxheV9uYW1lQgwKCl9jbGllbnRfaWRCEAoOX2NsaWVudF9zZWNyZXRCCwoJX2F1dGhfdXJsQggKBl9zY29wZUIMCgpfdG9rZW5fdXJsQhAKDl91c2VyX2luZm9fdXJsQgoKCF9mYXZpY29uQg4KDF90cnVzdF9lbWFpbEIPCg1fdXNlcl9tYXBwaW5nQhQKEl90b2tlbl9hdXRoX21ldGhvZEIHCgVfcGtjZUIWChRfYWxsb3dfaW5zZWN1cmVfdXJscyJFChVDcmVhdGVQcm92aWRlclJlcXVlc3QSLAoIcHJvdmlkZXIYASABKAsyGi5pZGVudGl0eS52MS5Qcm92aWRlcklucHV0IkEKFkNyZWF0ZVByb3ZpZGVyUmVzcG9uc2USJwoIcHJvdmlkZXIYASABKAsyFS5pZGVudGl0eS52MS5Qcm92aWRlciIiChJHZXRQcm92aWRlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI+ChNHZXRQcm92aWRlclJlc3BvbnNlEicKCHByb3ZpZGVyGAEgASgLMhUuaWRlbnRpdHkudjEuUHJvdmlkZXIiFgoUTGlzdFByb3ZpZGVyc1JlcXVlc3QiQQoVTGlzdFByb3ZpZGVyc1Jlc3BvbnNlEigKCXByb3ZpZGVycxgBIAMoCzIVLmlkZW50aXR5LnYxLlByb3ZpZGVyIkUKFVVwZGF0ZVByb3ZpZGVyUmVxdWVzdBIsCghwcm92aWRlchgBIAEoCzIaLmlkZW50aXR5LnYxLlByb3ZpZGVySW5wdXQiQQoWVXBkYXRlUHJvdmlkZXJSZXNwb25zZRInCghwcm92aWRlchgBIAEoCzIVLmlkZW50aXR5LnYxLlByb3ZpZGVyIiUKFURlbGV0ZVByb3ZpZGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJIhgKFkRlbGV0ZVByb3ZpZGVyUmVzcG9uc2UiJQoRQmVnaW5Mb2dpblJlcXVlc3QSEAoIcHJvdmlkZXIYASABKAkiXwoSQmVnaW5Mb2dpblJlc3BvbnNlEhAKCGF1dGhfdXJsGAEgASgJEg0KBXN0YXRlGAIgASgJEhQKDGxvZ2luX3NlY3JldBgDIAEoCRISCgpleHBpcmVzX2luGAQgASgDIkkKFENvbXBsZXRlTG9naW5SZXF1ZXN0Eg0KBXN0YXRlGAEgASgJEgwKBGNvZGUYAiABKAkSFAoMbG9naW5fc2VjcmV0GAMgASgJInsKFUNvbXBsZXRlTG9naW5SZXNwb25zZRIiCgR1c2VyGAEgASgLMhQuaWRlbnRpdHkudjEuQWNjb3VudBItCghpZGVudGl0eRgCIAEoCzIbLmlkZW50aXR5LnYxLkxpbmtlZElkZW50aXR5Eg8KB2NyZWF0ZWQYAyABKAgyyQUKEUZlZGVyYXRpb25TZXJ2aWNlElkKDkNyZWF0ZVByb3ZpZGVyEiIuaWRlbnRpdHkudjEuQ3JlYXRlUHJvdmlkZXJSZXF1ZXN0GiMuaWRlbnRpdHkudjEuQ3JlYXRlUHJvdmlkZXJSZXNwb25zZRJQCgtHZXRQcm92aWRlchIfLmlkZW50aXR5LnYxLkdldFByb3ZpZGVyUmVxdWVzdBogLmlkZW50aXR5LnYxLkdldFByb3ZpZGVyUmVzcG9uc2USVgoNTGlzdFByb3ZpZGVycxIhLmlkZW50aXR5LnYxLkxpc3RQcm92aWRlcnNSZXF1ZXN0GiIuaWRlbnRpdHkudjEuTGlzdFByb3ZpZGVyc1Jlc3BvbnNlElkKDlVwZGF0ZVByb3ZpZGVyEiIuaWRlbnRpdHkudjEuVXBkYXRlUHJvdmlkZXJSZXF1ZXN0GiMuaWRlbnRpdHkudjEuVXBkYXRlUHJvdmlkZXJSZXNwb25zZRJZCg5EZWxldGVQcm92aWRlchIiLmlkZW50aXR5LnYxLkRlbGV0ZVByb3ZpZGVyUmVxdWVzdBojLmlkZW50aXR5LnYxLkRlbGV0ZVByb3ZpZGVyUmVzcG9uc2USdQoKQmVnaW5Mb2dpbhIeLmlkZW50aXR5LnYxLkJlZ2luTG9naW5SZXF1ZXN0Gh8uaWRlbnRpdHkudjEuQmVnaW5Mb2dpblJlc3BvbnNlIiaC0+STAiA6ASoiGy9hcGkvZmVkZXJhdGlvbi9iZWdpbi1sb2dpbhKBAQoNQ29tcGxldGVMb2dpbhIhLmlkZW50aXR5LnYxLkNvbXBsZXRlTG9naW5SZXF1ZXN0GiIuaWRlbnRpdHkudjEuQ29tcGxldGVMb2dpblJlc3BvbnNlIimC0+STAiM6ASoiHi9hcGkvZmVkZXJhdGlvbi9jb21wbGV0ZS1sb2dpbmIGcHJvdG8z", [file_google_api_annotations, file_identity_v1_introspection]);
 
 /**
  * Provider is a Custom login provider as configured. Its client secret is
@@ -100,6 +100,35 @@ export type Provider = Message<"identity.v1.Provider"> & {
    * @generated from field: int64 updated_time = 13;
    */
   updatedTime: bigint;
+
+  /**
+   * Where the profile's fields are read in the UserInfo answer; unset keys
+   * keep the type's default.
+   *
+   * @generated from field: identity.v1.UserMapping user_mapping = 14;
+   */
+  userMapping?: UserMapping | undefined;
+
+  /**
+   * `client_secret_basic` or `client_secret_post`.
+   *
+   * @generated from field: string token_auth_method = 15;
+   */
+  tokenAuthMethod: string;
+
+  /**
+   * Whether the round trip sends PKCE (S256).
+   *
+   * @generated from field: bool pkce = 16;
+   */
+  pkce: boolean;
+
+  /**
+   * Whether plain http URLs are allowed on hosts other than loopback.
+   *
+   * @generated from field: bool allow_insecure_urls = 17;
+   */
+  allowInsecureUrls: boolean;
 };
 
 /**
@@ -108,6 +137,66 @@ export type Provider = Message<"identity.v1.Provider"> & {
  */
 export const ProviderSchema: GenMessage<Provider> = /*@__PURE__*/
   messageDesc(file_identity_v1_federation, 0);
+
+/**
+ * UserMapping holds JSON paths into the provider's UserInfo answer (names
+ * and array indexes joined by dots: `data.user.email`, `emails.0.value`),
+ * with Casdoor's keys. Numbers read there become strings. Only the id is
+ * required; empty fields keep the default (the spec's claims).
+ *
+ * @generated from message identity.v1.UserMapping
+ */
+export type UserMapping = Message<"identity.v1.UserMapping"> & {
+  /**
+   * The account's stable id at the provider: with the provider, the key of
+   * the link. Default: `sub`, else `preferred_username`.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Default `preferred_username`.
+   *
+   * @generated from field: string username = 2;
+   */
+  username: string;
+
+  /**
+   * Default `name`.
+   *
+   * @generated from field: string display_name = 3;
+   */
+  displayName: string;
+
+  /**
+   * Default `email`.
+   *
+   * @generated from field: string email = 4;
+   */
+  email: string;
+
+  /**
+   * Default `picture`.
+   *
+   * @generated from field: string avatar_url = 5;
+   */
+  avatarUrl: string;
+
+  /**
+   * No default.
+   *
+   * @generated from field: string phone = 6;
+   */
+  phone: string;
+};
+
+/**
+ * Describes the message identity.v1.UserMapping.
+ * Use `create(UserMappingSchema)` to create a new message.
+ */
+export const UserMappingSchema: GenMessage<UserMapping> = /*@__PURE__*/
+  messageDesc(file_identity_v1_federation, 1);
 
 /**
  * ProviderInput holds the writable fields. On create every field but
@@ -171,6 +260,28 @@ export type ProviderInput = Message<"identity.v1.ProviderInput"> & {
    * @generated from field: optional bool trust_email = 11;
    */
   trustEmail?: boolean | undefined;
+
+  /**
+   * Replaces the whole mapping when set.
+   *
+   * @generated from field: optional identity.v1.UserMapping user_mapping = 12;
+   */
+  userMapping?: UserMapping | undefined;
+
+  /**
+   * @generated from field: optional string token_auth_method = 13;
+   */
+  tokenAuthMethod?: string | undefined;
+
+  /**
+   * @generated from field: optional bool pkce = 14;
+   */
+  pkce?: boolean | undefined;
+
+  /**
+   * @generated from field: optional bool allow_insecure_urls = 15;
+   */
+  allowInsecureUrls?: boolean | undefined;
 };
 
 /**
@@ -178,7 +289,7 @@ export type ProviderInput = Message<"identity.v1.ProviderInput"> & {
  * Use `create(ProviderInputSchema)` to create a new message.
  */
 export const ProviderInputSchema: GenMessage<ProviderInput> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 1);
+  messageDesc(file_identity_v1_federation, 2);
 
 /**
  * CreateProviderRequest holds the new provider.
@@ -197,7 +308,7 @@ export type CreateProviderRequest = Message<"identity.v1.CreateProviderRequest">
  * Use `create(CreateProviderRequestSchema)` to create a new message.
  */
 export const CreateProviderRequestSchema: GenMessage<CreateProviderRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 2);
+  messageDesc(file_identity_v1_federation, 3);
 
 /**
  * CreateProviderResponse holds the created provider.
@@ -216,7 +327,7 @@ export type CreateProviderResponse = Message<"identity.v1.CreateProviderResponse
  * Use `create(CreateProviderResponseSchema)` to create a new message.
  */
 export const CreateProviderResponseSchema: GenMessage<CreateProviderResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 3);
+  messageDesc(file_identity_v1_federation, 4);
 
 /**
  * GetProviderRequest names a provider.
@@ -235,7 +346,7 @@ export type GetProviderRequest = Message<"identity.v1.GetProviderRequest"> & {
  * Use `create(GetProviderRequestSchema)` to create a new message.
  */
 export const GetProviderRequestSchema: GenMessage<GetProviderRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 4);
+  messageDesc(file_identity_v1_federation, 5);
 
 /**
  * GetProviderResponse holds the provider.
@@ -254,7 +365,7 @@ export type GetProviderResponse = Message<"identity.v1.GetProviderResponse"> & {
  * Use `create(GetProviderResponseSchema)` to create a new message.
  */
 export const GetProviderResponseSchema: GenMessage<GetProviderResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 5);
+  messageDesc(file_identity_v1_federation, 6);
 
 /**
  * ListProvidersRequest takes no parameters.
@@ -269,7 +380,7 @@ export type ListProvidersRequest = Message<"identity.v1.ListProvidersRequest"> &
  * Use `create(ListProvidersRequestSchema)` to create a new message.
  */
 export const ListProvidersRequestSchema: GenMessage<ListProvidersRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 6);
+  messageDesc(file_identity_v1_federation, 7);
 
 /**
  * ListProvidersResponse holds every provider.
@@ -288,7 +399,7 @@ export type ListProvidersResponse = Message<"identity.v1.ListProvidersResponse">
  * Use `create(ListProvidersResponseSchema)` to create a new message.
  */
 export const ListProvidersResponseSchema: GenMessage<ListProvidersResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 7);
+  messageDesc(file_identity_v1_federation, 8);
 
 /**
  * UpdateProviderRequest changes a provider found by name.
@@ -307,7 +418,7 @@ export type UpdateProviderRequest = Message<"identity.v1.UpdateProviderRequest">
  * Use `create(UpdateProviderRequestSchema)` to create a new message.
  */
 export const UpdateProviderRequestSchema: GenMessage<UpdateProviderRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 8);
+  messageDesc(file_identity_v1_federation, 9);
 
 /**
  * UpdateProviderResponse holds the updated provider.
@@ -326,7 +437,7 @@ export type UpdateProviderResponse = Message<"identity.v1.UpdateProviderResponse
  * Use `create(UpdateProviderResponseSchema)` to create a new message.
  */
 export const UpdateProviderResponseSchema: GenMessage<UpdateProviderResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 9);
+  messageDesc(file_identity_v1_federation, 10);
 
 /**
  * DeleteProviderRequest names a provider.
@@ -345,7 +456,7 @@ export type DeleteProviderRequest = Message<"identity.v1.DeleteProviderRequest">
  * Use `create(DeleteProviderRequestSchema)` to create a new message.
  */
 export const DeleteProviderRequestSchema: GenMessage<DeleteProviderRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 10);
+  messageDesc(file_identity_v1_federation, 11);
 
 /**
  * DeleteProviderResponse is empty.
@@ -360,7 +471,7 @@ export type DeleteProviderResponse = Message<"identity.v1.DeleteProviderResponse
  * Use `create(DeleteProviderResponseSchema)` to create a new message.
  */
 export const DeleteProviderResponseSchema: GenMessage<DeleteProviderResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 11);
+  messageDesc(file_identity_v1_federation, 12);
 
 /**
  * BeginLoginRequest names the provider to sign in with.
@@ -379,7 +490,7 @@ export type BeginLoginRequest = Message<"identity.v1.BeginLoginRequest"> & {
  * Use `create(BeginLoginRequestSchema)` to create a new message.
  */
 export const BeginLoginRequestSchema: GenMessage<BeginLoginRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 12);
+  messageDesc(file_identity_v1_federation, 13);
 
 /**
  * BeginLoginResponse says where to send the browser.
@@ -423,7 +534,7 @@ export type BeginLoginResponse = Message<"identity.v1.BeginLoginResponse"> & {
  * Use `create(BeginLoginResponseSchema)` to create a new message.
  */
 export const BeginLoginResponseSchema: GenMessage<BeginLoginResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 13);
+  messageDesc(file_identity_v1_federation, 14);
 
 /**
  * CompleteLoginRequest carries what the provider sent to the callback.
@@ -454,7 +565,7 @@ export type CompleteLoginRequest = Message<"identity.v1.CompleteLoginRequest"> &
  * Use `create(CompleteLoginRequestSchema)` to create a new message.
  */
 export const CompleteLoginRequestSchema: GenMessage<CompleteLoginRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 14);
+  messageDesc(file_identity_v1_federation, 15);
 
 /**
  * CompleteLoginResponse holds the local user the external account is linked
@@ -488,7 +599,7 @@ export type CompleteLoginResponse = Message<"identity.v1.CompleteLoginResponse">
  * Use `create(CompleteLoginResponseSchema)` to create a new message.
  */
 export const CompleteLoginResponseSchema: GenMessage<CompleteLoginResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_federation, 15);
+  messageDesc(file_identity_v1_federation, 16);
 
 /**
  * FederationService owns sign-in through external Custom OAuth providers:

@@ -2,7 +2,10 @@ import type { ProviderRecord } from "../../shared/model.js";
 import type { UpstreamClient, UpstreamProfile } from "../upstream.js";
 
 /** What a provider type reads of a provider's configuration. */
-export type ProviderConfig = Pick<ProviderRecord, "clientId" | "authUrl" | "scope" | "tokenUrl" | "userInfoUrl">;
+export type ProviderConfig = Pick<
+  ProviderRecord,
+  "name" | "clientId" | "authUrl" | "scope" | "tokenUrl" | "userInfoUrl" | "userMapping" | "tokenAuthMethod" | "pkce" | "emailsUrl"
+>;
 
 /** One sign-in's code, to exchange at the provider. */
 export interface CodeExchange {
@@ -11,6 +14,14 @@ export interface CodeExchange {
   code: string;
   /** Our callback, as sent in the authorize URL. */
   redirectUri: string;
+  /** The PKCE code_verifier, when the authorize URL carried its challenge. */
+  codeVerifier?: string;
+}
+
+/** What the authorize URL carries beyond the spec's parameters. */
+export interface AuthorizeExtras {
+  /** PKCE S256 code_challenge. */
+  codeChallenge?: string;
 }
 
 /**
@@ -21,10 +32,10 @@ export interface CodeExchange {
  */
 export interface ProviderType {
   /** The provider's login address for one sign-in. */
-  authorizeUrl(config: ProviderConfig, redirectUri: string, state: string): string;
+  authorizeUrl(config: ProviderConfig, redirectUri: string, state: string, extras?: AuthorizeExtras): string;
   /**
    * Exchange the code and look the user up, over `upstream`'s bounded calls.
-   * Fails with UpstreamError; the provider's tokens end here, never stored.
+   * Fails with UpstreamError or MappingError; the provider's tokens end here, never stored.
    */
   signIn(upstream: UpstreamClient, config: ProviderConfig, exchange: CodeExchange): Promise<UpstreamProfile>;
 }
