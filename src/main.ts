@@ -1,9 +1,10 @@
 import type { DemoCredentials } from "./app/seed.js";
-import { runAdminCommand } from "./app/adminCommands.js";
+import { adminUsage, runAdminCommand } from "./app/adminCommands.js";
 import { OPS_DEFAULTS, optionsTable, parseServeConfig, SERVE_OPTIONS } from "./app/config.js";
 import { createLogger, errorFields } from "./shared/log.js";
 import { OAuthError } from "./oauth/errors.js";
 import { startServer } from "./app/server.js";
+import { packageVersion } from "./app/version.js";
 
 const FLAG_WIDTH = Math.max(...SERVE_OPTIONS.map((o) => o.flag.length));
 const ENV_WIDTH = Math.max(...SERVE_OPTIONS.map((o) => o.env.length));
@@ -16,6 +17,8 @@ const USAGE = `usage: identity <command>
   provider create|list|show|update|delete
                                        manage Custom login providers
   keys list|rotate|export              manage signing keys
+  help [command]                       this overview, or a command's usage (also: identity <command> --help)
+  version                              print the version (also: --version, -v)
 
 Admin commands work directly on the database named by --database / DATABASE_URL.
 Provider client secrets are encrypted with IDENTITY_SECRET_KEY when it is set.
@@ -25,8 +28,29 @@ serve options (a flag beats its environment variable):
 ${SERVE_OPTIONS.map((o) => `  --${o.flag.padEnd(FLAG_WIDTH)} ${o.env.padEnd(ENV_WIDTH)} ${o.description} (default: ${o.default || "none"})`).join("\n")}
 `;
 
+const SERVE_HELP = `identity serve [options]; a flag beats its environment variable.\n\n${optionsTable()}`;
+
+/** `identity <command> --help`: serve's options, an admin noun's verbs and flags, or the command's lines of the overview. */
+function commandHelp(command: string): string | undefined {
+  if (command === "serve") return SERVE_HELP;
+  const admin = adminUsage(command);
+  if (admin) return admin;
+  const line = USAGE.split("\n").find((l) => l.startsWith(`  ${command} `) || l === `  ${command}`);
+  if (!line) return undefined;
+  const [synopsis, what] = line.trim().split(/\s{2,}/);
+  return `usage: identity ${synopsis}\n${what ? `\n  ${what}\n` : ""}`;
+}
+
+const HELP_FLAGS = ["--help", "-h"];
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // Every command answers --help (or -h) with its usage, before anything else.
+  const help = command !== undefined && rest.some((arg) => HELP_FLAGS.includes(arg)) ? commandHelp(command) : undefined;
+  if (help) {
+    process.stdout.write(help);
+    return 0;
+  }
   switch (command) {
     case "serve":
       return serve(rest);
@@ -34,11 +58,26 @@ async function main(argv: string[]): Promise<number> {
     case "user":
     case "provider":
     case "keys":
+      if (rest.length === 0) {
+        process.stderr.write(adminUsage(command)!);
+        return 2;
+      }
       process.stdout.write(await runAdminCommand(command, rest, process.env));
       return 0;
+    case "--version":
+    case "-v":
+    case "version":
+      process.stdout.write(`${packageVersion()}\n`);
+      return 0;
+    case "help": {
+      // identity help <command>
+      const about = rest[0] === undefined ? undefined : commandHelp(rest[0]);
+      process.stdout.write(about ?? USAGE);
+      return 0;
+    }
     case undefined:
-    case "help":
     case "--help":
+    case "-h":
       process.stdout.write(USAGE);
       return command === undefined ? 2 : 0;
     default:
@@ -48,8 +87,8 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function serve(args: string[]): Promise<number> {
-  if (args.includes("--help") || args.includes("-h")) {
-    process.stdout.write(`identity serve [options]; a flag beats its environment variable.\n\n${optionsTable()}`);
+  if (args.some((arg) => HELP_FLAGS.includes(arg))) {
+    process.stdout.write(SERVE_HELP);
     return 0;
   }
   const config = parseServeConfig(args, process.env);

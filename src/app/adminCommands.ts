@@ -6,7 +6,7 @@ import { resolveServeOption, SERVE_OPTIONS } from "./config.js";
 import { createDomain, type Domain } from "./../domain/index.js";
 import { parseProviderInput, parseProviderPatch } from "./../federation/providers.js";
 import { OAuthError } from "./../oauth/errors.js";
-import { openDb } from "./../store/db.js";
+import { openDatabase } from "./database.js";
 import { createStore } from "./../store/index.js";
 import type { ApplicationRecord, ProviderRecord, SigningKeyRecord, UserRecord } from "./../shared/model.js";
 
@@ -51,6 +51,82 @@ const DEFAULT_DATABASE = SERVE_OPTIONS.find((o) => o.key === "database")!.defaul
 const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 const PLURAL: Record<string, string> = { redirectUri: "redirectUris", grantType: "grantTypes", provider: "providers", admin: "isAdmin" };
 const NUMERIC = new Set(["expireInHours", "refreshExpireInHours"]);
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+/** What each admin command does, and the flags it reads besides --database. */
+const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }> = {
+  app: {
+    verbs: [
+      ["create --name NAME [flags]", "create an application; a generated client secret is printed once"],
+      ["list", "list the applications"],
+      ["show --name NAME", "show one application"],
+      ["update --name NAME [flags]", "change only the fields whose flags are given"],
+      ["delete --name NAME", "delete an application"],
+    ],
+    flags: [
+      "name", "client-id", "client-secret", "redirect-uri", "grant-type", "provider", "allowed-origin", "token-format",
+      "expire-in-hours", "refresh-expire-in-hours",
+    ],
+  },
+  user: {
+    verbs: [
+      ["create --name NAME [flags]", "create a user"],
+      ["list", "list the users"],
+      ["show --name NAME", "show one user"],
+      ["update --name NAME [flags]", "change only the fields whose flags are given"],
+      ["delete --name NAME", "delete a user"],
+    ],
+    flags: [
+      "name", "password", "display-name", "email", "email-verified", "no-email-verified", "avatar", "phone", "address",
+      "admin", "no-admin", "disabled", "no-disabled",
+    ],
+  },
+  provider: {
+    verbs: [
+      ["create --name NAME --type Custom [flags]", "create a Custom login provider (its secret is sealed with IDENTITY_SECRET_KEY when set)"],
+      ["list", "list the providers, without their secrets"],
+      ["show --name NAME", "show one provider, without its secret"],
+      ["update --name NAME [flags]", "change only the fields whose flags are given"],
+      ["delete --name NAME", "delete a provider"],
+    ],
+    flags: [
+      "name", "type", "display-name", "client-id", "client-secret", "auth-url", "token-url", "user-info-url", "favicon", "scope",
+      "trust-email", "no-trust-email", "user-mapping", "token-auth-method", "pkce", "no-pkce", "allow-insecure-urls", "no-allow-insecure-urls",
+    ],
+  },
+  keys: {
+    verbs: [
+      ["list", "the signing keys: kid, times, state (pending, signing, retiring or retired)"],
+      ["rotate [--key-activation-delay-seconds N]", "a new key, published at once, signing after the delay (default 600, or its variable)"],
+      ["export [--kid KID]", "a public key as PEM, then a self-signed X.509 certificate (the signing key by default)"],
+    ],
+    flags: ["kid", "key-activation-delay-seconds"],
+  },
+};
+
+/** `identity <noun> --help`: the verbs, then the flags this build accepts for them; undefined for another noun. */
+export function adminUsage(noun: string): string | undefined {
+  const help = ADMIN_HELP[noun];
+  if (!help) return undefined;
+  const known = help.flags.filter((flag): flag is keyof typeof ADMIN_FLAGS => flag in ADMIN_FLAGS);
+  const shape = (flag: keyof typeof ADMIN_FLAGS) => {
+    const spec: { type: string; multiple?: boolean } = ADMIN_FLAGS[flag];
+    return spec.type === "boolean" ? `--${flag}` : `--${flag} VALUE${spec.multiple ? " (repeatable)" : ""}`;
+  };
+  const width = Math.max(...help.verbs.map(([verb]) => verb.length));
+  return [
+    `usage: identity ${noun} <command> [flags]`,
+    "",
+    ...help.verbs.map(([verb, what]) => `  ${verb.padEnd(width)}  ${what}`),
+    "",
+    "flags:",
+    ...known.map((flag) => `  ${shape(flag)}`),
+    `  --database PATH|URL  SQLite file or postgres:// URL (else DATABASE_URL, else ${DEFAULT_DATABASE})`,
+    "",
+    "Output is JSON; times are epoch seconds, as in the admin RPCs. More: docs/usage.md",
+    "",
+  ].join("\n");
+}
 
 /**
  * `identity app|user|provider|keys <verb> [flags]`, run directly on the database.
@@ -69,7 +145,7 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
     if (negated && key in fields) throw new OAuthError("invalid_request", `--${flag} and --${given} contradict each other`);
     fields[key] = negated ? false : NUMERIC.has(key) ? Number(value) : value;
   }
-  const db = await openDb({ url: values.database || env.DATABASE_URL || DEFAULT_DATABASE });
+  const db = await openDatabase({ url: values.database || env.DATABASE_URL || DEFAULT_DATABASE });
   const store = createStore(db);
   try {
     const activationDelaySeconds = resolveServeOption("keyActivationDelaySeconds", values["key-activation-delay-seconds"], env);
@@ -93,12 +169,27 @@ async function runAdmin(domain: Domain, noun: string, verb: string | undefined, 
     if (typeof fields.name !== "string") throw new OAuthError("invalid_request", "--name is required");
     return fields.name;
   };
-  const publicApp = ({ clientSecretHash: _h, ...app }: ApplicationRecord) => app;
-  const publicUser = ({ passwordHash: _h, ...user }: UserRecord) => user;
-  const publicProvider = (provider: ProviderRecord) => {
-    const { clientSecret: _s, ...rest } = provider;
-    return { ...rest, clientSecretEncrypted: domain.providerAdmin.isEncrypted(provider) };
+  // Times as the admin RPCs answer them (proto/identity/v1/admin.proto): the same names, in epoch seconds.
+  const times = ({ createdAt, updatedAt }: { createdAt: number; updatedAt: number }) => ({ createdTime: seconds(createdAt), updatedTime: seconds(updatedAt) });
+  const publicApp = (app: ApplicationRecord) => {
+    const { clientSecretHash: _h, createdAt: _c, updatedAt: _u, ...rest } = app;
+    return { ...rest, ...times(app) };
   };
+  const publicUser = (user: UserRecord) => {
+    const { passwordHash: _h, createdAt: _c, updatedAt: _u, ...rest } = user;
+    return { ...rest, ...times(user) };
+  };
+  const publicProvider = (provider: ProviderRecord) => {
+    const { clientSecret: _s, createdAt: _c, updatedAt: _u, ...rest } = provider;
+    return { ...rest, ...times(provider), clientSecretEncrypted: domain.providerAdmin.isEncrypted(provider) };
+  };
+  // retiredTime is 0 while the key is published, as in the RPC's SigningKey.
+  const publicKey = ({ privateJwk: _p, createdAt, activeFrom, retiredAt, ...key }: SigningKeyRecord) => ({
+    ...key,
+    createdTime: seconds(createdAt),
+    activeFrom: seconds(activeFrom),
+    retiredTime: seconds(retiredAt ?? 0),
+  });
   const key = `${noun} ${verb}`;
   switch (key) {
     case "app create":
@@ -141,17 +232,18 @@ async function runAdmin(domain: Domain, noun: string, verb: string | undefined, 
       const now = domain.clock.now();
       const state = (k: Pick<SigningKeyRecord, "kid" | "activeFrom" | "retiredAt">) =>
         k.retiredAt !== null ? "retired" : k.kid === signing ? "signing" : k.activeFrom > now ? "pending" : "retiring";
-      return (await domain.keys.list()).map(({ privateJwk: _p, publicJwk: _j, ...k }) => ({ ...k, state: state(k) }));
+      return (await domain.keys.list()).map((k) => {
+        const { publicJwk: _j, ...shown } = publicKey(k);
+        return { ...shown, state: state(k) };
+      });
     }
-    case "keys rotate": {
-      const { privateJwk: _p, ...record } = await domain.keys.rotate();
-      return record;
-    }
+    case "keys rotate":
+      return publicKey(await domain.keys.rotate());
     case "keys export": {
       const exported = await domain.keys.export(kid);
       return `# kid ${exported.kid}\n${exported.publicKeyPem}${exported.certificatePem}`;
     }
     default:
-      throw new OAuthError("invalid_request", `unknown command: ${noun} ${verb ?? ""}`.trim());
+      throw new OAuthError("invalid_request", `unknown command: ${`${noun} ${verb ?? ""}`.trim()} (see identity ${noun} --help)`);
   }
 }

@@ -28,7 +28,8 @@ import { reflectionService } from "./../rpc/reflection.js";
 import { serviceBindings } from "./../rpc/services.js";
 import { useBufferTextEncoding } from "./../rpc/textEncoding.js";
 import { correctErrorAnswers } from "./../rpc/errorAnswers.js";
-import { openDb, sqliteFile, withDbLock } from "./../store/db.js";
+import { sqliteFile, withDbLock } from "./../store/db.js";
+import { openDatabase } from "./database.js";
 import { createStore } from "./../store/index.js";
 import { startWalCheckpoints } from "./../store/walCheckpoints.js";
 import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./../http/transport.js";
@@ -118,7 +119,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     throw new Error(`the admin token must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (--admin-token / IDENTITY_ADMIN_TOKEN)`);
   }
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
-  const db = await openDb({
+  const db = await openDatabase({
     url: config.database,
     poolMin: config.dbPoolMin,
     poolMax: config.dbPoolMax,

@@ -1,14 +1,17 @@
 import assert from "node:assert/strict";
 import { createPublicKey, X509Certificate } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { ApplicationAdminService, KeyAdminService } from "../../gen/identity/v1/admin_pb.js";
 import { runAdminCommand } from "../../src/app/adminCommands.js";
 import { openDb } from "../../src/store/db.js";
 import { createStore } from "../../src/store/index.js";
 import { cleanEnv, ensureBuilt, runCli } from "../support/cli.js";
-import { startTestServer, TEST_APP, writeConfigFile } from "../support/server.js";
+import { ADMIN_TOKEN, startTestServer, TEST_APP, writeConfigFile } from "../support/server.js";
 
 const LISTENING = /listening on http:\/\/127\.0\.0\.1:(\d+)/;
 
@@ -231,6 +234,118 @@ describe("command line", function () {
       assert.ok(certificate.publicKey.equals(publicKey));
       assert.ok(certificate.checkIssued(certificate), "self-signed");
       assert.ok(certificate.verify(publicKey));
+    });
+  });
+
+  describe("help, version and errors (issue 25 §4)", () => {
+    const run = async (args: string[], env = cleanEnv()) => {
+      const cli = runCli(args, env);
+      return { code: await cli.exited, stdout: cli.stdout(), stderr: cli.stderr() };
+    };
+
+    it("answers --help and -h on every command and subcommand with its usage, exit 0", async () => {
+      const overview = await run(["--help"]);
+      assert.equal(overview.code, 0);
+      assert.match(overview.stdout, /^usage: identity <command>/);
+      assert.deepEqual(await run(["-h"]), overview);
+      assert.deepEqual(await run(["help"]), overview);
+      assert.equal((await run([])).code, 2, "no command at all is a usage error");
+      // Every command the overview lists, and every verb of each admin command.
+      const commands = [...overview.stdout.split("\n\n")[1]!.matchAll(/^ {2}([a-z]+)\b/gm)].map(([, command]) => command!);
+      assert.ok(["serve", "app", "user", "provider", "keys", "help", "version"].every((c) => commands.includes(c)), commands.join(" "));
+      for (const [i, command] of commands.entries()) {
+        const help = await run([command, i % 2 ? "-h" : "--help"]);
+        assert.equal(help.code, 0, `${command}: ${help.stderr}`);
+        assert.match(help.stdout, /usage|identity serve \[options\]/, command);
+        assert.equal(help.stderr, "");
+      }
+      for (const noun of ["app", "user", "provider", "keys"]) {
+        const usage = (await run([noun, "--help"])).stdout;
+        assert.match(usage, new RegExp(`^usage: identity ${noun} <command>`));
+        assert.match(usage, /--database PATH\|URL/);
+        const verbs = [...usage.split("\n\n")[1]!.matchAll(/^ {2}([a-z]+)/gm)].map(([, verb]) => verb!);
+        assert.ok(verbs.length >= 3, usage);
+        for (const [i, verb] of verbs.entries()) {
+          // Nothing runs: no database is opened, even a bad one.
+          const help = await run([noun, verb, i % 2 ? "-h" : "--help", "--database", "/dev/null/x.sqlite"]);
+          assert.deepEqual(help, { code: 0, stdout: usage, stderr: "" }, `${noun} ${verb}`);
+        }
+        const bare = await run([noun]);
+        assert.equal(bare.code, 2, `${noun} without a command`);
+        assert.equal(bare.stderr, usage);
+      }
+      assert.match((await run(["serve", "--help"])).stdout, /\| `--issuer` \|/);
+    });
+
+    it("every admin flag is in the help of a command that reads it", async () => {
+      const source = readFileSync("src/app/adminCommands.ts", "utf8");
+      const block = source.slice(source.indexOf("const ADMIN_FLAGS"), source.indexOf("} as const;"));
+      const flags = [...block.matchAll(/^ {2}"?([a-z-]+)"?: \{/gm)].map(([, flag]) => flag!).filter((flag) => flag !== "database");
+      assert.ok(flags.length > 20, flags.join(" "));
+      const helps = (await Promise.all(["app", "user", "provider", "keys"].map((noun) => run([noun, "--help"])))).map((r) => r.stdout).join("\n");
+      for (const flag of flags) assert.ok(helps.includes(`--${flag}`), `--${flag} is in no command's help`);
+    });
+
+    it("prints the version of package.json with --version, -v and version", async () => {
+      const { version } = JSON.parse(readFileSync("package.json", "utf8")) as { version: string };
+      for (const args of [["--version"], ["-v"], ["version"]]) assert.deepEqual(await run(args), { code: 0, stdout: `${version}\n`, stderr: "" });
+      const bin = runCli(["--version"], cleanEnv(), "bin/identity.js");
+      assert.equal(await bin.exited, 0);
+      assert.equal(bin.stdout(), `${version}\n`);
+    });
+
+    it("a database it cannot open is one line on stderr naming it and the reason, exit 1, for admin commands and serve", async () => {
+      const notAFolder = join(dir, "a-file");
+      writeFileSync(notAFolder, "");
+      const notADatabase = join(dir, "not-a-database.sqlite");
+      writeFileSync(notADatabase, "this is not SQLite\n".repeat(10));
+      const cases: [string[], RegExp][] = [
+        [["app", "list", "--database", join(notAFolder, "x.sqlite")], /^identity: cannot open the database .*a-file\/x\.sqlite: .*(EEXIST|ENOTDIR)/],
+        [["user", "list", "--database", notADatabase], /^identity: cannot open the database .*not-a-database\.sqlite: SQLITE_NOTADB: file is not a database$/],
+        // Port 1 on the loopback address: refused at once. The password never shows.
+        [["keys", "list", "--database", "postgres://someone:hunter2-secret@127.0.0.1:1/identity"], /^identity: cannot open the database postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/identity: connect ECONNREFUSED 127\.0\.0\.1:1$/],
+        [["serve", "--port", "0", "--database", "postgres://someone:hunter2-secret@127.0.0.1:1/identity"], /^identity: cannot open the database postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/identity: connect ECONNREFUSED/],
+        [["serve", "--port", "0", "--database", notADatabase], /^identity: cannot open the database .*not-a-database\.sqlite: SQLITE_NOTADB/],
+      ];
+      for (const [args, line] of cases) {
+        const { code, stdout, stderr } = await run(args);
+        assert.equal(code, 1, args.join(" "));
+        assert.equal(stderr.split("\n").length, 2, `one line: ${stderr}`);
+        assert.match(stderr.trimEnd(), line);
+        assert.doesNotMatch(stdout + stderr, /hunter2|\n\s+at /, "no password, no stack trace");
+        assert.doesNotMatch(stdout, /listening/);
+      }
+    });
+
+    it("prints times as the admin RPCs answer them: the same names, in epoch seconds", async () => {
+      const database = join(dir, "times.sqlite");
+      const admin = async (noun: string, ...args: string[]) => JSON.parse(await runAdminCommand(noun, [...args, "--database", database], {}));
+      const before = Math.floor(Date.now() / 1000);
+      const app = await admin("app", "create", "--name", "timed", "--grant-type", "client_credentials");
+      const user = await admin("user", "create", "--name", "timed-user");
+      const [key] = await admin("keys", "list");
+      const after = Math.ceil(Date.now() / 1000);
+      for (const [what, record, fields] of [["app", app, ["createdTime", "updatedTime"]], ["user", user, ["createdTime", "updatedTime"]], ["key", key, ["createdTime", "activeFrom"]]] as const) {
+        assert.equal(record.createdAt, undefined, `${what}: no createdAt in milliseconds`);
+        for (const field of fields) {
+          assert.ok(Number.isInteger(record[field]) && record[field] >= before - 1 && record[field] <= after, `${what}.${field}: ${record[field]}`);
+        }
+      }
+      assert.equal(key.retiredTime, 0, "0 while published, as in the RPC");
+
+      // The same database served: the RPCs answer the same numbers.
+      const server = await startTestServer({ database });
+      try {
+        const transport = createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" });
+        const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
+        const listed = (await createClient(ApplicationAdminService, transport).listApplications({}, { headers })).applications.find((a) => a.name === "timed")!;
+        assert.deepEqual([Number(listed.createdTime), Number(listed.updatedTime)], [app.createdTime, app.updatedTime]);
+        const keys = (await createClient(KeyAdminService, transport).listKeys({}, { headers })).keys;
+        const same = keys.find((k) => k.kid === key.kid)!;
+        assert.deepEqual([Number(same.createdTime), Number(same.activeFrom), Number(same.retiredTime)], [key.createdTime, key.activeFrom, key.retiredTime]);
+      } finally {
+        await server.close();
+      }
     });
   });
 });

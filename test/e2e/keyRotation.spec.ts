@@ -148,7 +148,8 @@ describe("signing key rotation", () => {
     const database = join(mkdtempSync(join(tmpdir(), "identity-keys-cli-")), "db.sqlite");
     const cli = async (noun: string, ...args: string[]) => JSON.parse(await runAdminCommand(noun, [...args, "--database", database], {}));
     const rotated = await cli("keys", "rotate", "--key-activation-delay-seconds", "120");
-    assert.equal(rotated.activeFrom - rotated.createdAt, 120_000);
+    // Changed with issue 25 §4: the command prints epoch seconds, as the RPC does.
+    assert.equal(rotated.activeFrom - rotated.createdTime, 120);
     const listed = await cli("keys", "list");
     assert.deepEqual(
       listed.map((k: { kid: string; state: string }) => [k.kid === rotated.kid, k.state]),
