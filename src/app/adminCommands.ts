@@ -92,6 +92,7 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
     flags: [
       "name", "type", "display-name", "client-id", "client-secret", "auth-url", "token-url", "user-info-url", "favicon", "scope",
       "trust-email", "no-trust-email", "user-mapping", "token-auth-method", "pkce", "no-pkce", "allow-insecure-urls", "no-allow-insecure-urls",
+      "emails-url",
     ],
   },
   keys: {
