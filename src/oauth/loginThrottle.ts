@@ -6,7 +6,12 @@ import { sha256 } from "./secrets.js";
 /**
  * The brute-force policy: `maxFailures` failures of one user name, or
  * `maxFailuresPerAddress` from one client address, within `lockoutSeconds`
- * lock that name or address for `lockoutSeconds`.
+ * lock that name or address for `lockoutSeconds`. The window is fixed: it
+ * opens with its first failure and closes `lockoutSeconds` later, and a
+ * failure after it opens a new one. A failure is counted before its
+ * password is checked, so, short of a successful sign-in, these are also
+ * the most passwords checked for one name (or from one address) in a
+ * window, however many attempts arrive at once.
  */
 export interface LoginPolicy {
   /** 0 turns the per-name limit off. */
@@ -33,16 +38,33 @@ interface Counter {
   lockout: Omit<Lockout, "until">;
 }
 
+/** What a sign-in is refused with while its name or address is locked. */
+export const LOGIN_LOCKED = "too many failed sign-in attempts; try again later";
+
+/** One failure taken from a counter's budget before the check, and the count it made. */
+interface Reserved {
+  counter: Counter;
+  count: number;
+}
+
 /**
  * Counts failed sign-ins per user name and per client address, for the
- * password grant and the login form alike. Names that do not exist are
- * counted and locked the same way, so a lockout reveals nothing about which
- * accounts exist. A success clears the name's count but not the address's:
- * one good account must not buy an attacker fresh guesses at the others.
+ * password grant and the login form, in the store, so every instance on one
+ * database shares the counts. Each attempt first takes one failure from the
+ * name's budget and from the address's, each in one atomic statement
+ * (`LoginFailureRepository.reserveFailure`), and only then is its password
+ * checked: of any number of attempts at once, no more than the budget get
+ * that far, and the one that spends it locks the name or address. A check
+ * that fails leaves its failure counted; one that passes gives it back.
+ *
+ * Names that do not exist are counted and locked the same way, so a lockout
+ * reveals nothing about which accounts exist. A success clears the name's
+ * count but only gives back the address's one failure: one good account
+ * must not buy an attacker fresh guesses at the others.
  */
 export class LoginThrottle {
   constructor(
-    private readonly failures: LoginFailureRepository,
+    private readonly failures: Pick<LoginFailureRepository, "reserveFailure" | "refundFailure" | "clear" | "deleteStale">,
     private readonly clock: Clock,
     private readonly policy: LoginPolicy,
     /** Told of every lockout as it begins (logs, metrics). */
@@ -51,51 +73,62 @@ export class LoginThrottle {
 
   /**
    * Run one sign-in check under the policy. While the name or the address
-   * is locked the check is not even run. Returns undefined when the check
-   * failed.
+   * is locked, or its budget is taken by checks under way, the check is not
+   * run and the attempt is refused. Returns undefined when the check failed.
    */
   async attempt<T>(username: string, address: string | undefined, check: () => Promise<T | undefined>): Promise<T | undefined> {
     const counters = this.countersFor(username, address);
     if (counters.length === 0) return check();
     const now = this.clock.now();
-    const records = await Promise.all(counters.map((c) => this.failures.find(c.key)));
-    if (records.some((r) => r && r.lockedUntil > now)) {
-      throw new OAuthError("invalid_grant", "too many failed sign-in attempts; try again later");
+    const windowMs = this.policy.lockoutSeconds * 1000;
+    const reserved: Reserved[] = [];
+    for (const counter of counters) {
+      const count = await this.failures.reserveFailure(counter.key, counter.max, now, windowMs);
+      if (count === undefined) {
+        // Nothing is checked, so nothing is counted against the other budget either.
+        await this.giveBack(reserved);
+        throw new OAuthError("invalid_grant", LOGIN_LOCKED);
+      }
+      reserved.push({ counter, count });
     }
+    // Should the check throw, its failures stay counted: an error buys no guess.
     const result = await check();
     if (result === undefined) {
-      await this.recordFailure(counters);
+      for (const { counter, count } of reserved) {
+        // The failure that spent the budget locked the key when it was taken; the lock now holds.
+        if (count >= counter.max) this.onLockout({ ...counter.lockout, until: now + windowMs });
+      }
+      // Housekeeping: windows that have ended count for nothing (reserveFailure restarts them anyway).
+      await this.failures.deleteStale(now - windowMs, now);
     } else {
-      const user = counters.findIndex((c) => c.lockout.kind === "user");
-      if (user >= 0 && records[user]) await this.failures.clear(counters[user]!.key);
+      for (const { counter } of reserved) {
+        if (counter.lockout.kind === "user") await this.failures.clear(counter.key);
+        else await this.failures.refundFailure(counter.key, counter.max);
+      }
     }
     return result;
   }
 
+  /** Give back failures taken for an attempt whose password was not checked. */
+  private async giveBack(reserved: Reserved[]): Promise<void> {
+    for (const { counter } of reserved) await this.failures.refundFailure(counter.key, counter.max);
+  }
+
+  /**
+   * The address first: a locked address is refused before it touches the
+   * name's count, so guesses from it cannot even briefly hold places in the
+   * budget of the name they target.
+   */
   private countersFor(username: string, address: string | undefined): Counter[] {
     const counters: Counter[] = [];
-    // Hashed, so any string an attacker sends becomes a fixed-size key.
-    if (this.policy.maxFailures > 0) {
-      counters.push({ key: `user:${sha256(username)}`, max: this.policy.maxFailures, lockout: { kind: "user", subject: echo(username) } });
-    }
     const perAddress = this.policy.maxFailuresPerAddress ?? 0;
     if (perAddress > 0 && address) {
       counters.push({ key: `ip:${address}`, max: perAddress, lockout: { kind: "address", subject: address } });
     }
-    return counters;
-  }
-
-  private async recordFailure(counters: Counter[]): Promise<void> {
-    const now = this.clock.now();
-    const until = now + this.policy.lockoutSeconds * 1000;
-    // Forgetting old windows first means the counts below are within this one.
-    await this.failures.deleteStale(now - this.policy.lockoutSeconds * 1000, now);
-    for (const counter of counters) {
-      const count = await this.failures.recordFailure(counter.key, now);
-      if (count >= counter.max) {
-        await this.failures.lock(counter.key, now, until);
-        this.onLockout({ ...counter.lockout, until });
-      }
+    // Hashed, so any string an attacker sends becomes a fixed-size key.
+    if (this.policy.maxFailures > 0) {
+      counters.push({ key: `user:${sha256(username)}`, max: this.policy.maxFailures, lockout: { kind: "user", subject: echo(username) } });
     }
+    return counters;
   }
 }

@@ -16,6 +16,8 @@ export interface Metrics {
   loginFailure(): void;
   /** An account was locked after repeated failures. */
   lockout(): void;
+  /** A user's password was checked against its hash (an scrypt), known user or not: what the lockout rations. */
+  passwordChecked(): void;
   /** A call to a federation provider finished with this outcome (e.g. "ok", "error", "timeout"). */
   upstreamCall(provider: string, outcome: string): void;
 }
@@ -29,5 +31,6 @@ export const noMetrics: Metrics = {
   familyRevoked: nothing,
   loginFailure: nothing,
   lockout: nothing,
+  passwordChecked: nothing,
   upstreamCall: nothing,
 };

@@ -20,6 +20,8 @@ export class UserAuthenticator {
   async authenticate(username: string, password: string, clientAddress?: string): Promise<UserRecord> {
     const user = await this.throttle.attempt(username, clientAddress, async () => {
       const found = await this.users.findByName(username);
+      // The costly step the throttle rations, counted where it runs.
+      this.metrics.passwordChecked();
       const matches = await verifySecret(password, found?.passwordHash ?? DUMMY_SECRET_HASH);
       return found && matches && !found.disabled ? found : undefined;
     });

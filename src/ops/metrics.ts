@@ -62,6 +62,7 @@ export class PromMetrics implements Metrics {
   private readonly familyRevocations = this.counter("identity_token_family_revocations_total", "token families revoked as a whole");
   private readonly loginFailures = this.counter("identity_login_failures_total", "failed user sign-ins");
   private readonly lockouts = this.counter("identity_login_lockouts_total", "accounts locked after repeated failures");
+  private readonly passwordChecks = this.counter("identity_password_checks_total", "user passwords checked against their hash (scrypt runs)");
   private readonly upstream = this.counter("identity_federation_upstream_calls_total", "calls to federation providers", [
     "provider",
     "outcome",
@@ -107,6 +108,9 @@ export class PromMetrics implements Metrics {
   }
   lockout(): void {
     this.lockouts.inc();
+  }
+  passwordChecked(): void {
+    this.passwordChecks.inc();
   }
   upstreamCall(provider: string, outcome: string): void {
     this.upstream.inc({ provider, outcome });

@@ -665,6 +665,47 @@ describeEachBackend("storage contract", (ctx) => {
     });
   });
 
+  describe("login failures", () => {
+    const WINDOW = 300_000;
+    const MAX = 5;
+
+    it("lets exactly max of 50 concurrent reservations of one key through, locks it with the one that spends the budget, and counts none of the rest", async () => {
+      const key = `user:${hash()}`;
+      const results = await Promise.all(Array.from({ length: 50 }, () => ctx.store.loginFailures.reserveFailure(key, MAX, T0, WINDOW)));
+      assert.deepEqual(results.filter((r) => r !== undefined).sort(), [1, 2, 3, 4, 5]);
+      assert.equal(results.filter((r) => r === undefined).length, 50 - MAX);
+      assert.deepEqual(await ctx.store.loginFailures.find(key), { key, failures: MAX, windowStartedAt: T0, lockedUntil: T0 + WINDOW });
+    });
+
+    it("refuses while locked, and starts a new window once the lock is over", async () => {
+      const key = `ip:${hash()}`;
+      for (let i = 1; i <= MAX; i++) assert.equal(await ctx.store.loginFailures.reserveFailure(key, MAX, T0 + i, WINDOW), i);
+      assert.equal(await ctx.store.loginFailures.reserveFailure(key, MAX, T0 + MAX + WINDOW - 1, WINDOW), undefined);
+      assert.equal(await ctx.store.loginFailures.reserveFailure(key, MAX, T0 + MAX + WINDOW, WINDOW), 1);
+      assert.deepEqual(await ctx.store.loginFailures.find(key), { key, failures: 1, windowStartedAt: T0 + MAX + WINDOW, lockedUntil: 0 });
+    });
+
+    it("counts failures within one window from its first failure, and afresh after it", async () => {
+      const key = `user:${hash()}`;
+      assert.equal(await ctx.store.loginFailures.reserveFailure(key, MAX, T0, WINDOW), 1);
+      assert.equal(await ctx.store.loginFailures.reserveFailure(key, MAX, T0 + WINDOW - 1, WINDOW), 2);
+      assert.equal(await ctx.store.loginFailures.reserveFailure(key, MAX, T0 + WINDOW, WINDOW), 1);
+    });
+
+    it("gives a failure back, lifting the lock it began, and clears a key", async () => {
+      const key = `user:${hash()}`;
+      for (let i = 0; i < MAX; i++) await ctx.store.loginFailures.reserveFailure(key, MAX, T0, WINDOW);
+      await ctx.store.loginFailures.refundFailure(key, MAX);
+      assert.deepEqual(await ctx.store.loginFailures.find(key), { key, failures: MAX - 1, windowStartedAt: T0, lockedUntil: 0 });
+      assert.equal(await ctx.store.loginFailures.reserveFailure(key, MAX, T0 + 1, WINDOW), MAX);
+      assert.equal(await ctx.store.loginFailures.reserveFailure(key, MAX, T0 + 2, WINDOW), undefined);
+      await ctx.store.loginFailures.clear(key);
+      assert.equal(await ctx.store.loginFailures.find(key), undefined);
+      assert.equal(await ctx.store.loginFailures.reserveFailure(key, 1, T0 + 3, WINDOW), 1);
+      assert.equal((await ctx.store.loginFailures.find(key))?.lockedUntil, T0 + 3 + WINDOW);
+    });
+  });
+
   describe("cleanup of expired rows", () => {
     // Far past every other test's rows, so once those are drained the counts below are exact.
     let clock: FakeClock;
