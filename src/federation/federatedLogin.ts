@@ -3,7 +3,7 @@ import { OAuthError } from "../oauth/errors.js";
 import type { AccountLinker, LinkResult } from "./linking.js";
 import type { LoginStates, Starter, TakenState } from "./loginStates.js";
 import { checkProviderUrls, type ProviderAdmin } from "./providers.js";
-import { providerTypeOf } from "./providerTypes/index.js";
+import { effectiveProvider, providerTypeOf } from "./providerTypes/index.js";
 import type { ProviderType } from "./providerTypes/providerType.js";
 import { SecretBoxError } from "./secretBox.js";
 import type { Metrics } from "../oauth/metrics.js";
@@ -55,7 +55,7 @@ export class FederatedLogin {
    * the pending authorize request.
    */
   async begin(name: string, binding: string, authorizationRequestId?: string): Promise<BegunLogin> {
-    const provider = await this.providers.get(name);
+    const provider = effectiveProvider(await this.providers.get(name));
     const type = typeOf(provider);
     try {
       // Rows written before the https rule existed are held to it too.
@@ -115,7 +115,7 @@ export class FederatedLogin {
     const type = typeOf(provider);
     try {
       const exchange = { clientSecret, code, redirectUri: this.redirectUri, ...(codeVerifier ? { codeVerifier } : {}) };
-      const profile = await type.signIn(this.upstream, provider, exchange);
+      const profile = await type.signIn(this.upstream, effectiveProvider(provider), exchange);
       this.metrics.upstreamCall(provider.name, "ok");
       return profile;
     } catch (err) {

@@ -9,7 +9,8 @@ import {
 } from "../accounts/validation.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import type { ProviderRepository } from "../store/providers.js";
-import { isProviderType, PROVIDER_TYPES, type ProviderTypeName } from "./providerTypes/index.js";
+import { isProviderType, PROVIDER_TYPES, providerTypeOf, type ProviderTypeName } from "./providerTypes/index.js";
+import type { ProviderField } from "./providerTypes/providerType.js";
 import { SecretBox, SecretBoxError } from "./secretBox.js";
 import { isIP } from "node:net";
 import { mappingPathProblem } from "./userMapping.js";
@@ -23,19 +24,19 @@ import {
 
 export const PROVIDER_FIELDS = [
   "name", "type", "displayName", "clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon", "trustEmail",
-  "userMapping", "tokenAuthMethod", "pkce", "allowInsecureUrls",
+  "userMapping", "tokenAuthMethod", "pkce", "allowInsecureUrls", "emailsUrl",
 ] as const;
 
-/** The spec's fields: every one is required to create a provider. */
-const SPEC_FIELDS = ["clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon"] as const;
-type SpecField = (typeof SPEC_FIELDS)[number];
-const URL_FIELDS: ReadonlySet<SpecField> = new Set(["authUrl", "tokenUrl", "userInfoUrl", "favicon"]);
+/** The string fields: the spec's (each required for Custom; presets fill most in) and GitHub's emails URL. */
+const STRING_FIELDS = ["clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon", "emailsUrl"] as const satisfies readonly ProviderField[];
+type StringField = (typeof STRING_FIELDS)[number];
+const URL_FIELDS: ReadonlySet<StringField> = new Set(["authUrl", "tokenUrl", "userInfoUrl", "favicon", "emailsUrl"]);
 
 /** The one problem a bad or missing type has: which types there are. */
 const TYPE_PROBLEM = `must be ${Object.keys(PROVIDER_TYPES).map((name) => `"${name}"`).join(" or ")}`;
 
-/** A provider as configured: all the spec's fields are required. */
-export interface ProviderInput extends Record<SpecField, string> {
+/** A provider as configured: its type says which string fields are required. */
+export interface ProviderInput extends Partial<Record<StringField, string>> {
   name: string;
   type: ProviderTypeName;
   displayName?: string;
@@ -66,7 +67,7 @@ export function parseProviderPatch(raw: Record<string, unknown>): ProviderPatch 
     patch.type = raw.type;
   }
   patch.displayName = optionalString(raw.displayName, "displayName", 200);
-  for (const field of SPEC_FIELDS) {
+  for (const field of STRING_FIELDS) {
     const value = optionalString(raw[field], field, 2000);
     if (value === undefined) continue;
     if (value === "") throw new InvalidInputError(field, "is required");
@@ -112,12 +113,19 @@ function isLoopback(url: URL): boolean {
   return isIP(host) === 4 && host.startsWith("127.");
 }
 
+/** The fields the provider's type needs it to set (presets fill in the rest). */
+function checkRequired(provider: { type: string } & Partial<Record<StringField, string>>): void {
+  for (const field of providerTypeOf(provider.type)?.required ?? []) {
+    if (!provider[field]) throw new InvalidInputError(field, `is required for type ${provider.type}`);
+  }
+}
+
 /**
  * Every URL of a provider uses https, except on loopback hosts, unless the
  * provider allows insecure URLs: the token exchange carries the client secret
  * and the code, and the answers decide who signs in.
  */
-export function checkProviderUrls(provider: Pick<ProviderRecord, "allowInsecureUrls"> & Partial<Record<SpecField, string>>): void {
+export function checkProviderUrls(provider: Pick<ProviderRecord, "allowInsecureUrls"> & Partial<Record<StringField, string>>): void {
   if (provider.allowInsecureUrls) return;
   for (const field of URL_FIELDS) {
     const value = provider[field];
@@ -133,7 +141,7 @@ export function checkProviderUrls(provider: Pick<ProviderRecord, "allowInsecureU
 export function parseProviderInput(raw: Record<string, unknown>): ProviderInput {
   const patch = parseProviderPatch(raw);
   if (patch.type === undefined) throw new InvalidInputError("type", TYPE_PROBLEM);
-  for (const field of SPEC_FIELDS) if (patch[field] === undefined) throw new InvalidInputError(field, "is required");
+  checkRequired({ ...patch, type: patch.type });
   return patch as ProviderInput;
 }
 
@@ -158,22 +166,23 @@ export class ProviderAdmin {
       name: input.name,
       type: input.type,
       displayName: input.displayName ?? "",
-      clientId: input.clientId,
-      clientSecret: this.box.seal(input.clientSecret, secretContext(input.name)),
-      authUrl: input.authUrl,
-      scope: input.scope,
-      tokenUrl: input.tokenUrl,
-      userInfoUrl: input.userInfoUrl,
-      favicon: input.favicon,
+      clientId: input.clientId ?? "",
+      clientSecret: this.box.seal(input.clientSecret ?? "", secretContext(input.name)),
+      authUrl: input.authUrl ?? "",
+      scope: input.scope ?? "",
+      tokenUrl: input.tokenUrl ?? "",
+      userInfoUrl: input.userInfoUrl ?? "",
+      favicon: input.favicon ?? "",
       trustEmail: input.trustEmail ?? false,
       userMapping: input.userMapping ?? {},
       tokenAuthMethod: input.tokenAuthMethod ?? "client_secret_basic",
       pkce: input.pkce ?? false,
       allowInsecureUrls: input.allowInsecureUrls ?? false,
-      emailsUrl: "",
+      emailsUrl: input.emailsUrl ?? "",
       createdAt: now,
       updatedAt: now,
     };
+    checkRequired(record);
     checkProviderUrls(record);
     await conflictsAsErrors(() => this.repo.insert(record));
     return record;
@@ -188,6 +197,7 @@ export class ProviderAdmin {
       clientSecret: patch.clientSecret === undefined ? current.clientSecret : this.resealed(current, patch.clientSecret),
       updatedAt: this.clock.now(),
     };
+    checkRequired(record);
     checkProviderUrls(record);
     await this.repo.update(record);
     return record;

@@ -1,5 +1,7 @@
 /** Which call to the provider failed. */
-export type UpstreamStep = "token" | "userinfo";
+export type UpstreamStep = "token" | "userinfo" | "emails";
+
+const STEP_NAMES: Record<UpstreamStep, string> = { token: "token endpoint", userinfo: "UserInfo endpoint", emails: "emails endpoint" };
 
 /**
  * A provider call that failed. `reason` is our own wording (never the
@@ -10,7 +12,7 @@ export class UpstreamError extends Error {
     readonly step: UpstreamStep,
     readonly reason: string,
   ) {
-    super(`the provider's ${step === "token" ? "token endpoint" : "UserInfo endpoint"} ${reason}`);
+    super(`the provider's ${STEP_NAMES[step]} ${reason}`);
     this.name = "UpstreamError";
   }
 }
@@ -74,6 +76,22 @@ export class UpstreamClient {
 
   /** One request whose answer must be a 2xx JSON object (or a form, read as an object of strings). */
   async requestJson(step: UpstreamStep, url: string, init: RequestInit): Promise<Record<string, unknown>> {
+    const body = await this.request(step, url, init);
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      throw new UpstreamError(step, "answered with something other than a JSON object");
+    }
+    return body as Record<string, unknown>;
+  }
+
+  /** One request whose answer must be a 2xx JSON array (GitHub's /user/emails). */
+  async requestJsonArray(step: UpstreamStep, url: string, init: RequestInit): Promise<unknown[]> {
+    const body = await this.request(step, url, init);
+    if (!Array.isArray(body)) throw new UpstreamError(step, "answered with something other than a JSON array");
+    return body;
+  }
+
+  /** The parsed body of a 2xx answer; undefined when it is neither JSON nor a form. */
+  private async request(step: UpstreamStep, url: string, init: RequestInit): Promise<unknown> {
     const { timeoutMs, maxBodyBytes } = this.options;
     let res: Response;
     let text: string;
@@ -112,8 +130,7 @@ export class UpstreamClient {
       const code = typeof object?.error === "string" ? ` (${errorCode(object.error)})` : "";
       throw new UpstreamError(step, `answered HTTP ${res.status}${code}`);
     }
-    if (!object) throw new UpstreamError(step, "answered with something other than a JSON object");
-    return object;
+    return body;
   }
 }
 

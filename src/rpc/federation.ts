@@ -41,7 +41,7 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
 
   // Everything but the secret, which never leaves the service.
   const providerOut = (provider: ProviderRecord) => {
-    const { clientSecret: _secret, createdAt, updatedAt, emailsUrl: _e, ...rest } = provider;
+    const { clientSecret: _secret, createdAt, updatedAt, ...rest } = provider;
     return {
       ...rest,
       userMapping: { ...provider.userMapping },

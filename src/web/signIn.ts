@@ -4,6 +4,7 @@ import type { Domain } from "../domain/index.js";
 import { authorizationResponse, errorResponse, signInSatisfies } from "../oauth/authorize.js";
 import { resolveRedirect, validateAuthorizeRequest } from "../oauth/authorizeRequest.js";
 import { OAuthError } from "../oauth/errors.js";
+import { effectiveProvider } from "../federation/providerTypes/index.js";
 import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { annotateRequest, requestContextOf } from "../http/requestContext.js";
@@ -156,7 +157,7 @@ export class SignInPages {
     const offered = app.providers
       .map((name) => configured.find((p) => p.name === name))
       .filter((p) => p !== undefined);
-    const providers = offered.map((p) => ({ name: p.name, label: p.displayName || p.name, favicon: p.favicon }));
+    const providers = offered.map((p) => ({ name: p.name, label: p.displayName || p.name, favicon: effectiveProvider(p).favicon }));
     sendPage(res, status, loginPage({ ...form, appName: app.name, requestId: pending.id, providers }), cookies);
   }
 

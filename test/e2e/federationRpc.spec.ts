@@ -102,6 +102,7 @@ describe("FederationService", () => {
               userMapping: { id: "id", username: "login", displayName: "", avatarUrl: "avatar_url", email: "emails.0.value" },
               tokenAuthMethod: "client_secret_post",
               pkce: true,
+              emailsUrl: "https://ghe.example/api/v3/user/emails",
             },
           },
           admin,
@@ -109,7 +110,10 @@ describe("FederationService", () => {
       ).provider!;
       const { $typeName: _t, ...mapping } = created.userMapping!;
       assert.deepEqual(mapping, { id: "id", username: "login", displayName: "", email: "emails.0.value", avatarUrl: "avatar_url", phone: "" });
-      assert.deepEqual([created.tokenAuthMethod, created.pkce, created.allowInsecureUrls], ["client_secret_post", true, false]);
+      assert.deepEqual(
+        [created.tokenAuthMethod, created.pkce, created.allowInsecureUrls, created.emailsUrl],
+        ["client_secret_post", true, false, "https://ghe.example/api/v3/user/emails"],
+      );
       assert.deepEqual((await server.domain.store.providers.findByName("options"))!.userMapping, { id: "id", username: "login", email: "emails.0.value", avatarUrl: "avatar_url" });
       const kept = (await federation.updateProvider({ provider: { name: "options", scope: "user" } }, admin)).provider!;
       assert.equal(kept.userMapping!.username, "login", "an update without a mapping keeps it");

@@ -11,6 +11,8 @@ import type { CodeExchange, ProviderConfig, ProviderType } from "./providerType.
  * whose answer is read through the provider's user mapping.
  */
 export const customType: ProviderType = {
+  required: ["clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon"],
+
   authorizeUrl(config, redirectUri, state, extras) {
     const url = new URL(config.authUrl);
     const params: Record<string, string> = { client_id: config.clientId, redirect_uri: redirectUri, response_type: "code", scope: config.scope, state };

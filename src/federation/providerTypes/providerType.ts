@@ -1,11 +1,15 @@
 import type { ProviderRecord } from "../../shared/model.js";
 import type { UpstreamClient, UpstreamProfile } from "../upstream.js";
+import type { Preset } from "./presets.js";
 
 /** What a provider type reads of a provider's configuration. */
 export type ProviderConfig = Pick<
   ProviderRecord,
   "name" | "clientId" | "authUrl" | "scope" | "tokenUrl" | "userInfoUrl" | "userMapping" | "tokenAuthMethod" | "pkce" | "emailsUrl"
 >;
+
+/** A configurable string field of a provider. */
+export type ProviderField = "clientId" | "clientSecret" | "authUrl" | "scope" | "tokenUrl" | "userInfoUrl" | "favicon" | "emailsUrl";
 
 /** One sign-in's code, to exchange at the provider. */
 export interface CodeExchange {
@@ -31,6 +35,10 @@ export interface AuthorizeExtras {
  * metrics) is the same for every type (federatedLogin.ts).
  */
 export interface ProviderType {
+  /** The fields a provider of this type must set itself (name and type aside). */
+  required: readonly ProviderField[];
+  /** What the type fills in for the fields a provider leaves empty. */
+  preset?: Preset;
   /** The provider's login address for one sign-in. */
   authorizeUrl(config: ProviderConfig, redirectUri: string, state: string, extras?: AuthorizeExtras): string;
   /**
