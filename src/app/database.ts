@@ -50,3 +50,19 @@ export async function openDatabase(options: DbOptions): Promise<Db> {
     throw new DatabaseUnavailableError(`cannot open the database ${databaseLabel(options.url)}: ${errorReason(err)}`, { cause: err });
   }
 }
+
+/**
+ * Run `fn` on the database at `url`, a failure becoming one line that says
+ * what could not be done to which database (`cannot <doing> the database …`).
+ */
+export async function onDatabase<T>(url: string, doing: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof DatabaseUnavailableError) throw err;
+    throw new DatabaseUnavailableError(`cannot ${doing} the database ${databaseLabel(url)}: ${errorReason(err)}`, { cause: err });
+  }
+}
+
+/** For commands that report a failure themselves: the driver's warnings (a failed connection, with its stack) add nothing. */
+export const quietDriver = (): void => {};

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { resolveServeOption } from "./config.js";
 import { backupSqlite } from "./../store/backup.js";
 import { connectDb, isPostgresUrl, migrate, migrationStatus, type MigrationStatus } from "./../store/db.js";
+import { onDatabase, quietDriver } from "./database.js";
 
 /** The database a maintenance command works on: --database, else DATABASE_URL, else serve's default. */
 function databaseOf(flag: string | undefined, env: NodeJS.ProcessEnv): string {
@@ -23,7 +24,7 @@ export async function runBackupCommand(args: string[], env: NodeJS.ProcessEnv): 
     throw new Error("backup copies a SQLite file only; back up PostgreSQL with pg_dump (docs/operations.md, Backups)");
   }
   if (database === ":memory:" || database.startsWith("file:")) throw new Error(`backup needs a SQLite file path, not ${database}`);
-  const { bytes } = await backupSqlite(database, target);
+  const { bytes } = await onDatabase(database, "back up", () => backupSqlite(database, target));
   return `backed up ${database} to ${target} (${bytes} bytes)\n`;
 }
 
@@ -37,17 +38,17 @@ export async function runMigrateCommand(args: string[], env: NodeJS.ProcessEnv):
   const database = databaseOf(values.database, env);
   if (values.status) {
     if (!isPostgresUrl(database) && database !== ":memory:" && !existsSync(database)) throw new Error(`no SQLite database at ${database}`);
-    const db = connectDb({ url: database });
+    const db = connectDb({ url: database, log: quietDriver });
     try {
-      return formatStatus(await migrationStatus(db));
+      return formatStatus(await onDatabase(database, "read", () => migrationStatus(db)));
     } finally {
       await db.destroy();
     }
   }
-  const db = connectDb({ url: database });
+  const db = connectDb({ url: database, log: quietDriver });
   try {
-    const ran = await migrate(db);
-    return (ran.length ? ran.map((name) => `ran ${name}\n`).join("") : "nothing to migrate\n") + formatStatus(await migrationStatus(db));
+    const ran = await onDatabase(database, "migrate", () => migrate(db));
+    return (ran.length ? ran.map((name) => `ran ${name}\n`).join("") : "nothing to migrate\n") + formatStatus(await onDatabase(database, "read", () => migrationStatus(db)));
   } finally {
     await db.destroy();
   }

@@ -8,6 +8,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { ApplicationAdminService, KeyAdminService } from "../../gen/identity/v1/admin_pb.js";
 import { runAdminCommand } from "../../src/app/adminCommands.js";
+import { runBackupCommand, runMigrateCommand } from "../../src/app/maintenance.js";
 import { openDb } from "../../src/store/db.js";
 import { createStore } from "../../src/store/index.js";
 import { cleanEnv, ensureBuilt, runCli } from "../support/cli.js";
@@ -314,6 +315,23 @@ describe("command line", function () {
         assert.match(stderr.trimEnd(), line);
         assert.doesNotMatch(stdout + stderr, /hunter2|\n\s+at /, "no password, no stack trace");
         assert.doesNotMatch(stdout, /listening/);
+      }
+    });
+
+    it("migrate and backup name the database and the reason in one line too", async () => {
+      const notADatabase = join(dir, "not-a-database-either.sqlite");
+      writeFileSync(notADatabase, "this is not SQLite\n".repeat(10));
+      const failures: [Promise<string>, RegExp][] = [
+        [runMigrateCommand(["--status", "--database", "postgres://someone:hunter2-secret@127.0.0.1:1/identity"], {}), /^cannot read the database postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/identity: connect ECONNREFUSED 127\.0\.0\.1:1$/],
+        [runMigrateCommand(["--database", notADatabase], {}), /^cannot migrate the database .*not-a-database-either\.sqlite: SQLITE_NOTADB: file is not a database$/],
+        [runBackupCommand([join(dir, "copy.sqlite"), "--database", notADatabase], {}), /^cannot back up the database .*not-a-database-either\.sqlite: SQLITE_NOTADB/],
+      ];
+      for (const [failure, line] of failures) {
+        await assert.rejects(failure, (err: Error) => {
+          assert.match(err.message, line);
+          assert.doesNotMatch(err.message, /\n|hunter2/);
+          return true;
+        });
       }
     });
 
