@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import ts from "typescript";
 
@@ -60,6 +60,15 @@ describe("architecture", () => {
     const folders = readdirSync("src", { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
     const unruled = folders.filter((f) => !(f in MAY_IMPORT) && !COMPOSITION_ROOT.has(f));
     assert.deepEqual(unruled, []);
+  });
+
+  it("opens every folder of src/ with a README saying what belongs there and what it may import", () => {
+    const folders = readdirSync("src", { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    const bare = folders.filter((f) => {
+      const readme = join("src", f, "README.md");
+      return !existsSync(readme) || !readFileSync(readme, "utf8").includes("May import:");
+    });
+    assert.deepEqual(bare, []);
   });
 
   it("lets imports point only where the layer rules allow", () => {
