@@ -4,7 +4,7 @@ import type { AccountLinker, LinkResult } from "./linking.js";
 import type { LoginStates, Starter, TakenState } from "./loginStates.js";
 import { checkProviderUrls, type ProviderAdmin } from "./providers.js";
 import { effectiveProvider, providerTypeOf } from "./providerTypes/index.js";
-import type { ProviderType } from "./providerTypes/providerType.js";
+import type { ProviderConfig, ProviderType } from "./providerTypes/providerType.js";
 import { SecretBoxError } from "./secretBox.js";
 import type { Metrics } from "../oauth/metrics.js";
 import { MappingError, UpstreamError, type UpstreamClient, type UpstreamProfile } from "./upstream.js";
@@ -64,11 +64,13 @@ export class FederatedLogin {
       if (!(err instanceof OAuthError)) throw err;
       throw new OAuthError("server_error", `signing in with ${labelOf(provider)} is misconfigured (${err.description})`);
     }
+    const config = await this.prepared(provider, type);
     // RFC 7636: the verifier stays here, with the state; the provider sees its S256 hash.
-    const codeVerifier = provider.pkce ? randomToken() : undefined;
+    const codeVerifier = provider.pkce || type.alwaysPkce ? randomToken() : undefined;
     const state = await this.states.create(provider.name, binding, authorizationRequestId, codeVerifier);
-    const codeChallenge = codeVerifier && createHash("sha256").update(codeVerifier).digest("base64url");
-    return { authUrl: type.authorizeUrl(provider, this.redirectUri, state, { codeChallenge }), state };
+    const codeChallenge = codeVerifier && base64urlSha256(codeVerifier);
+    const nonce = type.alwaysPkce && codeVerifier ? nonceOf(codeVerifier) : undefined;
+    return { authUrl: type.authorizeUrl(config, this.redirectUri, state, { codeChallenge, nonce }), state };
   }
 
   /** Use up the state the provider sent back, if `starter` is the one who began it. */
@@ -93,17 +95,18 @@ export class FederatedLogin {
   }
 
   /** Exchange the code, look the user up and link the account: the end of a round trip. */
-  async complete(login: ReturnedLogin, code: string | undefined): Promise<LinkResult> {
+  async complete(login: ReturnedLogin, code: string | undefined, iss?: string): Promise<LinkResult> {
     const provider = login.providerRecord;
     if (!code) throw new OAuthError("invalid_request", `${labelOf(provider)} sent no code back`);
-    const profile = await this.lookUp(provider, code, login.codeVerifier);
+    const profile = await this.lookUp(provider, code, login.codeVerifier, iss);
     const result = await this.linker.link(provider, profile);
     this.logger.info("federated sign-in", { provider: provider.name, userId: result.user.id, created: result.created });
     return result;
   }
 
   /** The provider's calls; a failure is logged (reason only) and becomes an error to show. */
-  private async lookUp(provider: ProviderRecord, code: string, codeVerifier: string | undefined): Promise<UpstreamProfile> {
+  private async lookUp(stored: ProviderRecord, code: string, codeVerifier: string | undefined, iss: string | undefined): Promise<UpstreamProfile> {
+    const provider = effectiveProvider(stored);
     let clientSecret: string;
     try {
       clientSecret = this.providers.clientSecret(provider);
@@ -113,25 +116,57 @@ export class FederatedLogin {
       throw new OAuthError("server_error", `signing in with ${labelOf(provider)} is misconfigured`);
     }
     const type = typeOf(provider);
+    const config = await this.prepared(provider, type);
+    if (type.checksCallbackIssuer && (iss !== undefined ? iss !== config.issuer : config.issParameterRequired)) {
+      // RFC 9207: the answer came from another provider than the one this sign-in went to (a mix-up).
+      this.logger.warn("federated sign-in: the callback's iss is not the provider's", { provider: provider.name });
+      throw new OAuthError("access_denied", `signing in with ${labelOf(provider)} failed: the answer names another issuer than ${labelOf(provider)}`);
+    }
     try {
-      const exchange = { clientSecret, code, redirectUri: this.redirectUri, ...(codeVerifier ? { codeVerifier } : {}) };
-      const profile = await type.signIn(this.upstream, effectiveProvider(provider), exchange);
+      const nonce = type.alwaysPkce && codeVerifier ? nonceOf(codeVerifier) : undefined;
+      const exchange = { clientSecret, code, redirectUri: this.redirectUri, ...(codeVerifier ? { codeVerifier } : {}), ...(nonce ? { nonce } : {}) };
+      const profile = await type.signIn(this.upstream, config, exchange);
       this.metrics.upstreamCall(provider.name, "ok");
       return profile;
     } catch (err) {
-      if (err instanceof MappingError) {
-        // The provider answered, but not what its mapping expects: a configuration to fix, not a moment to wait.
-        this.metrics.upstreamCall(provider.name, "mapping_failed");
-        this.logger.warn("federated sign-in: the provider's answer lacks a mapped field", { provider: provider.name, field: err.field, path: err.path, reason: err.reason });
-        throw new OAuthError("server_error", `signing in with ${labelOf(provider)} failed: ${labelOf(provider)} sent no usable ${err.field} (${err.path} ${err.reason})`, 502);
-      }
-      if (!(err instanceof UpstreamError)) throw err;
-      this.metrics.upstreamCall(provider.name, `${err.step}_failed`);
-      this.logger.error("federated sign-in failed at the provider", { provider: provider.name, step: err.step, reason: err.reason });
-      throw new OAuthError("temporarily_unavailable", `signing in with ${labelOf(provider)} failed: ${err.message}`, 502);
+      throw this.failure(provider, err);
     }
   }
+
+  /** The provider's config with what its type reads first (OIDC discovery); a failure becomes an error to show. */
+  private async prepared(provider: ProviderRecord, type: ProviderType): Promise<ProviderConfig> {
+    if (!type.prepare) return provider;
+    try {
+      return await type.prepare(this.upstream, provider);
+    } catch (err) {
+      throw this.failure(provider, err);
+    }
+  }
+
+  /** A provider's failure, logged (reason only, never a token) and counted, as an error to show. */
+  private failure(provider: ProviderRecord, err: unknown): unknown {
+    if (err instanceof MappingError) {
+      // The provider answered, but not what its mapping expects: a configuration to fix, not a moment to wait.
+      this.metrics.upstreamCall(provider.name, "mapping_failed");
+      this.logger.warn("federated sign-in: the provider's answer lacks a mapped field", { provider: provider.name, field: err.field, path: err.path, reason: err.reason });
+      return new OAuthError("server_error", `signing in with ${labelOf(provider)} failed: ${labelOf(provider)} sent no usable ${err.field} (${err.path} ${err.reason})`, 502);
+    }
+    if (!(err instanceof UpstreamError)) return err;
+    this.metrics.upstreamCall(provider.name, `${err.step}_failed`);
+    if (err.kind === "invalid") {
+      // An answer that must sign no one in (a bad ID token): not a moment to wait.
+      this.logger.warn("federated sign-in refused: the provider's answer is not valid", { provider: provider.name, step: err.step, reason: err.reason });
+      return new OAuthError("access_denied", `signing in with ${labelOf(provider)} failed: ${err.message}`, 502);
+    }
+    this.logger.error("federated sign-in failed at the provider", { provider: provider.name, step: err.step, reason: err.reason });
+    return new OAuthError("temporarily_unavailable", `signing in with ${labelOf(provider)} failed: ${err.message}`, 502);
+  }
 }
+
+const base64urlSha256 = (value: string) => createHash("sha256").update(value).digest("base64url");
+
+/** The OIDC nonce of a round trip: derived from its secret verifier, so it needs no storage and cannot be guessed from the URL. */
+const nonceOf = (codeVerifier: string) => base64urlSha256(`nonce:${codeVerifier}`);
 
 const labelOf = (provider: ProviderRecord) => provider.displayName || provider.name;
 

@@ -12,7 +12,7 @@ import type { ProviderRepository } from "../store/providers.js";
 import { isProviderType, PROVIDER_TYPES, providerTypeOf, type ProviderTypeName } from "./providerTypes/index.js";
 import type { ProviderField } from "./providerTypes/providerType.js";
 import { SecretBox, SecretBoxError } from "./secretBox.js";
-import { isIP } from "node:net";
+import { insecureUrlProblem } from "./urlRule.js";
 import { mappingPathProblem } from "./userMapping.js";
 import {
   PROVIDER_TOKEN_AUTH_METHODS,
@@ -24,13 +24,13 @@ import {
 
 export const PROVIDER_FIELDS = [
   "name", "type", "displayName", "clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon", "trustEmail",
-  "userMapping", "tokenAuthMethod", "pkce", "allowInsecureUrls", "emailsUrl",
+  "userMapping", "tokenAuthMethod", "pkce", "allowInsecureUrls", "emailsUrl", "issuer",
 ] as const;
 
 /** The string fields: the spec's (each required for Custom; presets fill most in) and GitHub's emails URL. */
-const STRING_FIELDS = ["clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon", "emailsUrl"] as const satisfies readonly ProviderField[];
+const STRING_FIELDS = ["clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon", "emailsUrl", "issuer"] as const satisfies readonly ProviderField[];
 type StringField = (typeof STRING_FIELDS)[number];
-const URL_FIELDS: ReadonlySet<StringField> = new Set(["authUrl", "tokenUrl", "userInfoUrl", "favicon", "emailsUrl"]);
+const URL_FIELDS: ReadonlySet<StringField> = new Set(["authUrl", "tokenUrl", "userInfoUrl", "favicon", "emailsUrl", "issuer"]);
 
 /** The one problem a bad or missing type has: which types there are. */
 const TYPE_PROBLEM = `must be ${Object.keys(PROVIDER_TYPES).map((name) => `"${name}"`).join(" or ")}`;
@@ -104,15 +104,6 @@ function userMapping(raw: unknown): UserMapping | undefined {
   return mapping;
 }
 
-const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]"]);
-
-/** Whether a URL's host is this machine (http is allowed there: a provider on the same host). */
-function isLoopback(url: URL): boolean {
-  const host = url.hostname.toLowerCase();
-  if (LOOPBACK_NAMES.has(host) || host.endsWith(".localhost")) return true;
-  return isIP(host) === 4 && host.startsWith("127.");
-}
-
 /** The fields the provider's type needs it to set (presets fill in the rest). */
 function checkRequired(provider: { type: string } & Partial<Record<StringField, string>>): void {
   for (const field of providerTypeOf(provider.type)?.required ?? []) {
@@ -126,14 +117,10 @@ function checkRequired(provider: { type: string } & Partial<Record<StringField, 
  * and the code, and the answers decide who signs in.
  */
 export function checkProviderUrls(provider: Pick<ProviderRecord, "allowInsecureUrls"> & Partial<Record<StringField, string>>): void {
-  if (provider.allowInsecureUrls) return;
   for (const field of URL_FIELDS) {
     const value = provider[field];
-    if (!value) continue;
-    const url = new URL(value);
-    if (url.protocol === "http:" && !isLoopback(url)) {
-      throw new InvalidInputError(field, "must use https (http only on loopback addresses, or with allowInsecureUrls: true)");
-    }
+    const problem = value ? insecureUrlProblem(value, provider.allowInsecureUrls) : undefined;
+    if (problem) throw new InvalidInputError(field, problem);
   }
 }
 
@@ -179,6 +166,7 @@ export class ProviderAdmin {
       pkce: input.pkce ?? false,
       allowInsecureUrls: input.allowInsecureUrls ?? false,
       emailsUrl: input.emailsUrl ?? "",
+      issuer: input.issuer ?? "",
       createdAt: now,
       updatedAt: now,
     };

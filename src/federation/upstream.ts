@@ -1,7 +1,14 @@
 /** Which call to the provider failed. */
-export type UpstreamStep = "token" | "userinfo" | "emails";
+export type UpstreamStep = "token" | "userinfo" | "emails" | "discovery" | "jwks" | "id_token";
 
-const STEP_NAMES: Record<UpstreamStep, string> = { token: "token endpoint", userinfo: "UserInfo endpoint", emails: "emails endpoint" };
+const STEP_NAMES: Record<UpstreamStep, string> = {
+  token: "token endpoint",
+  userinfo: "UserInfo endpoint",
+  emails: "emails endpoint",
+  discovery: "discovery document",
+  jwks: "JWKS",
+  id_token: "ID token",
+};
 
 /**
  * A provider call that failed. `reason` is our own wording (never the
@@ -11,6 +18,8 @@ export class UpstreamError extends Error {
   constructor(
     readonly step: UpstreamStep,
     readonly reason: string,
+    /** "invalid": the provider answered, but with something that must not sign anyone in (a bad ID token). */
+    readonly kind: "unavailable" | "invalid" = "unavailable",
   ) {
     super(`the provider's ${STEP_NAMES[step]} ${reason}`);
     this.name = "UpstreamError";

@@ -9,6 +9,7 @@ interface Options {
   pkce?: boolean;
   allowInsecureUrls?: boolean;
   emailsUrl?: string;
+  issuer?: string;
 }
 
 
@@ -55,6 +56,7 @@ const fromRow = (r: Row, o = optionsOf(r)): ProviderRecord => ({
   pkce: o.pkce ?? false,
   allowInsecureUrls: o.allowInsecureUrls ?? false,
   emailsUrl: o.emailsUrl ?? "",
+  issuer: o.issuer ?? "",
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -77,6 +79,7 @@ const toRow = (p: ProviderRecord): Row => ({
     pkce: p.pkce,
     allowInsecureUrls: p.allowInsecureUrls,
     emailsUrl: p.emailsUrl,
+    issuer: p.issuer,
   } satisfies Options),
   created_at: p.createdAt,
   updated_at: p.updatedAt,

@@ -100,7 +100,7 @@ export class SignInPages {
       return sendAuthorizationResponse(res, errorResponse(pending.request, refusal, this.domain.issuer));
     }
     if (!pending) throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
-    const { user } = await federation.complete(login, params.get("code"));
+    const { user } = await federation.complete(login, params.get("code"), params.get("iss"));
     await this.completeSignIn(req, res, pending, user);
   }
 

@@ -79,7 +79,8 @@ describe("FederationService", () => {
         [{ tokenUrl: "/relative" }, /tokenUrl: is not an absolute URL/],
         [{ clientSecret: undefined }, /clientSecret: is required/],
         [{ scope: "" }, /scope: is required/],
-        [{ type: "OIDC" }, /type: must be "Custom"/],
+        [{ type: "SAML" }, /type: must be "Custom" or "GitHub" or "Google" or "OIDC"/],
+        [{ type: "OIDC" }, /issuer: is required for type OIDC/],
         [{ name: "with space" }, /name: must be/],
       ];
       for (const [over, message] of cases) {

@@ -17,6 +17,7 @@ export const customType: ProviderType = {
     const url = new URL(config.authUrl);
     const params: Record<string, string> = { client_id: config.clientId, redirect_uri: redirectUri, response_type: "code", scope: config.scope, state };
     if (extras?.codeChallenge) Object.assign(params, { code_challenge: extras.codeChallenge, code_challenge_method: "S256" });
+    if (extras?.nonce) params.nonce = extras.nonce;
     for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
     return url.href;
   },
@@ -35,6 +36,16 @@ export async function exchangeCode(
   exchange: CodeExchange,
   headers: Record<string, string> = {},
 ): Promise<string> {
+  return (await requestTokens(upstream, config, exchange, headers)).access_token as string;
+}
+
+/** The token answer, checked for a Bearer access token. */
+export async function requestTokens(
+  upstream: UpstreamClient,
+  config: ProviderConfig,
+  exchange: CodeExchange,
+  headers: Record<string, string> = {},
+): Promise<Record<string, unknown>> {
   const form = new URLSearchParams({ code: exchange.code, grant_type: "authorization_code", redirect_uri: exchange.redirectUri });
   if (exchange.codeVerifier) form.set("code_verifier", exchange.codeVerifier);
   const auth: Record<string, string> = {};
@@ -58,5 +69,5 @@ export async function exchangeCode(
     throw new UpstreamError("token", `sent token_type ${errorCode(body.token_type)}, not Bearer`);
   }
   // refresh_token, expires_in and scope are not needed: upstream tokens are used once and never stored.
-  return body.access_token;
+  return body;
 }

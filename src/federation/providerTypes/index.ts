@@ -2,6 +2,7 @@ import type { ProviderRecord } from "../../shared/model.js";
 import { customType } from "./custom.js";
 import { githubType } from "./github.js";
 import { googleType } from "./google.js";
+import { oidcType } from "./oidc.js";
 import { withPreset } from "./presets.js";
 import type { ProviderType } from "./providerType.js";
 
@@ -10,6 +11,7 @@ export const PROVIDER_TYPES = {
   Custom: customType,
   GitHub: githubType,
   Google: googleType,
+  OIDC: oidcType,
 } as const satisfies Record<string, ProviderType>;
 
 export type ProviderTypeName = keyof typeof PROVIDER_TYPES;

@@ -25,7 +25,7 @@ export function withPreset(provider: ProviderRecord, preset: Preset | undefined)
     tokenUrl: provider.tokenUrl || preset.tokenUrl,
     userInfoUrl: provider.userInfoUrl || preset.userInfoUrl,
     scope: provider.scope || preset.scope,
-    favicon: provider.favicon || preset.favicon,
+    favicon: provider.favicon || preset.favicon || (provider.issuer ? new URL("/favicon.ico", provider.issuer).href : ""),
     emailsUrl: provider.emailsUrl || (preset.emailsUrl ?? ""),
     userMapping: { ...preset.userMapping, ...provider.userMapping },
   };

@@ -5,11 +5,14 @@ import type { Preset } from "./presets.js";
 /** What a provider type reads of a provider's configuration. */
 export type ProviderConfig = Pick<
   ProviderRecord,
-  "name" | "clientId" | "authUrl" | "scope" | "tokenUrl" | "userInfoUrl" | "userMapping" | "tokenAuthMethod" | "pkce" | "emailsUrl"
->;
+  "name" | "clientId" | "authUrl" | "scope" | "tokenUrl" | "userInfoUrl" | "userMapping" | "tokenAuthMethod" | "pkce" | "emailsUrl" | "issuer" | "allowInsecureUrls"
+> & {
+  /** OIDC: the provider said (RFC 9207) that its callbacks carry `iss`. */
+  issParameterRequired?: boolean;
+};
 
 /** A configurable string field of a provider. */
-export type ProviderField = "clientId" | "clientSecret" | "authUrl" | "scope" | "tokenUrl" | "userInfoUrl" | "favicon" | "emailsUrl";
+export type ProviderField = "clientId" | "clientSecret" | "authUrl" | "scope" | "tokenUrl" | "userInfoUrl" | "favicon" | "emailsUrl" | "issuer";
 
 /** One sign-in's code, to exchange at the provider. */
 export interface CodeExchange {
@@ -20,12 +23,16 @@ export interface CodeExchange {
   redirectUri: string;
   /** The PKCE code_verifier, when the authorize URL carried its challenge. */
   codeVerifier?: string;
+  /** The nonce the authorize URL carried. */
+  nonce?: string;
 }
 
 /** What the authorize URL carries beyond the spec's parameters. */
 export interface AuthorizeExtras {
   /** PKCE S256 code_challenge. */
   codeChallenge?: string;
+  /** OIDC nonce. */
+  nonce?: string;
 }
 
 /**
@@ -39,6 +46,12 @@ export interface ProviderType {
   required: readonly ProviderField[];
   /** What the type fills in for the fields a provider leaves empty. */
   preset?: Preset;
+  /** Whether every round trip sends PKCE and a nonce, whatever the provider's `pkce` says. */
+  alwaysPkce?: boolean;
+  /** Whether the callback's `iss` parameter (RFC 9207) must be the provider's issuer when present. */
+  checksCallbackIssuer?: boolean;
+  /** What must be read before a round trip (OIDC: discovery); the config with it filled in. */
+  prepare?(upstream: UpstreamClient, config: ProviderConfig): Promise<ProviderConfig>;
   /** The provider's login address for one sign-in. */
   authorizeUrl(config: ProviderConfig, redirectUri: string, state: string, extras?: AuthorizeExtras): string;
   /**
