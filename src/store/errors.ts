@@ -33,13 +33,28 @@ const UNAVAILABLE_CODES = new Set([
   "SQLITE_BUSY",
 ]);
 
+/**
+ * A database call (waiting for a connection, then its statements) that ran
+ * past the query deadline (deadlines.ts): the caller is answered at once, whatever
+ * the database does, and a connection that may still be waiting is dropped.
+ */
+export class DatabaseDeadlineError extends Error {
+  readonly code = "IDENTITY_DB_DEADLINE";
+  constructor(deadlineMs: number) {
+    super(`the database did not answer within ${deadlineMs} ms`);
+    this.name = "DatabaseDeadlineError";
+  }
+}
+
 /** Whether a storage error means "the database cannot serve now" rather than a bug or bad data. */
 export function isStoreUnavailable(err: unknown): boolean {
   const e = err as { name?: string; code?: string; message?: string };
   if (!e || typeof e !== "object") return false;
-  if (e.name === "KnexTimeoutError") return true;
+  if (e instanceof DatabaseDeadlineError || e.name === "KnexTimeoutError") return true;
   if (typeof e.code === "string" && (UNAVAILABLE_CODES.has(e.code) || e.code.startsWith("08"))) return true;
-  return /^Connection terminated|timeout exceeded when trying to connect/.test(e.message ?? "");
+  // pg: a connection dropped under a query (a deadline drops it on purpose) or used after, and
+  // a new connection unanswered within connectionTimeoutMillis ("timeout expired").
+  return /Connection terminated|timeout exceeded when trying to connect|is not queryable$|^timeout expired$/.test(e.message ?? "");
 }
 
 // Text PostgreSQL refuses to hold: a NUL character (invalid byte sequence,

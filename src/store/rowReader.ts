@@ -1,6 +1,8 @@
 import type { Knex } from "knex";
 import sqlite3 from "sqlite3";
 import { openSqliteConnection, sqliteFile, type Db } from "./db.js";
+import { queryDeadlineMs } from "./deadlines.js";
+import { DatabaseDeadlineError } from "./errors.js";
 
 /**
  * A read of at most one row, found by one value: the reads on every
@@ -201,9 +203,16 @@ class SqliteRows implements RowSource {
     const params = bindings.map((b) => (b === PLACEHOLDER ? (values[slot++] ?? values[0]) : b));
     // `all`, not `get`: `get` stops at the first row and leaves the statement
     // active, which keeps its read transaction (and a stale snapshot) open.
-    return new Promise((resolve, reject) =>
-      statement.all(params, (err: Error | null, rows: Record<string, unknown>[]) => (err ? reject(err) : resolve(rows))),
-    );
+    // These statements bypass Knex, so they keep the query deadline (deadlines.ts) here.
+    const deadlineMs = queryDeadlineMs(this.db);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new DatabaseDeadlineError(deadlineMs)), deadlineMs);
+      statement.all(params, (err: Error | null, rows: Record<string, unknown>[]) => {
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(rows);
+      });
+    });
   }
 
   async close(): Promise<void> {
@@ -227,10 +236,11 @@ class SqliteRows implements RowSource {
   }
 
   private open(): Promise<sqlite3.Database[]> {
-    this.connections ??= Promise.all(Array.from({ length: READ_CONNECTIONS }, () => openReadOnly(this.file)));
+    // A checkpoint may hold the WAL index for a moment: wait, within the deadline, instead of failing.
+    const busyTimeoutMs = queryDeadlineMs(this.db);
+    this.connections ??= Promise.all(
+      Array.from({ length: READ_CONNECTIONS }, () => openSqliteConnection(this.file, sqlite3.OPEN_READONLY, busyTimeoutMs)),
+    );
     return this.connections;
   }
 }
-
-// A checkpoint may hold the WAL index for a moment; wait instead of failing.
-const openReadOnly = (file: string) => openSqliteConnection(file, sqlite3.OPEN_READONLY, 5000);

@@ -1,4 +1,5 @@
 import type { Db } from "./db.js";
+import { queryDeadlineMs } from "./deadlines.js";
 import { GroupCommit } from "./groupCommit.js";
 import { rowBy, type RowReader, type RowQuery } from "./rowReader.js";
 import { USER_COLUMNS, userFromRow, type UserRow } from "./users.js";
@@ -104,7 +105,7 @@ export function issuedTokenRecorder(db: Db): GroupCommit<IssuedTokenRows> {
       await trx("access_tokens").insert(access);
       await trx("refresh_tokens").insert(refresh);
     });
-  }, ISSUED_ROWS_PER_WRITE);
+  }, ISSUED_ROWS_PER_WRITE, queryDeadlineMs(db));
 }
 
 const BY_HASH = rowBy("access_tokens", "token_hash");

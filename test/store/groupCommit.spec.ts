@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { DatabaseDeadlineError, isStoreUnavailable } from "../../src/store/errors.js";
 import { GroupCommit } from "../../src/store/groupCommit.js";
 
 describe("group commit", () => {
@@ -38,5 +39,48 @@ describe("group commit", () => {
     assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
     assert.match(String((results[1] as PromiseRejectedResult).reason), /bad row 13/);
     assert.deepEqual(written.sort(), [1, 2]);
+  });
+
+  it("answers every caller by its deadline, and never writes an item whose deadline passed in the queue", async () => {
+    const writes: number[][] = [];
+    let release: () => void = () => {};
+    const group = new GroupCommit<number>(
+      async (items) => {
+        writes.push(items);
+        // The first write hangs, as on a silent network, until the test lets it go.
+        if (writes.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      },
+      100,
+      200,
+    );
+    const started = performance.now();
+    const first = group.add(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    const queued = group.add(2);
+    const results = await Promise.allSettled([first, queued]);
+    const elapsed = performance.now() - started;
+    for (const r of results) {
+      assert.equal(r.status, "rejected");
+      assert.ok((r as PromiseRejectedResult).reason instanceof DatabaseDeadlineError);
+      assert.equal(isStoreUnavailable((r as PromiseRejectedResult).reason), true);
+    }
+    assert.ok(elapsed < 400, `answered after ${Math.round(elapsed)} ms`);
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(writes, [[1]], "the item that expired in the queue was written");
+    // Later items are written as before.
+    await group.add(3);
+    assert.deepEqual(writes, [[1], [3]]);
+  });
+
+  it("does not write item by item when the database is unavailable", async () => {
+    let writes = 0;
+    const group = new GroupCommit<number>(async () => {
+      writes++;
+      throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+    });
+    const results = await Promise.allSettled([1, 2, 3].map((n) => group.add(n)));
+    assert.deepEqual(results.map((r) => r.status), ["rejected", "rejected", "rejected"]);
+    assert.equal(writes, 1);
   });
 });
