@@ -1,6 +1,8 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import tls from "node:tls";
+import { DEFAULT_TLS_RELOAD_MS, readKeyPair, watchKeyPair, type KeyPair, type TlsFiles } from "./tls.js";
 
 type Handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
 /** Serves an HTTP/2 stream itself and says so, or returns false to leave it to `Handler`. */
@@ -31,8 +33,20 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   idleTimeoutMs: 120_000,
 };
 
+/** HTTPS on the port: a certificate and key, re-read while serving. */
+export interface TlsOptions extends TlsFiles {
+  /** How often the files are read for a change (default DEFAULT_TLS_RELOAD_MS). */
+  reloadIntervalMs?: number;
+  /** A changed pair now serves new connections. */
+  onReload?: (pair: KeyPair) => void;
+  /** A changed pair was unusable; the one in use stays. */
+  onReloadError?: (err: Error) => void;
+}
+
 export interface OnePortServer {
   port: number;
+  /** The certificate new TLS connections get; undefined without TLS. */
+  tls?: KeyPair;
   /**
    * Stop accepting connections and let requests in flight finish, for at
    * most `graceMs`; connections still open then are cut.
@@ -44,9 +58,13 @@ export interface OnePortServer {
 }
 
 /**
- * One port for both protocol families. The first bytes of a connection say
- * which: the HTTP/2 connection preface goes to the h2c server (gRPC), anything
- * else to HTTP/1.1 (REST, Connect, gRPC-Web, browsers).
+ * One port for both protocol families. In cleartext the first bytes of a
+ * connection say which: the HTTP/2 connection preface goes to the h2c server
+ * (gRPC), anything else to HTTP/1.1 (REST, Connect, gRPC-Web, browsers).
+ * With `tls`, the port speaks only TLS and the protocol the handshake
+ * negotiated picks the same two servers: ALPN `h2` the HTTP/2 one, `http/1.1`
+ * or none HTTP/1.1 (HTTP/2 over TLS is negotiated, RFC 9113 §3.2), so every
+ * limit below holds on both.
  */
 export async function listenOnePort(
   handler: Handler,
@@ -54,7 +72,9 @@ export async function listenOnePort(
   port: number,
   limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
   streamHandler: StreamHandler = () => false,
+  tlsOptions?: TlsOptions,
 ): Promise<OnePortServer> {
+  let keyPair = tlsOptions ? await readKeyPair(tlsOptions) : undefined;
   let draining = false;
   // While draining, every HTTP/1.1 response says `connection: close`. The
   // check sits where the headers are written instead of in a Set of the
@@ -105,6 +125,12 @@ export async function listenOnePort(
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    if (session.encrypted) {
+      // Over TLS the preface comes after the handshake, not before the
+      // session: it gets the headers timeout the sniffer gives h2c.
+      session.setTimeout(limits.headersTimeoutMs);
+      session.once("remoteSettings", () => session.setTimeout(limits.idleTimeoutMs));
+    }
   });
   // Streams go to `streamHandler` first, as they come. Those it leaves get
   // Node's compatibility layer (request and response objects, as HTTP/1.1
@@ -132,13 +158,10 @@ export async function listenOnePort(
   });
   compat.on("request", handler);
 
-  const front = net.createServer((socket) => {
-    sockets.add(socket);
+  /** Reads a connection's first bytes and hands it to the server of the protocol they open. */
+  const sniff = (socket: net.Socket) => {
     undecided.add(socket);
-    socket.once("close", () => {
-      sockets.delete(socket);
-      undecided.delete(socket);
-    });
+    socket.once("close", () => undecided.delete(socket));
     // A connection that never says which protocol it speaks holds a socket for nothing.
     socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
     let head = Buffer.alloc(0);
@@ -164,21 +187,80 @@ export async function listenOnePort(
     };
     socket.on("data", onData);
     socket.on("error", () => socket.destroy());
-  });
+  };
+  const track = (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  };
+
+  // TCP connections still in their TLS handshake, by peer address: the TLS
+  // server hands over a new socket, on which the same peer address and port
+  // find the connection again.
+  const handshaking = new Map<string, net.Socket>();
+  const peerOf = (socket: net.Socket) => `${socket.remoteAddress}|${socket.remotePort}`;
+  const tlsServerOptions = (pair: KeyPair): tls.TlsOptions => ({ cert: pair.cert, key: pair.key, ALPNProtocols: ["h2", "http/1.1"] });
+  const front: net.Server = keyPair
+    ? tls.createServer(
+        // The handshake is part of "a connection's first bytes".
+        { ...tlsServerOptions(keyPair), handshakeTimeout: limits.headersTimeoutMs },
+        (socket) => {
+          handshaking.delete(peerOf(socket));
+          if (draining) socket.destroy();
+          else if (socket.alpnProtocol === "h2") h2.emit("connection", socket);
+          else h1.emit("connection", socket);
+        },
+      )
+    : net.createServer((socket) => {
+        track(socket);
+        sniff(socket);
+      });
+  if (keyPair) {
+    front.on("connection", (socket: net.Socket) => {
+      track(socket);
+      const peer = peerOf(socket);
+      handshaking.set(peer, socket);
+      socket.once("close", () => handshaking.get(peer) === socket && handshaking.delete(peer));
+    });
+    // A failed or timed-out handshake: nothing to answer. The TLS server
+    // leaves the socket open, the handshake timeout's included.
+    front.on("tlsClientError", (_err: Error, socket: tls.TLSSocket) => socket.destroy());
+  }
+  const watch =
+    keyPair && tlsOptions
+      ? watchKeyPair(
+          tlsOptions,
+          keyPair,
+          tlsOptions.reloadIntervalMs ?? DEFAULT_TLS_RELOAD_MS,
+          (pair) => {
+            // New handshakes use it; connections already open keep theirs.
+            (front as tls.Server).setSecureContext(tlsServerOptions(pair));
+            keyPair = pair;
+            tlsOptions.onReload?.(pair);
+          },
+          (err) => tlsOptions.onReloadError?.(err),
+        )
+      : undefined;
 
   await new Promise<void>((resolve, reject) => {
-    front.once("error", reject);
+    front.once("error", (err) => {
+      watch?.stop();
+      reject(err);
+    });
     front.listen(port, host, () => resolve());
   });
   const address = front.address() as net.AddressInfo;
 
   return {
     port: address.port,
+    get tls() {
+      return keyPair;
+    },
     http1: h1,
     http2: h2,
     close: (graceMs = 0) =>
       new Promise<void>((resolve) => {
         draining = true;
+        watch?.stop();
         const deadline = setTimeout(() => {
           for (const socket of sockets) socket.destroy();
         }, graceMs);
@@ -188,6 +270,7 @@ export async function listenOnePort(
           resolve();
         });
         for (const socket of undecided) socket.destroy();
+        for (const socket of handshaking.values()) socket.destroy();
         h1.close(); // closes idle connections and stops its timeout checks
         // GOAWAY: streams already open finish, new ones are refused.
         for (const session of sessions) session.close();
