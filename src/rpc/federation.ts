@@ -77,7 +77,7 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
     },
     async completeLogin(req) {
       const login = await federation.takeState(req.state, { kind: "rpc", loginSecret: req.loginSecret });
-      const { user, identity, created } = await federation.complete(login, req.code);
+      const { user, identity, created } = await federation.complete(login, req.code, req.iss || undefined);
       const links = await domain.store.federatedIdentities.listByUser(user.id);
       return { user: accountOf(user, links), identity: linkedIdentityOf(identity), created };
     },

@@ -6,6 +6,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from "j
 import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
 import { sendJsonBody, type UpstreamRequest } from "../support/fakeUpstream.js";
+import { postJson } from "../support/oauth.js";
 import { RecordingLogger, startTestServer, TEST_APP } from "../support/server.js";
 
 const CLIENT = { clientId: "oidc-client", clientSecret: "oidc secret" };
@@ -162,6 +163,21 @@ describe("sign-in through an OIDC provider (discovery, JWKS, ID token)", () => {
     const refused = await roundTrip(undefined, "oidc-userinfo");
     assert.equal(refused.callback.status, 502);
     assert.match(await refused.callback.text(), /UserInfo endpoint describes another user than the ID token/);
+  });
+
+  it("CompleteLogin takes the callback's iss, which this provider promised", async () => {
+    const begin = async () => {
+      const begun = await postJson(`${server.url}/api/federation/begin-login`, { provider: "oidc" });
+      assert.equal(begun.status, 200);
+      nonce = new URL(begun.body.auth_url).searchParams.get("nonce") ?? undefined;
+      return { state: begun.body.state, code: CODE, login_secret: begun.body.login_secret };
+    };
+    const withoutIss = await postJson(`${server.url}/api/federation/complete-login`, await begin());
+    assert.equal(withoutIss.status, 403);
+    assert.match(JSON.stringify(withoutIss.body), /another issuer than Acme OIDC/);
+    const done = await postJson(`${server.url}/api/federation/complete-login`, { ...(await begin()), iss: origin });
+    assert.equal(done.status, 200, JSON.stringify(done.body));
+    assert.equal(done.body.identity.external_id, plan.claims.sub);
   });
 
   const REFUSALS: [string, () => Promise<void> | void, RegExp, ((state: string) => Record<string, string>)?][] = [
