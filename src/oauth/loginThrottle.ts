@@ -1,4 +1,5 @@
 import type { Clock } from "../shared/clock.js";
+import { isStoreUnavailable } from "../store/errors.js";
 import type { LoginFailureRepository } from "../store/loginFailures.js";
 import { echo, OAuthError } from "./errors.js";
 import { sha256 } from "./secrets.js";
@@ -91,8 +92,15 @@ export class LoginThrottle {
       }
       reserved.push({ counter, count });
     }
-    // Should the check throw, its failures stay counted: an error buys no guess.
-    const result = await check();
+    let result: T | undefined;
+    try {
+      result = await check();
+    } catch (err) {
+      // A store that failed under the check weighed no password: its places go back, without
+      // holding the answer (the store may still be down). Any other error keeps them: it buys no guess.
+      if (isStoreUnavailable(err)) this.giveBack(reserved).catch(() => {});
+      throw err;
+    }
     if (result === undefined) {
       for (const { counter, count } of reserved) {
         // The failure that spent the budget locked the key when it was taken; the lock now holds.
