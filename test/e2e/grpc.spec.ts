@@ -14,7 +14,7 @@ import { basicAuth, CC_ONLY_APP, CODE_ONLY_APP, postForm, startTestServer, TEST_
 type Params = Record<string, string>;
 type Headers = Record<string, string>;
 
-/** What a token response says, transport aside: present fields, and the claims minus the per-token jti. */
+/** What a token response says, transport aside: present fields, and the claims minus the per-token jti and at_hash. */
 function tokenShape(body: Record<string, unknown>) {
   const fields = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== "" && v !== undefined));
   const { jti, ...claims } = decodeJwt(String(body.access_token));
@@ -25,8 +25,15 @@ function tokenShape(body: Record<string, unknown>) {
     expires_in: Number(body.expires_in),
     scope: body.scope,
     claims,
-    idClaims: body.id_token ? decodeJwt(String(body.id_token)) : undefined,
+    idClaims: body.id_token ? idTokenShape(String(body.id_token)) : undefined,
   };
+}
+
+/** An id_token's claims minus at_hash, which hashes its own access token (so differs per token like jti). */
+function idTokenShape(idToken: string) {
+  const { at_hash, ...claims } = decodeJwt(idToken);
+  assert.ok(at_hash);
+  return claims;
 }
 
 /** A Connect response message in the REST field names. */
