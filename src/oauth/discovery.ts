@@ -9,7 +9,7 @@ import { CASDOOR_CLAIMS } from "./tokenFormats.js";
  * OpenID Provider / RFC 8414 metadata. It lists only what this server really
  * serves, so strict clients configured from it do not fail later.
  */
-export function discoveryDocument(issuer: string) {
+export function discoveryDocument(issuer: string, signingAlgs: readonly string[] = [SIGNING_ALG]) {
   return {
     issuer,
     authorizationEndpoint: `${issuer}/login/oauth/authorize`,
@@ -24,7 +24,8 @@ export function discoveryDocument(issuer: string) {
     // implicit has no token-endpoint handler: it is the token and id_token response types.
     grantTypesSupported: [...GRANTS.keys(), "implicit"],
     subjectTypesSupported: ["public"],
-    idTokenSigningAlgValuesSupported: [SIGNING_ALG],
+    // RS256 and each algorithm with a published key (keys.ts: KeyRing.algorithms).
+    idTokenSigningAlgValuesSupported: [...signingAlgs],
     scopesSupported: [...GRANTABLE_SCOPES],
     // What the scopes release (OIDC names), and Casdoor's user-object claims of the JWT token format.
     claimsSupported: [...new Set(["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", ...SCOPE_CLAIMS, ...CASDOOR_CLAIMS])],

@@ -2,7 +2,8 @@ import { compactVerify, createLocalJWKSet } from "jose";
 import type { Store } from "../store/index.js";
 import { OAuthError } from "./errors.js";
 import { redirectUriAllowed } from "./redirectUris.js";
-import { SIGNING_ALG, type KeyRing } from "./keys.js";
+import type { KeyRing } from "./keys.js";
+import { SIGNING_ALGS } from "../shared/model.js";
 import type { SessionManager } from "./sessions.js";
 
 /** OpenID Connect RP-Initiated Logout 1.0 parameters; absent ones are "". */
@@ -85,7 +86,7 @@ async function idTokenAudience(deps: EndSessionDeps, hint: string): Promise<stri
   let claims: { iss?: unknown; aud?: unknown };
   try {
     const keys = createLocalJWKSet({ keys: await deps.keys.publicJwks() });
-    const { payload, protectedHeader } = await compactVerify(hint, keys, { algorithms: [SIGNING_ALG] });
+    const { payload, protectedHeader } = await compactVerify(hint, keys, { algorithms: [...SIGNING_ALGS] });
     // Access tokens are signed by the same keys; they are not ID tokens.
     if (protectedHeader.typ === "at+jwt") throw invalid;
     claims = JSON.parse(new TextDecoder().decode(payload));

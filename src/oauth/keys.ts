@@ -5,17 +5,29 @@ import type { Clock } from "../shared/clock.js";
 import type { SigningKeyRepository } from "../store/keys.js";
 import { selfSignedCertificate } from "./certificate.js";
 import { echo, OAuthError } from "./errors.js";
-import type { SigningKeyRecord } from "../shared/model.js";
+import { DEFAULT_SIGNING_ALG, SIGNING_ALGS, type SigningAlg, type SigningKeyRecord } from "../shared/model.js";
 
-export const SIGNING_ALG = "RS256";
+/** The algorithm of the first key and of applications that name none. */
+export const SIGNING_ALG: SigningAlg = DEFAULT_SIGNING_ALG;
 
 /** How often an instance re-reads the keys unless configured otherwise. */
 export const DEFAULT_KEY_RELOAD_MS = 10_000;
 
 /** Makes the key pair of a new signing key: the slow step of a rotation (tests share one). */
-export type KeyPairGenerator = () => ReturnType<typeof generateKeyPair>;
+export type KeyPairGenerator = (alg: SigningAlg) => ReturnType<typeof generateKeyPair>;
 
-export const generateSigningKeyPair: KeyPairGenerator = () => generateKeyPair(SIGNING_ALG, { extractable: true, modulusLength: 2048 });
+export const generateSigningKeyPair: KeyPairGenerator = (alg = SIGNING_ALG) =>
+  // RSA (RS256, PS256) at 2048 bits; ES256 on P-256; EdDSA on Ed25519.
+  generateKeyPair(alg, { extractable: true, modulusLength: 2048, ...(alg === "EdDSA" ? { crv: "Ed25519" } : {}) });
+
+/** An algorithm named by an admin (rotate, export): RS256 when empty. */
+export function signingAlgOf(raw: string | undefined): SigningAlg {
+  if (!raw) return SIGNING_ALG;
+  if (!(SIGNING_ALGS as readonly string[]).includes(raw)) {
+    throw new OAuthError("invalid_request", `alg: is not one of ${SIGNING_ALGS.join(", ")}`);
+  }
+  return raw as SigningAlg;
+}
 
 /** Whatever jose signs with on this platform (a WebCrypto key on Node). */
 export type PrivateSigningKey = Parameters<SignJWT["sign"]>[0];
@@ -51,11 +63,18 @@ const SIGNING_GRACE_MS = 60_000;
  * A key's life: rotated in (published, not yet signing) -> signing once its
  * `activeFrom` comes -> superseded by a newer active key (still published) ->
  * retired when the last token it signed has expired (no longer published).
+ *
+ * Each algorithm (SIGNING_ALGS) has keys of its own with that life: a key
+ * supersedes only keys of its algorithm. RS256's first key is made at start;
+ * another algorithm's when the first token an application signs with it is
+ * minted, once across instances (the repository creates it under a lock).
  */
 export class KeyRing {
   private keys: LoadedKey[] = [];
   private loadedAt = -Infinity;
   private loading: Promise<void> | undefined;
+  /** First keys of an algorithm being made by this instance, shared by concurrent callers. */
+  private readonly creating = new Map<SigningAlg, Promise<void>>();
 
   constructor(
     private readonly repo: SigningKeyRepository,
@@ -67,19 +86,35 @@ export class KeyRing {
 
   /** Load the keys, creating the first one, signing at once, on a new database. */
   async init(): Promise<void> {
-    if ((await this.repo.list()).length === 0) await this.rotate(0);
+    if (!(await this.repo.list()).some((r) => r.alg === SIGNING_ALG)) await this.rotate(0);
     await this.refresh();
   }
 
-  /** The newest key whose activation time has come. */
-  async signingKey(): Promise<{ kid: string; key: PrivateSigningKey }> {
-    const key = await this.signing();
-    return { kid: key.record.kid, key: key.privateKey };
+  /**
+   * The newest key of `alg` whose activation time has come. The first token
+   * of an algorithm without keys makes its first key, which signs at once.
+   */
+  async signingKey(alg: SigningAlg = SIGNING_ALG): Promise<{ kid: string; alg: SigningAlg; key: PrivateSigningKey }> {
+    const key = await this.signing(alg);
+    return { kid: key.record.kid, alg, key: key.privateKey };
   }
 
-  /** Whether the loaded keys include one that signs now (readiness). */
+  /** Whether the loaded keys include an RS256 key that signs now (readiness). */
   hasSigningKey(): boolean {
-    return this.active() !== undefined;
+    return this.active(SIGNING_ALG) !== undefined;
+  }
+
+  /** The kids of the keys that sign now, one per algorithm that has one. */
+  async signingKids(): Promise<Set<string>> {
+    await this.fresh();
+    return new Set(SIGNING_ALGS.flatMap((alg) => this.active(alg)?.record.kid ?? []));
+  }
+
+  /** The algorithms with a published key (discovery). RS256 always. */
+  async algorithms(): Promise<SigningAlg[]> {
+    await this.fresh();
+    const published = new Set(this.keys.filter((k) => k.record.retiredAt === null).map((k) => k.record.alg));
+    return SIGNING_ALGS.filter((alg) => alg === SIGNING_ALG || published.has(alg));
   }
 
   /** Public keys still published (not retired). */
@@ -93,50 +128,79 @@ export class KeyRing {
   }
 
   /**
-   * Create a new key. It is published at once and signs once `delayMs` has
-   * passed; every instance sees it within `reloadMs`.
+   * Create a new key of `alg`. It is published at once and signs once
+   * `delayMs` has passed (at once if it is the algorithm's first published
+   * key); every instance sees it within `reloadMs`.
    */
-  async rotate(delayMs = this.activationDelayMs): Promise<SigningKeyRecord> {
-    const { privateKey, publicKey } = await this.generateKeyPair();
-    const kid = randomUUID();
-    const now = this.clock.now();
-    const record: SigningKeyRecord = {
-      kid,
-      alg: SIGNING_ALG,
-      privateJwk: JSON.stringify(await exportJWK(privateKey)),
-      publicJwk: JSON.stringify({ ...(await exportJWK(publicKey)), kid, use: "sig", alg: SIGNING_ALG }),
-      createdAt: now,
-      activeFrom: now + delayMs,
-      retiredAt: null,
-    };
+  async rotate(delayMs = this.activationDelayMs, alg: SigningAlg = SIGNING_ALG): Promise<SigningKeyRecord> {
+    // An algorithm's first key has nothing to overlap with: it signs at once.
+    const first = !(await this.repo.list()).some((r) => r.alg === alg && r.retiredAt === null);
+    const record = await this.newKey(alg, first ? 0 : delayMs);
     await this.repo.insert(record);
     this.loadedAt = -Infinity;
     return record;
   }
 
-  /** PEM public key and a self-signed certificate for one key, or the signing one. */
-  async export(kid?: string): Promise<{ kid: string; publicKeyPem: string; certificatePem: string }> {
-    const record = kid ? (await this.repo.list()).find((r) => r.kid === kid) : (await this.signing()).record;
+  /** PEM public key and a self-signed certificate for one key, or the one signing for `alg`. */
+  async export(kid?: string, alg: SigningAlg = SIGNING_ALG): Promise<{ kid: string; alg: string; publicKeyPem: string; certificatePem: string }> {
+    const record = kid ? (await this.repo.list()).find((r) => r.kid === kid) : (await this.signing(alg)).record;
     if (!record) throw new OAuthError("not_found", `no signing key ${echo(kid ?? "")}`.trim());
     const publicKeyPem = createPublicKey({ key: JSON.parse(record.publicJwk), format: "jwk" })
       .export({ type: "spki", format: "pem" })
       .toString();
     const certificatePem = selfSignedCertificate(JSON.parse(record.privateJwk), record.kid, this.clock.now());
-    return { kid: record.kid, publicKeyPem, certificatePem };
+    return { kid: record.kid, alg: record.alg, publicKeyPem, certificatePem };
   }
 
-  /** The loaded key that signs now, if any. */
-  private active(): LoadedKey | undefined {
+  private async newKey(alg: SigningAlg, delayMs: number): Promise<SigningKeyRecord> {
+    const { privateKey, publicKey } = await this.generateKeyPair(alg);
+    const kid = randomUUID();
     const now = this.clock.now();
-    return this.keys.find((k) => k.record.activeFrom <= now && k.record.retiredAt === null);
+    return {
+      kid,
+      alg,
+      privateJwk: JSON.stringify(await exportJWK(privateKey)),
+      publicJwk: JSON.stringify({ ...(await exportJWK(publicKey)), kid, use: "sig", alg }),
+      createdAt: now,
+      activeFrom: now + delayMs,
+      retiredAt: null,
+    };
   }
 
-  /** The key that signs now, after a reload if one is due. */
-  private async signing(): Promise<LoadedKey> {
+  /** The loaded key of `alg` that signs now, if any. */
+  private active(alg: SigningAlg): LoadedKey | undefined {
+    const now = this.clock.now();
+    return this.keys.find((k) => k.record.alg === alg && k.record.activeFrom <= now && k.record.retiredAt === null);
+  }
+
+  /** The key of `alg` that signs now, after a reload if one is due; the algorithm's first if it has none. */
+  private async signing(alg: SigningAlg): Promise<LoadedKey> {
     await this.fresh();
-    const key = this.active();
-    if (!key) throw new OAuthError("temporarily_unavailable", "no signing key is active");
+    let key = this.active(alg);
+    if (!key && !this.keys.some((k) => k.record.alg === alg && k.record.retiredAt === null)) {
+      await this.createFirst(alg);
+      key = this.active(alg);
+    }
+    if (!key) throw new OAuthError("temporarily_unavailable", `no ${alg} signing key is active`);
     return key;
+  }
+
+  /**
+   * Make the first key of `alg`, signing at once, unless another instance
+   * has (the repository checks and inserts under a database lock); then
+   * re-read the keys.
+   */
+  private async createFirst(alg: SigningAlg): Promise<void> {
+    let pending = this.creating.get(alg);
+    if (!pending) {
+      pending = (async () => {
+        const record = await this.newKey(alg, 0);
+        await this.repo.insertFirstOf(record);
+        await this.refresh();
+      })().finally(() => this.creating.delete(alg));
+      this.creating.set(alg, pending);
+    }
+    await pending;
   }
 
   /**
@@ -147,7 +211,7 @@ export class KeyRing {
   private spent(records: SigningKeyRecord[], now: number): SigningKeyRecord[] {
     return records.filter((record, index) => {
       if (record.retiredAt !== null) return false;
-      const newer = records.slice(0, index).filter((r) => r.retiredAt === null);
+      const newer = records.slice(0, index).filter((r) => r.retiredAt === null && r.alg === record.alg);
       const lastSigning = Math.min(...newer.map((r) => Math.max(r.activeFrom, r.createdAt + this.reloadMs)));
       return now >= lastSigning + SIGNING_GRACE_MS;
     });

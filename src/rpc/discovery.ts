@@ -8,9 +8,9 @@ import { everyMethod } from "./guards.js";
 export const discoveryGuards = everyMethod(DiscoveryService, []);
 
 export function discoveryService(domain: Domain): ServiceImpl<typeof DiscoveryService> {
-  const document = discoveryDocument(domain.issuer);
   return {
-    getConfiguration: () => document,
+    // The signing algorithms follow the keys: an algorithm is listed once its first key exists.
+    getConfiguration: async () => discoveryDocument(domain.issuer, await domain.keys.algorithms()),
     async getJwks() {
       return { keys: await domain.keys.publicJwks() };
     },

@@ -1,4 +1,4 @@
-import type { Db } from "./db.js";
+import { withDbLock, type Db } from "./db.js";
 import type { SigningKeyRecord } from "../shared/model.js";
 
 
@@ -51,6 +51,24 @@ export class SigningKeyRepository {
       created_at: key.createdAt,
       active_from: key.activeFrom,
       retired_at: key.retiredAt,
+    });
+  }
+
+  /**
+   * Insert the first key of its algorithm, unless a published key of that
+   * algorithm exists. One statement that checks and inserts, so two
+   * connections to one SQLite file agree; instances sharing a PostgreSQL
+   * database also take an advisory lock per algorithm, since there a
+   * statement does not see another's uncommitted insert.
+   */
+  async insertFirstOf(key: SigningKeyRecord): Promise<void> {
+    await withDbLock(this.db, `signing-key-${key.alg}`, async () => {
+      await this.db.raw(
+        `insert into signing_keys (kid, alg, private_jwk, public_jwk, created_at, active_from, retired_at)
+         select cast(? as text), cast(? as text), cast(? as text), cast(? as text), cast(? as bigint), cast(? as bigint), null
+         where not exists (select 1 from signing_keys where alg = ? and retired_at is null)`,
+        [key.kid, key.alg, key.privateJwk, key.publicJwk, key.createdAt, key.activeFrom, key.alg],
+      );
     });
   }
 

@@ -106,7 +106,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const config = options.config ?? { applications: [TEST_APP], users: [TEST_USER] };
   // Only a new database's first key is made while the server starts.
   let starting = true;
-  const generateKeyPair: KeyPairGenerator = () => (starting ? (sharedFirstKeyPair ??= generateSigningKeyPair()) : generateSigningKeyPair());
+  const generateKeyPair: KeyPairGenerator = (alg) =>
+    starting && alg === "RS256" ? (sharedFirstKeyPair ??= generateSigningKeyPair(alg)) : generateSigningKeyPair(alg);
   const server = await startServer(
     {
       port: 0,

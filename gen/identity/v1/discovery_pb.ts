@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/discovery.proto.
  */
 export const file_identity_v1_discovery: GenFile = /*@__PURE__*/
-  fileDesc("ChtpZGVudGl0eS92MS9kaXNjb3ZlcnkucHJvdG8SC2lkZW50aXR5LnYxIhkKF0dldENvbmZpZ3VyYXRpb25SZXF1ZXN0Io0HChhHZXRDb25maWd1cmF0aW9uUmVzcG9uc2USDgoGaXNzdWVyGAEgASgJEh4KFmF1dGhvcml6YXRpb25fZW5kcG9pbnQYAiABKAkSFgoOdG9rZW5fZW5kcG9pbnQYAyABKAkSHgoWaW50cm9zcGVjdGlvbl9lbmRwb2ludBgEIAEoCRIZChF1c2VyaW5mb19lbmRwb2ludBgFIAEoCRIQCghqd2tzX3VyaRgGIAEoCRIbChNyZXZvY2F0aW9uX2VuZHBvaW50GAcgASgJEhwKFGVuZF9zZXNzaW9uX2VuZHBvaW50GAggASgJEiAKGHJlc3BvbnNlX3R5cGVzX3N1cHBvcnRlZBgJIAMoCRIdChVncmFudF90eXBlc19zdXBwb3J0ZWQYCiADKAkSHwoXc3ViamVjdF90eXBlc19zdXBwb3J0ZWQYCyADKAkSLQolaWRfdG9rZW5fc2lnbmluZ19hbGdfdmFsdWVzX3N1cHBvcnRlZBgMIAMoCRIYChBzY29wZXNfc3VwcG9ydGVkGA0gAygJEhgKEGNsYWltc19zdXBwb3J0ZWQYDiADKAkSLQoldG9rZW5fZW5kcG9pbnRfYXV0aF9tZXRob2RzX3N1cHBvcnRlZBgPIAMoCRI1Ci1pbnRyb3NwZWN0aW9uX2VuZHBvaW50X2F1dGhfbWV0aG9kc19zdXBwb3J0ZWQYECADKAkSKAogY29kZV9jaGFsbGVuZ2VfbWV0aG9kc19zdXBwb3J0ZWQYESADKAkSIAoYcmVzcG9uc2VfbW9kZXNfc3VwcG9ydGVkGBIgAygJEjYKLmF1dGhvcml6YXRpb25fcmVzcG9uc2VfaXNzX3BhcmFtZXRlcl9zdXBwb3J0ZWQYEyABKAgSMgoqcmV2b2NhdGlvbl9lbmRwb2ludF9hdXRoX21ldGhvZHNfc3VwcG9ydGVkGBQgAygJEigKG3JlcXVlc3RfcGFyYW1ldGVyX3N1cHBvcnRlZBgVIAEoCEgAiAEBEiwKH3JlcXVlc3RfdXJpX3BhcmFtZXRlcl9zdXBwb3J0ZWQYFiABKAhIAYgBARIiChpjbGFpbXNfcGFyYW1ldGVyX3N1cHBvcnRlZBgXIAEoCEIeChxfcmVxdWVzdF9wYXJhbWV0ZXJfc3VwcG9ydGVkQiIKIF9yZXF1ZXN0X3VyaV9wYXJhbWV0ZXJfc3VwcG9ydGVkIhAKDkdldEp3a3NSZXF1ZXN0IjEKD0dldEp3a3NSZXNwb25zZRIeCgRrZXlzGAEgAygLMhAuaWRlbnRpdHkudjEuSndrIk8KA0p3axILCgNrdHkYASABKAkSCwoDa2lkGAIgASgJEgsKA3VzZRgDIAEoCRILCgNhbGcYBCABKAkSCQoBbhgFIAEoCRIJCgFlGAYgASgJMoACChBEaXNjb3ZlcnlTZXJ2aWNlEooBChBHZXRDb25maWd1cmF0aW9uEiQuaWRlbnRpdHkudjEuR2V0Q29uZmlndXJhdGlvblJlcXVlc3QaJS5pZGVudGl0eS52MS5HZXRDb25maWd1cmF0aW9uUmVzcG9uc2UiKYLT5JMCIxIhLy53ZWxsLWtub3duL29wZW5pZC1jb25maWd1cmF0aW9uEl8KB0dldEp3a3MSGy5pZGVudGl0eS52MS5HZXRKd2tzUmVxdWVzdBocLmlkZW50aXR5LnYxLkdldEp3a3NSZXNwb25zZSIZgtPkkwITEhEvLndlbGwta25vd24vandrc2IGcHJvdG8z", [file_google_api_annotations]);
+  fileDesc("ChtpZGVudGl0eS92MS9kaXNjb3ZlcnkucHJvdG8SC2lkZW50aXR5LnYxIhkKF0dldENvbmZpZ3VyYXRpb25SZXF1ZXN0Io0HChhHZXRDb25maWd1cmF0aW9uUmVzcG9uc2USDgoGaXNzdWVyGAEgASgJEh4KFmF1dGhvcml6YXRpb25fZW5kcG9pbnQYAiABKAkSFgoOdG9rZW5fZW5kcG9pbnQYAyABKAkSHgoWaW50cm9zcGVjdGlvbl9lbmRwb2ludBgEIAEoCRIZChF1c2VyaW5mb19lbmRwb2ludBgFIAEoCRIQCghqd2tzX3VyaRgGIAEoCRIbChNyZXZvY2F0aW9uX2VuZHBvaW50GAcgASgJEhwKFGVuZF9zZXNzaW9uX2VuZHBvaW50GAggASgJEiAKGHJlc3BvbnNlX3R5cGVzX3N1cHBvcnRlZBgJIAMoCRIdChVncmFudF90eXBlc19zdXBwb3J0ZWQYCiADKAkSHwoXc3ViamVjdF90eXBlc19zdXBwb3J0ZWQYCyADKAkSLQolaWRfdG9rZW5fc2lnbmluZ19hbGdfdmFsdWVzX3N1cHBvcnRlZBgMIAMoCRIYChBzY29wZXNfc3VwcG9ydGVkGA0gAygJEhgKEGNsYWltc19zdXBwb3J0ZWQYDiADKAkSLQoldG9rZW5fZW5kcG9pbnRfYXV0aF9tZXRob2RzX3N1cHBvcnRlZBgPIAMoCRI1Ci1pbnRyb3NwZWN0aW9uX2VuZHBvaW50X2F1dGhfbWV0aG9kc19zdXBwb3J0ZWQYECADKAkSKAogY29kZV9jaGFsbGVuZ2VfbWV0aG9kc19zdXBwb3J0ZWQYESADKAkSIAoYcmVzcG9uc2VfbW9kZXNfc3VwcG9ydGVkGBIgAygJEjYKLmF1dGhvcml6YXRpb25fcmVzcG9uc2VfaXNzX3BhcmFtZXRlcl9zdXBwb3J0ZWQYEyABKAgSMgoqcmV2b2NhdGlvbl9lbmRwb2ludF9hdXRoX21ldGhvZHNfc3VwcG9ydGVkGBQgAygJEigKG3JlcXVlc3RfcGFyYW1ldGVyX3N1cHBvcnRlZBgVIAEoCEgAiAEBEiwKH3JlcXVlc3RfdXJpX3BhcmFtZXRlcl9zdXBwb3J0ZWQYFiABKAhIAYgBARIiChpjbGFpbXNfcGFyYW1ldGVyX3N1cHBvcnRlZBgXIAEoCEIeChxfcmVxdWVzdF9wYXJhbWV0ZXJfc3VwcG9ydGVkQiIKIF9yZXF1ZXN0X3VyaV9wYXJhbWV0ZXJfc3VwcG9ydGVkIhAKDkdldEp3a3NSZXF1ZXN0IjEKD0dldEp3a3NSZXNwb25zZRIeCgRrZXlzGAEgAygLMhAuaWRlbnRpdHkudjEuSndrInIKA0p3axILCgNrdHkYASABKAkSCwoDa2lkGAIgASgJEgsKA3VzZRgDIAEoCRILCgNhbGcYBCABKAkSCQoBbhgFIAEoCRIJCgFlGAYgASgJEgsKA2NydhgHIAEoCRIJCgF4GAggASgJEgkKAXkYCSABKAkygAIKEERpc2NvdmVyeVNlcnZpY2USigEKEEdldENvbmZpZ3VyYXRpb24SJC5pZGVudGl0eS52MS5HZXRDb25maWd1cmF0aW9uUmVxdWVzdBolLmlkZW50aXR5LnYxLkdldENvbmZpZ3VyYXRpb25SZXNwb25zZSIpgtPkkwIjEiEvLndlbGwta25vd24vb3BlbmlkLWNvbmZpZ3VyYXRpb24SXwoHR2V0SndrcxIbLmlkZW50aXR5LnYxLkdldEp3a3NSZXF1ZXN0GhwuaWRlbnRpdHkudjEuR2V0Sndrc1Jlc3BvbnNlIhmC0+STAhMSES8ud2VsbC1rbm93bi9qd2tzYgZwcm90bzM", [file_google_api_annotations]);
 
 /**
  * GetConfigurationRequest takes no parameters.
@@ -197,7 +197,7 @@ export const GetJwksResponseSchema: GenMessage<GetJwksResponse> = /*@__PURE__*/
   messageDesc(file_identity_v1_discovery, 3);
 
 /**
- * Jwk is one RSA public key.
+ * Jwk is one public signing key (RSA, EC or OKP).
  *
  * @generated from message identity.v1.Jwk
  */
@@ -223,6 +223,8 @@ export type Jwk = Message<"identity.v1.Jwk"> & {
   alg: string;
 
   /**
+   * RSA (RS256, PS256): modulus and exponent.
+   *
    * @generated from field: string n = 5;
    */
   n: string;
@@ -231,6 +233,24 @@ export type Jwk = Message<"identity.v1.Jwk"> & {
    * @generated from field: string e = 6;
    */
   e: string;
+
+  /**
+   * EC (ES256, crv P-256) and OKP (EdDSA, crv Ed25519): the curve and
+   * public coordinates (y for EC only). Empty fields are left out.
+   *
+   * @generated from field: string crv = 7;
+   */
+  crv: string;
+
+  /**
+   * @generated from field: string x = 8;
+   */
+  x: string;
+
+  /**
+   * @generated from field: string y = 9;
+   */
+  y: string;
 };
 
 /**
