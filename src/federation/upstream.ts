@@ -1,3 +1,5 @@
+import { span, tracing, type SpanAttributes } from "../shared/tracing.js";
+
 /** Which call to the provider failed. */
 export type UpstreamStep = "token" | "userinfo" | "emails" | "discovery" | "jwks" | "id_token";
 
@@ -99,8 +101,22 @@ export class UpstreamClient {
     return body;
   }
 
+  /** The parsed body of a 2xx answer, in a span when tracing (the step and the host, never the URL's query). */
+  private request(step: UpstreamStep, url: string, init: RequestInit): Promise<unknown> {
+    if (!tracing()) return this.call(step, url, init);
+    const attributes: SpanAttributes = { "identity.upstream.step": step, "http.request.method": init.method ?? "GET" };
+    try {
+      const target = new URL(url);
+      attributes["server.address"] = target.hostname;
+      if (target.port) attributes["server.port"] = Number(target.port);
+    } catch {
+      // not a URL: fetch says so in the span's error
+    }
+    return span(`upstream ${step}`, "client", attributes, () => this.call(step, url, init));
+  }
+
   /** The parsed body of a 2xx answer; undefined when it is neither JSON nor a form. */
-  private async request(step: UpstreamStep, url: string, init: RequestInit): Promise<unknown> {
+  private async call(step: UpstreamStep, url: string, init: RequestInit): Promise<unknown> {
     const { timeoutMs, maxBodyBytes } = this.options;
     let res: Response;
     let text: string;

@@ -4,6 +4,7 @@ import type { Http2ServerResponse, IncomingHttpHeaders as StreamHeaders, ServerH
 import { errorFields, type Logger } from "../shared/log.js";
 import { annotateRequest, openRequestContext, type RequestContext } from "../http/requestContext.js";
 import type { PromMetrics } from "./metrics.js";
+import { openRequestSpan, tracing, type RequestSpan } from "../shared/tracing.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 /** What the observed chain gets: the request target parsed once, or undefined when it does not parse. */
@@ -68,6 +69,27 @@ function recordOutcome(options: ObserveOptions, context: RequestContext, started
   else logger.info("request", fields);
 }
 
+/** What a request's span says from the start: the route, never the query string. */
+function requestAttributes(context: RequestContext, method: string, route: string, pathname: string) {
+  return {
+    "http.request.method": method,
+    "http.route": route,
+    "url.path": pathname.slice(0, 200),
+    "identity.request_id": context.requestId,
+  };
+}
+
+/** What a request's span learns by its end; a 5xx answer or an unexpected error marks it failed. */
+function endRequestSpan(traced: RequestSpan, context: RequestContext, outcome: Outcome): void {
+  traced.setAttributes({ "http.response.status_code": outcome.status });
+  if (outcome.grpcStatus) traced.setAttributes({ "rpc.grpc.status_code": Number(outcome.grpcStatus) });
+  if (context.clientId) traced.setAttributes({ "identity.client_id": context.clientId.slice(0, 200) });
+  if (context.oauthError) traced.setAttributes({ "identity.oauth_error": context.oauthError });
+  if (outcome.aborted) traced.setAttributes({ "identity.aborted": true });
+  const grpcFailed = ["2", "4", "13", "14", "15"].includes(outcome.grpcStatus);
+  traced.end(outcome.status >= 500 || grpcFailed || context.unexpected !== undefined);
+}
+
 /** A context for the request's log line, under the caller's X-Request-Id when that is usable. */
 function openContext(headers: IncomingHttpHeaders): RequestContext {
   const sent = headers["x-request-id"];
@@ -90,10 +112,12 @@ export function observeRequests(handler: TargetHandler, options: ObserveOptions)
     const method = METHODS.has(req.method ?? "") ? req.method! : "OTHER";
     const grpcCall = isGrpc(req);
 
+    const traced = tracing() ? openRequestSpan(`${method} ${route}`, req.headers, requestAttributes(context, method, route, pathname)) : undefined;
+
     res.once("close", () => {
       // A trailers-only gRPC answer carries its status as a header.
       const grpcStatus = context.grpcStatus ?? (grpcCall ? String(res.getHeader("grpc-status") ?? sentGrpcStatus(req, res)) : "");
-      recordOutcome(options, context, started, {
+      const outcome: Outcome = {
         route,
         method,
         pathname,
@@ -101,10 +125,13 @@ export function observeRequests(handler: TargetHandler, options: ObserveOptions)
         grpcStatus,
         aborted: !res.writableFinished,
         headers: req.headers,
-      });
+      };
+      recordOutcome(options, context, started, outcome);
+      if (traced) endRequestSpan(traced, context, outcome);
     });
     openRequestContext(req, context);
-    handler(req, res, url);
+    if (traced) traced.run(() => handler(req, res, url));
+    else handler(req, res, url);
   };
 }
 
@@ -141,18 +168,24 @@ export function observeStreams<Claim>(door: StreamDoor<Claim>, options: ObserveO
     const started = process.hrtime.bigint();
     const context = openContext(headers);
     const pathname = headers[":path"] ?? "";
+    const method = headers[":method"] ?? "OTHER";
+    const route = options.routeOf(pathname);
+    const traced = tracing() ? openRequestSpan(`${method} ${route}`, headers, requestAttributes(context, method, route, pathname)) : undefined;
     stream.once("close", () => {
-      recordOutcome(options, context, started, {
-        route: options.routeOf(pathname),
-        method: headers[":method"] ?? "OTHER",
+      const outcome: Outcome = {
+        route,
+        method,
         pathname,
         status: Number(stream.sentHeaders?.[":status"] ?? 200),
         grpcStatus: context.grpcStatus ?? String(stream.sentHeaders?.["grpc-status"] ?? ""),
         aborted: !stream.writableFinished,
         headers,
-      });
+      };
+      recordOutcome(options, context, started, outcome);
+      if (traced) endRequestSpan(traced, context, outcome);
     });
-    door.serve(claim, stream, headers, context);
+    if (traced) traced.run(() => door.serve(claim, stream, headers, context));
+    else door.serve(claim, stream, headers, context);
     return true;
   };
 }

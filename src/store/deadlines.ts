@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import knex, { type Knex } from "knex";
 import { DatabaseDeadlineError } from "./errors.js";
+import { span, tracing, type SpanAttributes } from "../shared/tracing.js";
 
 /**
  * The deadline of every database call (both backends): waiting for a
@@ -93,6 +94,12 @@ export function withDeadlines(driver: keyof typeof DIALECTS, queryTimeoutMs: num
     }
 
     override _query(connection: RawConnection, obj: unknown): Promise<unknown> {
+      if (!tracing()) return this.queryWithDeadline(connection, obj);
+      const attributes = statementAttributes(driver, obj);
+      return span(`db ${attributes["db.operation.name"]}`, "client", attributes, () => this.queryWithDeadline(connection, obj));
+    }
+
+    private queryWithDeadline(connection: RawConnection, obj: unknown): Promise<unknown> {
       const ms = deadline.ms;
       const started = connection[CALL_STARTED] ?? performance.now();
       delete connection[CALL_STARTED];
@@ -138,4 +145,19 @@ export function withDeadlines(driver: keyof typeof DIALECTS, queryTimeoutMs: num
     }
   }
   return WithDeadlines as unknown as typeof knex.Client;
+}
+
+/**
+ * What a database span says of its statement: the backend, the operation and
+ * the statement's text with its placeholders (Knex binds every value, so no
+ * value a caller sent is in it), cut at 1000 characters.
+ */
+function statementAttributes(driver: keyof typeof DIALECTS, obj: unknown): SpanAttributes {
+  const sql = String((obj as { sql?: unknown }).sql ?? "");
+  const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "QUERY";
+  return {
+    "db.system.name": driver === "pg" ? "postgresql" : "sqlite",
+    "db.operation.name": operation,
+    "db.query.text": sql.slice(0, 1000),
+  };
 }

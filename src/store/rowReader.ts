@@ -3,6 +3,7 @@ import sqlite3 from "sqlite3";
 import { openSqliteConnection, sqliteFile, type Db } from "./db.js";
 import { queryDeadlineMs } from "./deadlines.js";
 import { DatabaseDeadlineError } from "./errors.js";
+import { span, tracing } from "../shared/tracing.js";
 
 /**
  * A read of at most one row, found by one value: the reads on every
@@ -187,7 +188,14 @@ class SqliteRows implements RowSource {
     private readonly file: string,
   ) {}
 
-  async rows(query: RowQuery, values: readonly string[]): Promise<Record<string, unknown>[]> {
+  rows(query: RowQuery, values: readonly string[]): Promise<Record<string, unknown>[]> {
+    if (!tracing()) return this.preparedRows(query, values);
+    // One span per batch, under the request whose lookup opened the batch.
+    const attributes = { "db.system.name": "sqlite", "db.operation.name": "SELECT", "db.query.summary": query.name, "db.operation.batch.size": values.length };
+    return span("db SELECT", "client", attributes, () => this.preparedRows(query, values));
+  }
+
+  private async preparedRows(query: RowQuery, values: readonly string[]): Promise<Record<string, unknown>[]> {
     const size = BATCH_SIZES.find((s) => s >= values.length)!;
     const name = `${query.name} x${size}`;
     let lookup = this.lookups.get(name);
