@@ -47,7 +47,7 @@ export async function startTracing(env: Env, logger: Logger): Promise<Tracing | 
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
   const provider = new sdk.NodeTracerProvider({
     resource,
-    spanProcessors: [new sdk.BatchSpanProcessor(new OTLPTraceExporter())],
+    spanProcessors: [new sdk.BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(env) }))],
   });
   // The async-hooks context manager (parents follow the awaits) and the W3C propagators.
   provider.register({
@@ -96,9 +96,22 @@ export async function startTracing(env: Env, logger: Logger): Promise<Tracing | 
   return {
     async shutdown() {
       installTracer(undefined);
-      await provider.shutdown();
+      try {
+        await provider.shutdown();
+      } finally {
+        trace.disable();
+        context.disable();
+        propagation.disable();
+      }
     },
   };
+}
+
+/** Where spans go: the traces endpoint as given, or /v1/traces under the general one (as the OTLP exporter spec says). */
+export function tracesUrl(env: Env): string {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return traces;
+  return `${env.OTEL_EXPORTER_OTLP_ENDPOINT!.trim().replace(/\/+$/, "")}/v1/traces`;
 }
 
 function errorType(err: unknown): string {
