@@ -10,11 +10,16 @@ export type AccessTokenClaims = Readonly<JWTPayload & { scope?: string; preferre
 
 export interface ActiveAccessToken {
   record: AccessTokenRecord;
+  /** A JWT's payload; for an opaque token, what its row says (sub, aud, client_id, times, jti, scope). */
   claims: AccessTokenClaims;
+  /** An opaque token (accessTokenStrategy): its claims lack iss and the user's names. */
+  opaque: boolean;
 }
 
-// A JWT we minted is three base64url parts; anything else is not worth a lookup.
+// A JWT we minted is three base64url parts, an opaque token 32 random bytes
+// in base64url; anything else is not worth a lookup.
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+const OPAQUE_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 const MAX_TOKEN_LENGTH = 8192;
 
 /**
@@ -36,7 +41,8 @@ export async function findActiveAccessToken(
   const found = await store.accessTokens.findStandingByHash(hash);
   if (!found || !isLive(found.token, clock.now()) || !found.applicationExists) return undefined;
   if (found.token.userId !== null && (!found.user || found.user.disabled)) return undefined;
-  return { record: found.token, claims: claimsOf(hash, token) };
+  const opaque = OPAQUE_SHAPE.test(token);
+  return { record: found.token, claims: opaque ? opaqueClaims(found.token) : claimsOf(hash, token), opaque };
 }
 
 /**
@@ -61,7 +67,22 @@ function claimsOf(hash: string, token: string): AccessTokenClaims {
   return claims;
 }
 
-const hasOurShape = (token: string) => token.length <= MAX_TOKEN_LENGTH && JWT_SHAPE.test(token);
+/** An opaque token's claims, from its row: what its JWT would have said of it, without the user's names. */
+function opaqueClaims(record: AccessTokenRecord): AccessTokenClaims {
+  const seconds = (ms: number) => Math.floor(ms / 1000);
+  return Object.freeze({
+    sub: record.userId ?? record.clientId,
+    aud: record.clientId,
+    client_id: record.clientId,
+    exp: seconds(record.expiresAt),
+    iat: seconds(record.issuedAt),
+    nbf: seconds(record.issuedAt),
+    jti: record.jti,
+    scope: record.scope,
+  });
+}
+
+const hasOurShape = (token: string) => token.length <= MAX_TOKEN_LENGTH && (JWT_SHAPE.test(token) || OPAQUE_SHAPE.test(token));
 
 const isLive = (record: AccessTokenRecord, now: number) =>
   record.revokedAt === null && record.expiresAt > now && record.issuedAt <= now;

@@ -18,21 +18,28 @@ export interface Introspection {
   jti?: string;
 }
 
-export async function introspectToken(store: Store, clock: Clock, token: string): Promise<Introspection> {
+/**
+ * `issuer` is the iss of an opaque token, which has no payload to carry it;
+ * its username is read from the user's row, as of now.
+ */
+export async function introspectToken(store: Store, clock: Clock, token: string, issuer?: string): Promise<Introspection> {
   const found = await findActiveAccessToken(store, clock, token);
   if (!found) return { active: false };
   const { record, claims } = found;
+  const username = found.opaque
+    ? (record.userId === null ? undefined : await store.users.findById(record.userId))?.name
+    : claims.preferred_username;
   return {
     active: true,
     clientId: record.clientId,
-    username: claims.preferred_username ?? "",
+    username: username ?? "",
     tokenType: "Bearer",
     exp: claims.exp,
     iat: claims.iat,
     nbf: claims.nbf,
     sub: claims.sub,
     aud: claims.aud === undefined ? [] : ([] as string[]).concat(claims.aud),
-    iss: claims.iss,
+    iss: found.opaque ? issuer : claims.iss,
     scope: record.scope,
     jti: record.jti,
   };

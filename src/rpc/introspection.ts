@@ -31,7 +31,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
     async introspect(req, ctx) {
       const basic = presentedCredentials(req, ctx);
       await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx));
-      const result = await introspectToken(domain.store, domain.clock, req.token);
+      const result = await introspectToken(domain.store, domain.clock, req.token, domain.issuer);
       domain.metrics.introspected(result.active);
       const seconds = (v: number | undefined) => (v === undefined ? undefined : BigInt(v));
       return { ...result, exp: seconds(result.exp), iat: seconds(result.iat), nbf: seconds(result.nbf) };
