@@ -57,7 +57,7 @@ export function databaseFile(options: Pick<StartOptions, "dir" | "name">): strin
 /**
  * The built server (`dist/src/main.js serve`) on a temporary SQLite file
  * with production settings: NODE_ENV=production and every default. With
- * `workers` > 1, a node:cluster of that many instances on one port.
+ * `workers` > 1, `serve --workers`: a node:cluster of that many processes on one port.
  */
 export async function startOurs(options: StartOptions): Promise<OurServer> {
   const configFile = join(options.dir, "config.json");
@@ -77,12 +77,13 @@ export async function startOurs(options: StartOptions): Promise<OurServer> {
     });
     pids = (s) => [s.pid];
   } else {
+    // `serve --workers N`: node:cluster, N processes on one port; the primary prints the banner once.
     service = await startService({
       name: `cluster ${options.name}`,
-      args: ["--import", "tsx", "bench/cluster.ts", String(options.workers), logFile, ...serveArgs],
+      args: [options.entry ?? "dist/src/main.js", "serve", "--workers", String(options.workers), ...serveArgs],
       env,
       logFile,
-      ready: /cluster of \d+ listening on (http:\/\/\S+) pids ([\d,]+)/,
+      ready: /identity-service listening on (http:\/\/\S+)[^\n]*\n\d+ workers \(pids ([\d, ]+)\)/,
     });
     pids = (s) => s.ready[2]!.split(",").map(Number);
   }

@@ -32,7 +32,7 @@ const USAGE = `usage: npm run bench -- [--quick] [--workers N] [--seconds S] [--
 
   --quick      every scenario, shorter runs and smaller data sets (under 2 minutes)
   --fast-paths only our server with every fast path against itself with each off (IDENTITY_PLAIN_PATHS), in turns
-  --workers N  run N instances of our server on one port (node:cluster) and report scaling
+  --workers N  run our server as serve --workers N (node:cluster, one port) and report scaling
   --seconds S  length of each measured run (default 10, or 3 with --quick)
 `;
 

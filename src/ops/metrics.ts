@@ -130,8 +130,21 @@ export class PromMetrics implements Metrics {
     series.latency.observe(r.seconds);
   }
 
+  private renderer?: () => Promise<{ contentType: string; body: string }>;
+
+  /** What a scrape reads: prom-client's cluster aggregation reads it in each worker (serve --workers). */
+  get scrapeRegistry(): Registry {
+    return this.exposition;
+  }
+
+  /** Scrapes answer with `render` instead: the sum over every worker of a cluster. */
+  renderBy(render: () => Promise<{ contentType: string; body: string }>): void {
+    this.renderer = render;
+  }
+
   /** The text exposition format. */
   async render(): Promise<{ contentType: string; body: string }> {
+    if (this.renderer) return this.renderer();
     return { contentType: this.exposition.contentType, body: await this.exposition.metrics() };
   }
 }
