@@ -3,7 +3,7 @@ import type { Store } from "../store/index.js";
 import { requireUserToken } from "./accessTokens.js";
 import { requestedClaims } from "./claimsRequest.js";
 import { claimsForScopes } from "./scopes.js";
-import { userinfoClaimsOfToken } from "./userinfoClaims.js";
+import { loadUserinfoClaims, userinfoClaimsOfToken } from "./userinfoClaims.js";
 
 /** OIDC UserInfo claims; `aud` is a single string, as the spec's table says. */
 export interface UserInfo extends Record<string, unknown> {
@@ -26,6 +26,7 @@ export async function userInfo(store: Store, clock: Clock, issuer: string, acces
   return Object.assign(
     { sub: user.id, iss: issuer, aud: record.clientId },
     claimsForScopes(user, record.scope.split(" ")),
-    requestedClaims(user, userinfoClaimsOfToken(accessToken!), "userinfo"),
+    // A JWT carries them in its payload, an opaque token's row keeps them.
+    requestedClaims(user, userinfoClaimsOfToken(accessToken!) ?? loadUserinfoClaims(record.userinfoClaims), "userinfo"),
   );
 }

@@ -8,8 +8,9 @@ import { requestedClaimNames, type ClaimsRequest } from "./claimsRequest.js";
  * (refresh_tokens.userinfo_claims), so a refreshed access token carries them
  * too. Userinfo reads them back from the token it is shown: that token was
  * found by the hash of its whole value, so its payload is the one signed.
- * Nothing is stored per access token, and a grant without the parameter
- * carries nothing.
+ * Nothing is stored per JWT access token; an opaque one (accessTokenStrategy)
+ * keeps them in access_tokens.userinfo_claims. A grant without the
+ * parameter carries nothing.
  */
 export const USERINFO_CLAIMS_CLAIM = "userinfo_claims";
 

@@ -19,6 +19,11 @@ export interface AccessTokenRecord {
   revokedAt: number | null;
   /** The key that signed it (and its ID token): a key stays published while its tokens live. */
   kid: string | null;
+  /**
+   * An opaque token's userinfo claims (a JSON list of names, as a refresh
+   * token row keeps them), which a JWT carries in its payload instead.
+   */
+  userinfoClaims?: string;
 }
 
 /** An issued refresh token, stored by the SHA-256 of its value. */
@@ -53,6 +58,7 @@ interface AccessTokenRow {
   expires_at: number | string;
   revoked_at: number | string | null;
   kid: string | null;
+  userinfo_claims?: string | null;
 }
 
 const accessTokenRow = (t: AccessTokenRecord): AccessTokenRow => ({
@@ -66,6 +72,8 @@ const accessTokenRow = (t: AccessTokenRecord): AccessTokenRow => ({
   expires_at: t.expiresAt,
   revoked_at: t.revokedAt,
   kid: t.kid,
+  // Always present, so rows written together have the same columns.
+  userinfo_claims: t.userinfoClaims ?? null,
 });
 
 const refreshTokenRow = (t: RefreshTokenRecord) => ({
@@ -233,6 +241,7 @@ function accessTokenFromRow(r: AccessTokenRow): AccessTokenRecord {
     expiresAt: Number(r.expires_at),
     revokedAt: num(r.revoked_at),
     kid: r.kid ?? null,
+    ...(r.userinfo_claims ? { userinfoClaims: r.userinfo_claims } : {}),
   };
 }
 

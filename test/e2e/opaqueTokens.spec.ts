@@ -11,6 +11,7 @@ import { TokenService } from "../../gen/identity/v1/token_pb.js";
 import { runAdminCommand } from "../../src/app/adminCommands.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { sha256 } from "../../src/oauth/secrets.js";
+import { signIn } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
 import { getJson, INTROSPECT_PATH, passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
 import { connectClients } from "../support/rpc.js";
@@ -116,6 +117,24 @@ describe("opaque access tokens (accessTokenStrategy: opaque)", () => {
     assert.equal(reused.body.error, "invalid_grant");
     assert.equal((await introspect(second.body.access_token)).body.active, false, "the family is revoked");
     assert.equal((await userinfo(second.body.access_token)).status, 401);
+  });
+
+  it("keeps the claims parameter's userinfo member in its row, through the code and a refresh", async () => {
+    const claims = JSON.stringify({ userinfo: { email: null, phone_number: null } });
+    const { location } = await signIn(server, { client_id: OPAQUE_APP.clientId, scope: "openid", claims });
+    const code = location.searchParams.get("code");
+    assert.ok(code, location.href);
+    const tokens = await postForm(server.url + TOKEN_PATH, { grant_type: "authorization_code", code }, basic);
+    assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+    assert.match(tokens.body.access_token, OPAQUE);
+    const info = (await userinfo(tokens.body.access_token)).body;
+    assert.equal(info.email, TEST_USER.email);
+    assert.equal(info.phone_number, TEST_USER.phone);
+    const refreshed = await refresh(server, tokens.body.refresh_token, {}, OPAQUE_APP);
+    assert.equal((await userinfo(refreshed.body.access_token)).body.email, TEST_USER.email);
+    // Without the parameter, nothing beyond the scope.
+    const plain = await passwordTokens(server, { client: OPAQUE_APP, scope: "openid" });
+    assert.equal((await userinfo(plain.access_token)).body.email, undefined);
   });
 
   it("is revoked like a JWT: inactive and refused at once", async () => {
