@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
+import { availableParallelism } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { cleanEnv, ensureBuilt, runCli, type CliProcess } from "../support/cli.js";
+import { workerCount } from "../../src/app/workers.js";
 import { BACKENDS, describeEachDatabase } from "../support/databases.js";
 import { ADMIN_TOKEN, basicAuth, TEST_APP, writeConfigFile } from "../support/server.js";
 
@@ -194,3 +196,21 @@ describeEachDatabase("serve --workers", (ctx) => {
     assert.equal(lines.length, 3, "two workers and the primary stopped");
   });
 }, ON_DISK);
+
+describe("serve --workers, starting", () => {
+  it("counts 0 as one worker per core, and 1 or unset as a single process", () => {
+    assert.equal(workerCount(0), availableParallelism());
+    assert.equal(workerCount(undefined), 1);
+    assert.equal(workerCount(3), 3);
+  });
+
+  it("exits 1 when the first worker cannot start, naming why", async function () {
+    this.timeout(30_000);
+    ensureBuilt();
+    const failed = runCli(["serve", "--port", "0", "--workers", "2", "--database", ":memory:", "--config", "/no/such/config.json"], cleanEnv());
+    assert.equal(await failed.exited, 1);
+    assert.match(failed.stderr(), /cannot read \/no\/such\/config\.json/);
+    assert.match(failed.stderr(), /a worker failed to start/);
+    assert.doesNotMatch(failed.stdout(), /listening on/);
+  });
+});
