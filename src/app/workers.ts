@@ -31,12 +31,15 @@ export interface Banner {
 type Message =
   | { type: "identity:ready"; banner: Banner }
   // worker -> primary: it wrote applications; primary -> worker: forget them.
-  | { type: "identity:forget"; id: number }
+  | { type: "identity:forget"; id: number; what: Forgettable }
   // worker -> primary: forgotten; primary -> the writer: every sibling has.
   | { type: "identity:forgot"; id: number }
   | { type: "identity:metrics"; id: number }
   | { type: "identity:metrics-answer"; id: number; contentType?: string; body?: string; error?: string }
   | { type: "identity:stop" };
+
+/** What a worker drops after a sibling's write: the applications' caches, or the signing keys (re-read at once). */
+type Forgettable = "applications" | "keys";
 
 const isMessage = (m: unknown): m is Message =>
   typeof m === "object" && m !== null && typeof (m as { type?: unknown }).type === "string" && (m as { type: string }).type.startsWith("identity:");
@@ -87,7 +90,7 @@ export async function runPrimary(count: number, logger: Logger, print: (banner: 
         const timer = setTimeout(() => settleForget(id), APPLICATION_CACHE_MS);
         forgetting.set(id, { writer: worker, writerId: message.id, left: new Set(siblings), timer });
         if (siblings.length === 0) settleForget(id);
-        for (const sibling of siblings) send(sibling, { type: "identity:forget", id });
+        for (const sibling of siblings) send(sibling, { type: "identity:forget", id, what: message.what });
         break;
       }
       case "identity:forgot": {
@@ -206,7 +209,12 @@ export function joinCluster(server: RunningServer, drain: () => void): void {
   const applications = server.domain.store.applications;
   // The write answers once every sibling has forgotten (or the cache bound has passed).
   applications.onWrite = async () => {
-    await ask((id) => ({ type: "identity:forget", id }), APPLICATION_CACHE_MS + 100);
+    await ask((id) => ({ type: "identity:forget", id, what: "applications" }), APPLICATION_CACHE_MS + 100);
+  };
+  // A rotation is published by every worker at once, not after --key-reload-seconds.
+  const keys = server.domain.keys;
+  keys.onRotate = async () => {
+    await ask((id) => ({ type: "identity:forget", id, what: "keys" }), APPLICATION_CACHE_MS + 100);
   };
 
   if (server.metrics) {
@@ -226,7 +234,8 @@ export function joinCluster(server: RunningServer, drain: () => void): void {
     if (!isMessage(message)) return;
     switch (message.type) {
       case "identity:forget":
-        applications.forget();
+        if (message.what === "keys") keys.forget();
+        else applications.forget();
         send({ type: "identity:forgot", id: message.id });
         break;
       case "identity:forgot":

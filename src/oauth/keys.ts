@@ -137,8 +137,21 @@ export class KeyRing {
     const first = !(await this.repo.list()).some((r) => r.alg === alg && r.retiredAt === null);
     const record = await this.newKey(alg, first ? 0 : delayMs);
     await this.repo.insert(record);
-    this.loadedAt = -Infinity;
+    this.forget();
+    await this.onRotate?.();
     return record;
+  }
+
+  /**
+   * Told of every rotation through this instance, after it reloads; the
+   * rotation answers once it settles. `serve --workers` tells the sibling
+   * processes with it, so they forget() too.
+   */
+  onRotate?: () => Promise<void>;
+
+  /** The next use re-reads the keys. */
+  forget(): void {
+    this.loadedAt = -Infinity;
   }
 
   /** PEM public key and a self-signed certificate for one key, or the one signing for `alg`. */

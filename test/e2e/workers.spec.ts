@@ -170,6 +170,25 @@ describeEachDatabase("serve --workers", (ctx) => {
     await refusedEverywhere(newSecret);
   });
 
+  it("a key rotation through one worker is published by every worker from the next request", async () => {
+    const jwksKids = async () => {
+      const answer = await request("GET", "/.well-known/jwks");
+      assert.equal(answer.status, 200);
+      return (JSON.parse(answer.body) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    };
+    for (let i = 0; i < 4; i++) await jwksKids(); // both workers have loaded the keys (re-read every 10 s)
+    const rotated = await request("POST", "/identity.v1.KeyAdminService/RotateKey", "{}", {
+      "content-type": "application/json",
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+    });
+    assert.equal(rotated.status, 200, rotated.body);
+    const kid = (JSON.parse(rotated.body) as { key: { kid: string } }).key.kid;
+    const from = served.stderr().length;
+    for (let i = 0; i < 6; i++) assert.ok((await jwksKids()).includes(kid), `request ${i + 1}: ${kid} not published`);
+    await sleep(100);
+    assert.equal(servedBy(from, "/.well-known/jwks").size, 2, "both workers published it");
+  });
+
   it("replaces a worker that dies, and drains every worker on SIGTERM, exiting 0", async () => {
     process.kill(workerPids[0]!, "SIGKILL");
     for (let i = 0; !served.stderr().includes('"msg":"worker replaced"'); i++) {
