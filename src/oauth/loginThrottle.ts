@@ -64,6 +64,9 @@ interface Reserved {
  * must not buy an attacker fresh guesses at the others.
  */
 export class LoginThrottle {
+  /** Checks under way in this process, by counter key, and the attempts waiting for one to end. */
+  private readonly underWay = new Map<string, { checks: number; waiters: Array<() => void> }>();
+
   constructor(
     private readonly failures: Pick<LoginFailureRepository, "reserveFailure" | "refundFailure" | "clear" | "deleteStale">,
     private readonly clock: Clock,
@@ -74,24 +77,82 @@ export class LoginThrottle {
 
   /**
    * Run one sign-in check under the policy. While the name or the address
-   * is locked, or its budget is taken by checks under way, the check is not
-   * run and the attempt is refused. Returns undefined when the check failed.
+   * is locked the check is not run and the attempt is refused; while its
+   * budget is taken by checks under way here, it waits for them (reserve).
+   * Returns undefined when the check failed.
    */
   async attempt<T>(username: string, address: string | undefined, check: () => Promise<T | undefined>): Promise<T | undefined> {
     const counters = this.countersFor(username, address);
     if (counters.length === 0) return check();
-    const now = this.clock.now();
     const windowMs = this.policy.lockoutSeconds * 1000;
-    const reserved: Reserved[] = [];
-    for (const counter of counters) {
-      const count = await this.failures.reserveFailure(counter.key, counter.max, now, windowMs);
-      if (count === undefined) {
-        // Nothing is checked, so nothing is counted against the other budget either.
-        await this.giveBack(reserved);
-        throw new OAuthError("invalid_grant", LOGIN_LOCKED);
-      }
-      reserved.push({ counter, count });
+    const { reserved, now } = await this.reserve(counters, windowMs);
+    try {
+      return await this.checkReserved(reserved, now, windowMs, check);
+    } finally {
+      this.end(counters);
     }
+  }
+
+  /**
+   * One failure from each budget, atomically in the store. A budget full of
+   * checks still under way in this process is not yet a lock: a check that
+   * passes gives its place back (lifting the lock its place began), so the
+   * attempt waits for one of them to end and tries again. Only a budget spent
+   * by failures, or by checks elsewhere, refuses at once.
+   */
+  private async reserve(counters: Counter[], windowMs: number): Promise<{ reserved: Reserved[]; now: number }> {
+    // One more try when no check here could free a place (one may have been given back meanwhile).
+    let lastTry = false;
+    for (;;) {
+      const now = this.clock.now();
+      const reserved: Reserved[] = [];
+      let refused: Counter | undefined;
+      for (const counter of counters) {
+        const count = await this.failures.reserveFailure(counter.key, counter.max, now, windowMs);
+        if (count === undefined) {
+          refused = counter;
+          break;
+        }
+        reserved.push({ counter, count });
+      }
+      if (!refused) {
+        this.begin(counters);
+        return { reserved, now };
+      }
+      // Nothing is checked, so nothing is counted against the other budget either.
+      await this.giveBack(reserved);
+      const underWay = this.underWay.get(refused.key);
+      if (underWay) {
+        lastTry = false;
+        await new Promise<void>((wake) => underWay.waiters.push(wake));
+      } else if (lastTry) throw new OAuthError("invalid_grant", LOGIN_LOCKED);
+      else lastTry = true;
+    }
+  }
+
+  private begin(counters: Counter[]): void {
+    for (const { key } of counters) {
+      const entry = this.underWay.get(key) ?? { checks: 0, waiters: [] };
+      entry.checks++;
+      this.underWay.set(key, entry);
+    }
+  }
+
+  /** A check that ends frees at most one place, so it wakes one waiter; the last wakes them all. */
+  private end(counters: Counter[]): void {
+    for (const { key } of counters) {
+      const entry = this.underWay.get(key)!;
+      entry.checks--;
+      if (entry.checks > 0) {
+        entry.waiters.shift()?.();
+        continue;
+      }
+      this.underWay.delete(key);
+      for (const wake of entry.waiters) wake();
+    }
+  }
+
+  private async checkReserved<T>(reserved: Reserved[], now: number, windowMs: number, check: () => Promise<T | undefined>): Promise<T | undefined> {
     let result: T | undefined;
     try {
       result = await check();

@@ -2,7 +2,7 @@ import type { UserRepository } from "../store/users.js";
 import { OAuthError } from "./errors.js";
 import type { LoginThrottle } from "./loginThrottle.js";
 import type { Metrics } from "./metrics.js";
-import { DUMMY_SECRET_HASH, verifySecret } from "./secrets.js";
+import { DUMMY_SECRET_HASH, sha256, verifySecret } from "./secrets.js";
 import type { UserRecord } from "../shared/model.js";
 
 /**
@@ -16,19 +16,36 @@ export class UserAuthenticator {
     private readonly metrics: Metrics,
   ) {}
 
-  /** `clientAddress` is where the attempt came from, for the per-address limit. */
+  /** Attempts under way, by name and password: the same sign-in sent again meanwhile shares its check. */
+  private readonly underWay = new Map<string, Promise<UserRecord | undefined>>();
+
+  /**
+   * `clientAddress` is where the attempt came from, for the per-address limit.
+   * Identical attempts at once (a client retrying, a burst of one user's
+   * logins) cost one place in the budgets and one password check between them.
+   */
   async authenticate(username: string, password: string, clientAddress?: string): Promise<UserRecord> {
-    const user = await this.throttle.attempt(username, clientAddress, async () => {
+    const key = sha256(`${username}\u0000${password}`);
+    let pending = this.underWay.get(key);
+    if (!pending) {
+      pending = this.attempt(username, password, clientAddress).finally(() => this.underWay.delete(key));
+      this.underWay.set(key, pending);
+    }
+    const user = await pending;
+    if (!user) {
+      this.metrics.loginFailure();
+      throw new OAuthError("invalid_grant", "invalid username or password");
+    }
+    return user;
+  }
+
+  private attempt(username: string, password: string, clientAddress: string | undefined): Promise<UserRecord | undefined> {
+    return this.throttle.attempt(username, clientAddress, async () => {
       const found = await this.users.findByName(username);
       // The costly step the throttle rations, counted where it runs.
       this.metrics.passwordChecked();
       const matches = await verifySecret(password, found?.passwordHash ?? DUMMY_SECRET_HASH);
       return found && matches && !found.disabled ? found : undefined;
     });
-    if (!user) {
-      this.metrics.loginFailure();
-      throw new OAuthError("invalid_grant", "invalid username or password");
-    }
-    return user;
   }
 }

@@ -255,6 +255,36 @@ describe("per-address lockout under parallel guessing", () => {
   });
 });
 
+/*
+ * The other side of reserving before checking: places taken by checks still
+ * under way are not failures. Genuine sign-ins at once, more of them than a
+ * budget holds, must all get in.
+ */
+describe("genuine sign-ins at once are not taken for guessing", () => {
+  const USERS = Array.from({ length: 12 }, (_, i) => ({ name: `member-${i}`, password: `pw-of-member-${i}` }));
+  let server: RunningServer;
+  before(async () => {
+    server = await startTestServer({
+      config: { applications: [TEST_APP], users: [TEST_USER, ...USERS] },
+      overrides: { loginMaxFailures: MAX_FAILURES, loginMaxFailuresPerIp: 3, loginLockoutSeconds: LOCKOUT_SECONDS },
+    });
+    await clientAlreadyKnown(server.url);
+  });
+  after(() => server.close());
+
+  it("signs in every one of 30 parallel logins of one user, more than the name's budget", async () => {
+    const rest = restGrant(server.url);
+    const outcomes = await Promise.all(Array.from({ length: 30 }, () => rest(TEST_USER.name, TEST_USER.password)));
+    assert.deepEqual(outcomes, Array(30).fill("signed in"));
+  });
+
+  it("signs in 12 users at once from one address, four times the address's budget", async () => {
+    const rest = restGrant(server.url);
+    const outcomes = await Promise.all(USERS.map((u) => rest(u.name, u.password)));
+    assert.deepEqual(outcomes, Array(USERS.length).fill("signed in"));
+  });
+});
+
 describePostgres("lockout under parallel guessing on two instances sharing PostgreSQL", () => {
   let schema: PostgresSchema;
   let instances: Instance[] = [];
