@@ -1,9 +1,12 @@
 import type { DemoCredentials } from "./app/seed.js";
 import { adminUsage, runAdminCommand } from "./app/adminCommands.js";
+import { runBackupCommand, runMigrateCommand } from "./app/maintenance.js";
 import { OPS_DEFAULTS, optionsTable, parseServeConfig, SERVE_OPTIONS } from "./app/config.js";
 import { createLogger, errorFields } from "./shared/log.js";
 import { OAuthError } from "./oauth/errors.js";
 import { startServer } from "./app/server.js";
+import { startTracing } from "./app/tracing.js";
+import { isClusterPrimary, isClusterWorker, joinCluster, runPrimary, workerCount, type Banner } from "./app/workers.js";
 import { packageVersion } from "./app/version.js";
 
 const FLAG_WIDTH = Math.max(...SERVE_OPTIONS.map((o) => o.flag.length));
@@ -19,8 +22,10 @@ const USAGE = `usage: identity <command>
   keys list|rotate|export              manage signing keys
   help [command]                       this overview, or a command's usage (also: identity <command> --help)
   version                              print the version (also: --version, -v)
+  backup FILE                          copy the SQLite database to a new FILE, safe while serve runs
+  migrate [--status]                   apply pending migrations, or list applied and pending ones
 
-Admin commands work directly on the database named by --database / DATABASE_URL.
+Admin, backup and migrate commands work directly on the database named by --database / DATABASE_URL.
 Provider client secrets are encrypted with IDENTITY_SECRET_KEY when it is set.
 \`keys rotate\` also reads --key-activation-delay-seconds (or its variable, as serve does).
 
@@ -64,6 +69,12 @@ async function main(argv: string[]): Promise<number> {
       }
       process.stdout.write(await runAdminCommand(command, rest, process.env));
       return 0;
+    case "backup":
+      process.stdout.write(await runBackupCommand(rest, process.env));
+      return 0;
+    case "migrate":
+      process.stdout.write(await runMigrateCommand(rest, process.env));
+      return 0;
     case "--version":
     case "-v":
     case "version":
@@ -93,19 +104,30 @@ async function serve(args: string[]): Promise<number> {
   }
   const config = parseServeConfig(args, process.env);
   const logger = createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
+  const timeoutSeconds = config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds;
+  // --workers N: this process starts N workers (this same command) and serves nothing itself.
+  const workers = workerCount(config.workers);
+  if (workers > 1 && isClusterPrimary()) {
+    const status = await runPrimary(workers, logger, (banner, pids) => printBanner(banner, `${workers} workers (pids ${pids.join(", ")})\n`), timeoutSeconds);
+    process.exit(status);
+  }
+  // Before the server: its first requests are traced too. Nothing is loaded without the OTEL_* variables.
+  const tracing = await startTracing(process.env, logger);
   const server = await startServer(config, { logger });
 
-  // First signal: drain and exit 0. Second signal: exit at once.
+  // First signal: drain and exit 0. Second signal: exit at once. A worker drains on the primary's word too.
   let stopping = false;
-  const onSignal = (signal: NodeJS.Signals) => {
+  const drain = (signal?: NodeJS.Signals) => {
+    if (stopping && !signal) return;
     if (stopping) {
       logger.warn("second signal: exiting without waiting", { signal });
       process.exit(signal === "SIGINT" ? 130 : 143);
     }
     stopping = true;
-    logger.info("shutting down", { signal, timeout_seconds: config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds });
+    logger.info("shutting down", { signal: signal ?? "primary", timeout_seconds: timeoutSeconds });
     server.close().then(
-      () => {
+      async () => {
+        await tracing?.shutdown().catch((err: unknown) => logger.warn("tracing: spans not exported at shutdown", errorFields(err)));
         logger.info("stopped");
         process.exit(0);
       },
@@ -116,15 +138,21 @@ async function serve(args: string[]): Promise<number> {
     );
   };
   // Before the ready line: whoever waits for it may stop us right away.
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", drain);
+  process.on("SIGTERM", drain);
+  if (isClusterWorker()) joinCluster(server, () => drain());
+  else printBanner(server);
+  return new Promise(() => {}); // runs until a signal
+}
+
+function printBanner(server: Banner, extra = ""): void {
   if (process.env.IDENTITY_PLAIN_PATHS) {
     process.stdout.write(`IDENTITY_PLAIN_PATHS=${process.env.IDENTITY_PLAIN_PATHS}: unary gRPC by ${server.paths.grpcUnary}, hot reads by ${server.paths.reads}\n`);
   }
   process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
+  process.stdout.write(extra);
   if (server.metricsUrl) process.stdout.write(`metrics on ${server.metricsUrl}\n`);
   if (server.demo) process.stdout.write(demoBanner(server.url, server.demo));
-  return new Promise(() => {}); // runs until a signal
 }
 
 function demoBanner(url: string, demo: DemoCredentials): string {
@@ -148,5 +176,7 @@ main(process.argv.slice(2)).then(
     const message = err instanceof OAuthError ? err.description : err instanceof Error ? err.message : String(err);
     process.stderr.write(`identity: ${message}\n`);
     process.exitCode = 1;
+    // A worker's channel to the primary would keep it alive.
+    if (isClusterWorker()) process.exit(1);
   },
 );

@@ -19,15 +19,28 @@ import {
   optionalHours,
   optionalString,
   optionalStringList,
+  originProblem,
   rejectUnknownFields,
   requireName,
 } from "./validation.js";
-import type { ApplicationRecord } from "../shared/model.js";
+import {
+  ACCESS_TOKEN_STRATEGIES,
+  DEFAULT_ACCESS_TOKEN_STRATEGY,
+  DEFAULT_SIGNING_ALG,
+  DEFAULT_TOKEN_FORMAT,
+  SIGNING_ALGS,
+  TOKEN_FORMATS,
+  type AccessTokenStrategy,
+  type ApplicationRecord,
+  type SigningAlg,
+  type TokenFormat,
+} from "../shared/model.js";
 
 export const GRANT_TYPES = ["authorization_code", "implicit", "password", "client_credentials", "refresh_token"] as const;
 
 export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
+  "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -40,6 +53,14 @@ export interface ApplicationInput {
   expireInHours?: number;
   refreshExpireInHours?: number;
   providers?: string[];
+  /** Browser origins allowed to call the API across origins (CORS, src/http/cors.ts). */
+  allowedOrigins?: string[];
+  /** `JWT-Standard` (the default) or `JWT`, Casdoor's names (oauth/tokens.ts). */
+  tokenFormat?: TokenFormat;
+  /** RS256 (the default), PS256, ES256 or EdDSA: how its ID tokens and JWT access tokens are signed. */
+  signingAlg?: SigningAlg;
+  /** `jwt` (the default) or `opaque`: a random access token only introspection, userinfo and get-account read. */
+  accessTokenStrategy?: AccessTokenStrategy;
 }
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field. */
@@ -66,7 +87,38 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     expireInHours: optionalHours(raw.expireInHours, "expireInHours"),
     refreshExpireInHours: optionalHours(raw.refreshExpireInHours, "refreshExpireInHours"),
     providers: optionalStringList(raw.providers, "providers", (p) => (/^[A-Za-z0-9_.-]{1,100}$/.test(p) ? undefined : "is not a provider name")),
+    // Cross-origin answers go to scripts on these origins only; like redirect
+    // URIs, never over clear text beyond the machine itself.
+    allowedOrigins: optionalStringList(raw.allowedOrigins, "allowedOrigins", (o) => originProblem(o) ?? cleartextRedirectProblem(o)),
+    tokenFormat: optionalTokenFormat(raw.tokenFormat),
+    signingAlg: optionalSigningAlg(raw.signingAlg),
+    accessTokenStrategy: optionalAccessTokenStrategy(raw.accessTokenStrategy),
   };
+}
+
+function optionalTokenFormat(raw: unknown): TokenFormat | undefined {
+  // The RPC's proto3 string arrives as "" when unset.
+  if (raw === undefined || raw === "") return undefined;
+  if (typeof raw !== "string" || !(TOKEN_FORMATS as readonly string[]).includes(raw)) {
+    throw new InvalidInputError("tokenFormat", `is not one of ${TOKEN_FORMATS.join(", ")}`);
+  }
+  return raw as TokenFormat;
+}
+
+function optionalSigningAlg(raw: unknown): SigningAlg | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  if (typeof raw !== "string" || !(SIGNING_ALGS as readonly string[]).includes(raw)) {
+    throw new InvalidInputError("signingAlg", `is not one of ${SIGNING_ALGS.join(", ")}`);
+  }
+  return raw as SigningAlg;
+}
+
+function optionalAccessTokenStrategy(raw: unknown): AccessTokenStrategy | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  if (typeof raw !== "string" || !(ACCESS_TOKEN_STRATEGIES as readonly string[]).includes(raw)) {
+    throw new InvalidInputError("accessTokenStrategy", `is not one of ${ACCESS_TOKEN_STRATEGIES.join(", ")}`);
+  }
+  return raw as AccessTokenStrategy;
 }
 
 /** What create and update return: the secret only when it was set or generated now. */
@@ -100,6 +152,10 @@ export class ApplicationAdmin {
       expireInHours: input.expireInHours ?? 1,
       refreshExpireInHours: input.refreshExpireInHours ?? 0,
       providers: input.providers ?? [],
+      allowedOrigins: input.allowedOrigins ?? [],
+      tokenFormat: input.tokenFormat ?? DEFAULT_TOKEN_FORMAT,
+      signingAlg: input.signingAlg ?? DEFAULT_SIGNING_ALG,
+      accessTokenStrategy: input.accessTokenStrategy ?? DEFAULT_ACCESS_TOKEN_STRATEGY,
       createdAt: now,
       updatedAt: now,
     };
@@ -118,6 +174,10 @@ export class ApplicationAdmin {
       expireInHours: input.expireInHours ?? current.expireInHours,
       refreshExpireInHours: input.refreshExpireInHours ?? current.refreshExpireInHours,
       providers: input.providers ?? current.providers,
+      allowedOrigins: input.allowedOrigins ?? current.allowedOrigins,
+      tokenFormat: input.tokenFormat ?? current.tokenFormat,
+      signingAlg: input.signingAlg ?? current.signingAlg,
+      accessTokenStrategy: input.accessTokenStrategy ?? current.accessTokenStrategy,
       updatedAt: this.clock.now(),
     };
     await conflictsAsErrors(() => this.repo.update(app));
@@ -149,6 +209,18 @@ export class ApplicationAdmin {
     return (await verifySecret(secret, current.clientSecretHash)) ? current.clientSecretHash : hashSecret(secret, this.hashCost);
   }
 
+}
+
+/**
+ * The CORS allow-list (src/http/cors.ts): whether some application lists
+ * `origin` in allowedOrigins. Read from the repository's cached set, so it
+ * answers at once except when that set is read again (APPLICATION_CACHE_MS).
+ */
+export function originAllowList(repo: ApplicationRepository): (origin: string) => boolean | Promise<boolean> {
+  return (origin) => {
+    const origins = repo.allowedOrigins();
+    return origins instanceof Promise ? origins.then((set) => set.has(origin)) : origins.has(origin);
+  };
 }
 
 function withCodeGrant(grantTypes: string[]): string[] {

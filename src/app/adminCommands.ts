@@ -6,6 +6,7 @@ import { resolveServeOption, SERVE_OPTIONS } from "./config.js";
 import { createDomain, type Domain } from "./../domain/index.js";
 import { parseProviderInput, parseProviderPatch } from "./../federation/providers.js";
 import { OAuthError } from "./../oauth/errors.js";
+import { signingAlgOf } from "./../oauth/keys.js";
 import { openDatabase } from "./database.js";
 import { createStore } from "./../store/index.js";
 import type { ApplicationRecord, ProviderRecord, SigningKeyRecord, UserRecord } from "./../shared/model.js";
@@ -19,6 +20,10 @@ const ADMIN_FLAGS = {
   "redirect-uri": { type: "string", multiple: true },
   "grant-type": { type: "string", multiple: true },
   provider: { type: "string", multiple: true },
+  "allowed-origin": { type: "string", multiple: true },
+  "token-format": { type: "string" },
+  "signing-alg": { type: "string" },
+  "access-token-strategy": { type: "string" },
   "expire-in-hours": { type: "string" },
   "refresh-expire-in-hours": { type: "string" },
   password: { type: "string" },
@@ -35,6 +40,7 @@ const ADMIN_FLAGS = {
   "no-admin": { type: "boolean" },
   "no-disabled": { type: "boolean" },
   kid: { type: "string" },
+  alg: { type: "string" },
   type: { type: "string" },
   scope: { type: "string" },
   "auth-url": { type: "string" },
@@ -43,15 +49,33 @@ const ADMIN_FLAGS = {
   favicon: { type: "string" },
   "trust-email": { type: "boolean" },
   "no-trust-email": { type: "boolean" },
+  // A JSON object: --user-mapping '{"id":"id","username":"login"}'.
+  "user-mapping": { type: "string" },
+  "token-auth-method": { type: "string" },
+  pkce: { type: "boolean" },
+  "no-pkce": { type: "boolean" },
+  "allow-insecure-urls": { type: "boolean" },
+  "no-allow-insecure-urls": { type: "boolean" },
+  "emails-url": { type: "string" },
+  issuer: { type: "string" },
   "key-activation-delay-seconds": { type: "string" },
 } as const;
 
 const DEFAULT_DATABASE = SERVE_OPTIONS.find((o) => o.key === "database")!.default;
 
 const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
-const PLURAL: Record<string, string> = { redirectUri: "redirectUris", grantType: "grantTypes", provider: "providers", admin: "isAdmin" };
+const PLURAL: Record<string, string> = { redirectUri: "redirectUris", grantType: "grantTypes", provider: "providers", allowedOrigin: "allowedOrigins", admin: "isAdmin" };
 const NUMERIC = new Set(["expireInHours", "refreshExpireInHours"]);
 const seconds = (ms: number) => Math.floor(ms / 1000);
+
+/** A flag whose value is a JSON object, parsed for the shared validation (which names what is wrong in it). */
+function jsonFlag(flag: string, value: unknown): unknown {
+  try {
+    return JSON.parse(String(value));
+  } catch {
+    throw new OAuthError("invalid_request", `--${flag} must be a JSON object`);
+  }
+}
 
 /** What each admin command does, and the flags it reads besides --database. */
 const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }> = {
@@ -65,7 +89,7 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
     ],
     flags: [
       "name", "client-id", "client-secret", "redirect-uri", "grant-type", "provider", "allowed-origin", "token-format",
-      "expire-in-hours", "refresh-expire-in-hours",
+      "signing-alg", "access-token-strategy", "expire-in-hours", "refresh-expire-in-hours",
     ],
   },
   user: {
@@ -83,7 +107,7 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
   },
   provider: {
     verbs: [
-      ["create --name NAME --type Custom [flags]", "create a Custom login provider (its secret is sealed with IDENTITY_SECRET_KEY when set)"],
+      ["create --name NAME --type TYPE [flags]", "create a login provider: Custom, GitHub, Google or OIDC (its secret is sealed with IDENTITY_SECRET_KEY when set)"],
       ["list", "list the providers, without their secrets"],
       ["show --name NAME", "show one provider, without its secret"],
       ["update --name NAME [flags]", "change only the fields whose flags are given"],
@@ -92,16 +116,16 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
     flags: [
       "name", "type", "display-name", "client-id", "client-secret", "auth-url", "token-url", "user-info-url", "favicon", "scope",
       "trust-email", "no-trust-email", "user-mapping", "token-auth-method", "pkce", "no-pkce", "allow-insecure-urls", "no-allow-insecure-urls",
-      "emails-url",
+      "emails-url", "issuer",
     ],
   },
   keys: {
     verbs: [
-      ["list", "the signing keys: kid, times, state (pending, signing, retiring or retired)"],
-      ["rotate [--key-activation-delay-seconds N]", "a new key, published at once, signing after the delay (default 600, or its variable)"],
-      ["export [--kid KID]", "a public key as PEM, then a self-signed X.509 certificate (the signing key by default)"],
+      ["list", "the signing keys: kid, alg, times, state (pending, signing, retiring or retired), per algorithm"],
+      ["rotate [--alg ALG] [--key-activation-delay-seconds N]", "a new key of ALG (RS256 by default; PS256, ES256, EdDSA), published at once, signing after the delay (default 600, or its variable)"],
+      ["export [--kid KID | --alg ALG]", "a public key as PEM, then a self-signed X.509 certificate where one can be made (the RS256 signing key by default)"],
     ],
-    flags: ["kid", "key-activation-delay-seconds"],
+    flags: ["kid", "alg", "key-activation-delay-seconds"],
   },
 };
 
@@ -139,12 +163,12 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   const { values } = parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
   const fields: Record<string, unknown> = {};
   for (const [given, value] of Object.entries(values)) {
-    if (given === "database" || given === "kid" || given === "key-activation-delay-seconds") continue;
+    if (given === "database" || given === "kid" || given === "alg" || given === "key-activation-delay-seconds") continue;
     const negated = given.startsWith("no-");
     const flag = negated ? given.slice(3) : given;
     const key = PLURAL[camel(flag)] ?? camel(flag);
     if (negated && key in fields) throw new OAuthError("invalid_request", `--${flag} and --${given} contradict each other`);
-    fields[key] = negated ? false : NUMERIC.has(key) ? Number(value) : value;
+    fields[key] = negated ? false : NUMERIC.has(key) ? Number(value) : key === "userMapping" ? jsonFlag(flag, value) : value;
   }
   const db = await openDatabase({ url: values.database || env.DATABASE_URL || DEFAULT_DATABASE });
   const store = createStore(db);
@@ -157,7 +181,7 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
       secretKey: env.IDENTITY_SECRET_KEY || undefined,
       keyActivationDelayMs: activationDelaySeconds === undefined ? undefined : activationDelaySeconds * 1000,
     });
-    const result = await runAdmin(domain, noun, verb, fields, values.kid);
+    const result = await runAdmin(domain, noun, verb, fields, values.kid, values.alg);
     return typeof result === "string" ? result : JSON.stringify(result, null, 2) + "\n";
   } finally {
     await store.close();
@@ -165,7 +189,14 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   }
 }
 
-async function runAdmin(domain: Domain, noun: string, verb: string | undefined, fields: Record<string, unknown>, kid?: string): Promise<unknown> {
+async function runAdmin(
+  domain: Domain,
+  noun: string,
+  verb: string | undefined,
+  fields: Record<string, unknown>,
+  kid?: string,
+  alg?: string,
+): Promise<unknown> {
   const name = () => {
     if (typeof fields.name !== "string") throw new OAuthError("invalid_request", "--name is required");
     return fields.name;
@@ -229,19 +260,19 @@ async function runAdmin(domain: Domain, noun: string, verb: string | undefined, 
       await domain.providerAdmin.delete(name());
       return { deleted: name() };
     case "keys list": {
-      const { kid: signing } = await domain.keys.signingKey();
+      const signing = await domain.keys.signingKids();
       const now = domain.clock.now();
       const state = (k: Pick<SigningKeyRecord, "kid" | "activeFrom" | "retiredAt">) =>
-        k.retiredAt !== null ? "retired" : k.kid === signing ? "signing" : k.activeFrom > now ? "pending" : "retiring";
+        k.retiredAt !== null ? "retired" : signing.has(k.kid) ? "signing" : k.activeFrom > now ? "pending" : "retiring";
       return (await domain.keys.list()).map((k) => {
         const { publicJwk: _j, ...shown } = publicKey(k);
         return { ...shown, state: state(k) };
       });
     }
     case "keys rotate":
-      return publicKey(await domain.keys.rotate());
+      return publicKey(await domain.keys.rotate(undefined, signingAlgOf(alg)));
     case "keys export": {
-      const exported = await domain.keys.export(kid);
+      const exported = await domain.keys.export(kid, signingAlgOf(alg));
       return `# kid ${exported.kid}\n${exported.publicKeyPem}${exported.certificatePem}`;
     }
     default:

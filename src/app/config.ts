@@ -8,6 +8,7 @@ import { DEFAULT_LOGIN_POLICY } from "./../oauth/loginThrottle.js";
 import { MIN_SECRET_KEY_LENGTH } from "./../federation/secretBox.js";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./../federation/upstream.js";
 import { POSTGRES_DEFAULTS } from "./../store/db.js";
+import { DEFAULT_QUERY_TIMEOUT_MS } from "./../store/deadlines.js";
 import { LOG_LEVELS, type LogLevel } from "./../shared/log.js";
 
 /** Where /metrics is served: not at all, on the main port, or on its own port. */
@@ -27,8 +28,11 @@ export interface ServeConfig {
   port: number;
   host: string;
   database: string;
-  /** Undefined means the listening URL printed at start (`http://<host>:<port>`), known once listening. */
+  /** Undefined means the listening URL printed at start (`http://<host>:<port>`, https with TLS), known once listening. */
   issuer?: string;
+  /** PEM certificate chain and private key: the port speaks HTTPS (h2 and http/1.1), files re-read while running. */
+  tlsCert?: string;
+  tlsKey?: string;
   configFile?: string;
   adminToken?: string;
   maxBodyBytes: number;
@@ -37,6 +41,8 @@ export interface ServeConfig {
   dbPoolMax?: number;
   dbConnectTimeoutMs?: number;
   dbStatementTimeoutMs?: number;
+  /** Deadline of each database call (connection wait and statement), both backends. */
+  dbQueryTimeoutMs?: number;
   keyReloadSeconds?: number;
   /** 0 turns the cleanup job off. */
   cleanupIntervalSeconds?: number;
@@ -71,6 +77,8 @@ export interface ServeConfig {
   logLevel?: LogLevel;
   logPretty?: boolean;
   shutdownTimeoutSeconds?: number;
+  /** Processes serving the one port (node:cluster); 0 means one per core, 1 (the default) no cluster. */
+  workers?: number;
   keyActivationDelaySeconds?: number;
   maxHeaderBytes?: number;
   /** Longest wait for a connection's first bytes and for a complete header block. */
@@ -161,8 +169,18 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "issuer", flag: "issuer", env: "IDENTITY_ISSUER", default: "http://<host>:<port>",
     description:
-      "issuer URL: the `iss` of every token and the base of discovery; unset, the listening URL printed at start (a loopback address for a wildcard `--host`). Set it to the URL browsers and clients use",
+      "issuer URL: the `iss` of every token and the base of discovery; unset, the listening URL printed at start (https with `--tls-cert`; a loopback address for a wildcard `--host`). Set it to the URL browsers and clients use",
     parse: url,
+  },
+  {
+    key: "tlsCert", flag: "tls-cert", env: "IDENTITY_TLS_CERT", default: "",
+    description:
+      "PEM certificate chain: with `--tls-key`, the port serves HTTPS (ALPN h2 and http/1.1: gRPC, gRPC-Web, Connect, REST); both files are re-read every few seconds and a changed pair serves new connections",
+    parse: text,
+  },
+  {
+    key: "tlsKey", flag: "tls-key", env: "IDENTITY_TLS_KEY", default: "",
+    description: "PEM private key of `--tls-cert`", parse: text,
   },
   {
     key: "configFile", flag: "config", env: "IDENTITY_CONFIG", default: "",
@@ -214,6 +232,13 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     key: "dbStatementTimeoutMs", flag: "db-statement-timeout-ms", env: "IDENTITY_DB_STATEMENT_TIMEOUT_MS",
     default: String(POSTGRES_DEFAULTS.statementTimeoutMs),
     description: "PostgreSQL statement_timeout for every query", parse: positiveInt,
+  },
+  {
+    key: "dbQueryTimeoutMs", flag: "db-query-timeout-ms", env: "IDENTITY_DB_QUERY_TIMEOUT_MS",
+    default: String(DEFAULT_QUERY_TIMEOUT_MS),
+    description:
+      "deadline of each database call, waiting for a connection included, enforced by the service (a silent network, another process's SQLite lock): past it the request gets 503 and a PostgreSQL connection is dropped",
+    parse: positiveInt,
   },
   {
     key: "keyReloadSeconds", flag: "key-reload-seconds", env: "IDENTITY_KEY_RELOAD_SECONDS",
@@ -311,6 +336,11 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     key: "shutdownTimeoutSeconds", flag: "shutdown-timeout-seconds", env: "IDENTITY_SHUTDOWN_TIMEOUT_SECONDS",
     default: String(OPS_DEFAULTS.shutdownTimeoutSeconds),
     description: "on SIGTERM/SIGINT, how long in-flight requests may take before their connections are cut", parse: atLeast(0),
+  },
+  {
+    key: "workers", flag: "workers", env: "IDENTITY_WORKERS", default: "1",
+    description: "processes serving the one port (node:cluster), each with its caches kept in step and metrics summed; 0 means one per core, 1 a single process",
+    parse: atLeast(0),
   },
   {
     key: "keyActivationDelaySeconds", flag: "key-activation-delay-seconds", env: "IDENTITY_KEY_ACTIVATION_DELAY_SECONDS",

@@ -18,14 +18,15 @@ import { isGrpc, observeRequests, observeStreams, watchGrpcTrailer, type StreamH
 import { routeNamer } from "./../ops/routes.js";
 import { annotateRequest, requestContextOf, type LogUnexpected } from "./../http/requestContext.js";
 import { sendJson } from "./../http/answers.js";
+import { withCrossOrigin } from "./../http/cors.js";
 import { createRestFacade } from "./../rest/facade.js";
-import { buildRouteTable } from "./../rest/routes.js";
+import { buildRouteTable, type RouteTable } from "./../rest/routes.js";
 import { prepareForConnect } from "./../rpc/adapterInput.js";
 import { oauthErrorInterceptor, toConnectError } from "./../rpc/errors.js";
 import { createGrpcUnaryDoor } from "./../rpc/grpcUnary.js";
 import { callContextValues } from "./../rpc/headers.js";
 import { reflectionService } from "./../rpc/reflection.js";
-import { serviceBindings } from "./../rpc/services.js";
+import { serviceBindings, type ServiceBinding } from "./../rpc/services.js";
 import { useBufferTextEncoding } from "./../rpc/textEncoding.js";
 import { correctErrorAnswers } from "./../rpc/errorAnswers.js";
 import { sqliteFile, withDbLock } from "./../store/db.js";
@@ -42,6 +43,8 @@ export interface ServerDeps {
   logger?: Logger;
   /** How often each instance re-reads the signing keys (ms); overrides config.keyReloadSeconds. */
   keyReloadMs?: number;
+  /** How often the TLS certificate and key files are read for a change (ms); default DEFAULT_TLS_RELOAD_MS. */
+  tlsReloadMs?: number;
   /** Test hooks for the two deliberately slow steps: key generation and password hashing. */
   generateKeyPair?: DomainOptions["generateKeyPair"];
   secretHashCost?: DomainOptions["secretHashCost"];
@@ -79,7 +82,7 @@ export function fastPathsFrom(value: string | undefined): FastPaths {
 }
 
 export interface RunningServer {
-  /** Where it listens, e.g. http://127.0.0.1:8000. */
+  /** Where it listens, e.g. http://127.0.0.1:8000 (https:// with --tls-cert). */
   url: string;
   port: number;
   issuer: string;
@@ -88,6 +91,8 @@ export interface RunningServer {
   demo?: DemoCredentials;
   /** Where /metrics is served when it has a port of its own. */
   metricsUrl?: string;
+  /** The metrics it serves, unless --metrics off (serve --workers sums them over the workers). */
+  metrics?: PromMetrics;
   /** What serves unary gRPC calls and the hot lookups: the fast paths or the plain ones (IDENTITY_PLAIN_PATHS). */
   paths: { grpcUnary: "unary door" | "connect"; reads: Domain["store"]["readPath"] };
   /**
@@ -113,11 +118,12 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     deps.logger ?? createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
   const metricsMode = config.metrics ?? OPS_DEFAULTS.metrics;
   const limits = connectionLimits(config);
-  const fast = deps.fastPaths ?? fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS);
   // The options refuse a short one too; a config built in code meets the same rule.
   if (config.adminToken && config.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
     throw new Error(`the admin token must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (--admin-token / IDENTITY_ADMIN_TOKEN)`);
   }
+  const fast = deps.fastPaths ?? fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS);
+  if (!config.tlsCert !== !config.tlsKey) throw new Error("--tls-cert and --tls-key go together: give both, or neither");
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
   const db = await openDatabase({
     url: config.database,
@@ -125,6 +131,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     poolMax: config.dbPoolMax,
     connectTimeoutMs: config.dbConnectTimeoutMs,
     statementTimeoutMs: config.dbStatementTimeoutMs,
+    queryTimeoutMs: config.dbQueryTimeoutMs,
     log: (message) => logger.error("database driver warning", { warning: message }),
   });
 
@@ -139,12 +146,28 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
       config.port,
       limits,
       fast.grpcUnary ? (stream, headers) => ready?.streams?.(stream, headers) ?? false : undefined,
+      config.tlsCert && config.tlsKey
+        ? {
+            certFile: config.tlsCert,
+            keyFile: config.tlsKey,
+            reloadIntervalMs: deps.tlsReloadMs,
+            onReload: ({ leaf }) =>
+              logger.info("TLS certificate reloaded", {
+                cert_file: config.tlsCert,
+                subject: leaf.subject,
+                serial: leaf.serialNumber,
+                fingerprint_sha256: leaf.fingerprint256,
+                valid_to: leaf.validTo,
+              }),
+            onReloadError: (err) => logger.error("TLS certificate not reloaded: the one in use stays", { error: err.message }),
+          }
+        : undefined,
     );
   } catch (err) {
     await db.destroy();
     throw err;
   }
-  const url = listeningUrl(config.host, listener.port);
+  const url = listeningUrl(config.host, listener.port, listener.tls !== undefined);
   // The URL printed at start: a browser that follows it stays on the issuer's
   // host, so cookies set there (sign-in, federation state) come back.
   const issuer = config.issuer ?? url;
@@ -219,7 +242,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     ready = frontDoors(domain, config, logger, metrics, fast.grpcUnary);
     if (cleanupIntervalSeconds > 0) cleanup.start();
     const paths = { grpcUnary: ready.streams ? ("unary door" as const) : ("connect" as const), reads: store.readPath };
-    return { url, port: listener.port, issuer, domain, demo, metricsUrl: metricsListener?.url, paths, close };
+    return { url, port: listener.port, issuer, domain, demo, metricsUrl: metricsListener?.url, metrics, paths, close };
   } catch (err) {
     await close();
     throw err;
@@ -229,12 +252,13 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
 /**
  * Where a client on this machine reaches the server: the listening address,
  * or the loopback address for a wildcard one (0.0.0.0, ::), which no client
- * can call. It is the printed URL and the issuer unless --issuer says otherwise.
+ * can call; https when the port speaks TLS. It is the printed URL and the
+ * issuer unless --issuer says otherwise.
  */
-export function listeningUrl(host: string, port: number): string {
+export function listeningUrl(host: string, port: number, secure = false): string {
   const reachable = host === "0.0.0.0" ? "127.0.0.1" : host === "::" || host === "[::]" ? "::1" : host;
   const bare = reachable.replace(/^\[(.*)\]$/, "$1");
-  return `http://${bare.includes(":") ? `[${bare}]` : bare}:${port}`;
+  return `${secure ? "https" : "http"}://${bare.includes(":") ? `[${bare}]` : bare}:${port}`;
 }
 
 function connectionLimits(config: ServeConfig): ConnectionLimits {
@@ -251,11 +275,31 @@ function connectionLimits(config: ServeConfig): ConnectionLimits {
   return limits;
 }
 
+/** The REST operations a browser app on another origin calls: token, refresh, revocation, userinfo, discovery, JWKS. */
+const CROSS_ORIGIN_REST = new Set([
+  "identity.v1.TokenService.Token",
+  "identity.v1.TokenService.Refresh",
+  "identity.v1.IntrospectionService.Revoke",
+  "identity.v1.IntrospectionService.GetUserInfo",
+  "identity.v1.DiscoveryService.GetConfiguration",
+  "identity.v1.DiscoveryService.GetJwks",
+]);
+
+/** The paths that answer browsers on other origins (http/cors.ts): those REST paths, and every RPC's Connect / gRPC-Web path. */
+export function crossOriginPaths(bindings: readonly ServiceBinding[], routes: RouteTable): string[] {
+  const rest = [...routes]
+    .filter(([, byMethod]) => [...byMethod.values()].some((r) => CROSS_ORIGIN_REST.has(`${r.method.parent.typeName}.${r.method.name}`)))
+    .map(([path]) => path);
+  const rpc = bindings.flatMap(({ service }) => service.methods.map((m) => `/${service.typeName}/${m.name}`));
+  return [...rest, ...rpc];
+}
+
 /**
  * The request chain, each door inside observation (request id, log line,
  * metrics): unary gRPC on HTTP/2 streams as they come (with the gRPC door;
  * without it, Connect's adapter serves them); then, for every other
- * request, probes -> browser pages -> REST facade -> sign-out -> Connect
+ * request, CORS on the paths browsers on other origins call (http/cors.ts),
+ * then probes -> browser pages -> REST facade -> sign-out -> Connect
  * adapter (the rest of gRPC, gRPC-Web, Connect) -> 404.
  */
 function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics: PromMetrics | undefined, grpcUnaryDoor: boolean): FrontDoors {
@@ -317,10 +361,20 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
       unexpected(req, res)(err);
     }
   };
+  // CORS in front of the doors, on the paths a browser app on another origin calls.
+  const routes = buildRouteTable(bindings);
+  const crossOrigin = withCrossOrigin(
+    {
+      paths: crossOriginPaths(bindings, routes),
+      allows: domain.allowsOrigin,
+      onLookupError: (err, req) => logUnexpected(err, requestContextOf(req)),
+    },
+    chain,
+  );
   const observation = {
     logger,
     metrics,
-    routeOf: routeNamer(bindings.map((b) => b.service), buildRouteTable(bindings).keys(), [...OPS_PATHS, ...WEB_ROUTES, LOGOUT_PATH]),
+    routeOf: routeNamer(bindings.map((b) => b.service), routes.keys(), [...OPS_PATHS, ...WEB_ROUTES, LOGOUT_PATH]),
     quietRoutes: new Set(OPS_PATHS),
   };
   const grpcUnary =
@@ -332,6 +386,6 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
     });
   return {
     streams: grpcUnary ? observeStreams(grpcUnary, observation) : undefined,
-    requests: observeRequests(chain, observation),
+    requests: observeRequests(crossOrigin, observation),
   };
 }

@@ -1,4 +1,4 @@
-import { ApplicationAdmin } from "./../accounts/applications.js";
+import { ApplicationAdmin, originAllowList } from "./../accounts/applications.js";
 import { UserAdmin } from "./../accounts/users.js";
 import type { Clock } from "./../shared/clock.js";
 import { FederatedLogin } from "./../federation/federatedLogin.js";
@@ -27,6 +27,8 @@ export interface Domain extends GrantDeps {
   issuer: string;
   keys: KeyRing;
   applicationAdmin: ApplicationAdmin;
+  /** Whether some application allows this browser origin (CORS); mostly answered from a cache, at once. */
+  allowsOrigin: (origin: string) => boolean | Promise<boolean>;
   userAdmin: UserAdmin;
   providerAdmin: ProviderAdmin;
   sessions: SessionManager;
@@ -119,6 +121,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
       }), metrics),
     codes: new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds),
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost),
+    allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost),
     providerAdmin,
     sessions: new SessionManager(store, clock, options.sessionTtlSeconds),

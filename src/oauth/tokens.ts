@@ -1,11 +1,12 @@
 import { createHash, randomUUID } from "node:crypto";
 import { SignJWT } from "jose";
+import { span, tracing } from "../shared/tracing.js";
 import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { Db } from "../store/db.js";
 import type { Store } from "../store/index.js";
 import type { IssuedTokenRows } from "../store/tokens.js";
 import { requestedClaims, type ClaimsRequest } from "./claimsRequest.js";
-import { SIGNING_ALG, type KeyRing } from "./keys.js";
+import type { KeyRing } from "./keys.js";
 import { claimsForScopes } from "./scopes.js";
 import { randomToken, sha256 } from "./secrets.js";
 import { casdoorUserClaims, usesCasdoorClaims } from "./tokenFormats.js";
@@ -50,10 +51,12 @@ export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "nonce" |
 /**
  * An ID token's hash of a value it travels with (`at_hash`, `c_hash`; OIDC
  * Core §3.1.3.6, §3.2.2.9): the left half of the value's ASCII hashed with
- * the hash of the token's signing alg, base64url.
+ * the hash of the token's signing alg, base64url. EdDSA here is always
+ * Ed25519, whose hash is SHA-512 (the rule OIDC Core's errata set 2 states
+ * for Ed25519), so its hashes are the left 256 bits of a SHA-512.
  */
 export function idTokenHash(value: string, alg: string): string {
-  const bits = /^(?:RS|PS|ES|HS)(256|384|512)$/.exec(alg)?.[1];
+  const bits = alg === "EdDSA" ? "512" : /^(?:RS|PS|ES|HS)(256|384|512)$/.exec(alg)?.[1];
   if (!bits) throw new Error(`no hash defined for alg ${alg}`);
   const digest = createHash(`sha${bits}`).update(value, "ascii").digest();
   return digest.subarray(0, digest.length / 2).toString("base64url");
@@ -73,9 +76,11 @@ export interface TokenSet {
 const HOUR = 3600;
 
 /**
- * Mints and records tokens. Access and ID tokens are RS256 JWTs; refresh
- * tokens are opaque. Each access and refresh token gets a row keyed by the
- * SHA-256 of its value, so it can be introspected and revoked.
+ * Mints and records tokens. Access and ID tokens are JWTs signed with the
+ * application's signingAlg (RS256 unless set, keys.ts), or the access token
+ * is opaque (accessTokenStrategy); refresh tokens are opaque. Each access
+ * and refresh token gets a row keyed by the SHA-256 of its value, so it can
+ * be introspected and revoked.
  */
 export class TokenMinter {
   constructor(
@@ -96,9 +101,9 @@ export class TokenMinter {
     const expiresIn = app.expireInHours * HOUR;
     const scope = grant.scopes.join(" ");
     const authTime = grant.authTime ?? now;
-    const { kid, key } = await this.keys.signingKey();
+    const { kid, alg, key } = await this.keys.signingKey(app.signingAlg);
     const sign = (payload: Record<string, unknown>, typ: string) =>
-      new SignJWT(payload).setProtectedHeader({ alg: SIGNING_ALG, kid, typ }).sign(key);
+      signJwt(payload, { alg, kid, typ }, key);
 
     const jti = randomUUID();
     const subject = user ? user.id : app.clientId;
@@ -124,7 +129,9 @@ export class TokenMinter {
       accessClaims.preferred_username = user.name;
     }
     const wantsIdToken = grant.idToken && user !== undefined && grant.scopes.includes("openid");
-    const accessToken = await sign(accessClaims, "at+jwt");
+    // Opaque (accessTokenStrategy): 256 random bits, read only through its row (accessTokens.ts).
+    const opaque = app.accessTokenStrategy === "opaque";
+    const accessToken = opaque ? randomToken() : await sign(accessClaims, "at+jwt");
     // After the access token: the ID token carries its at_hash.
     const idToken = wantsIdToken ? await sign(this.idTokenClaims({ ...grant, user, accessToken }, now), "JWT") : undefined;
     // A refresh token continues the grant's family or starts one; without it
@@ -145,6 +152,8 @@ export class TokenMinter {
         expiresAt: nowMs + expiresIn * 1000,
         revokedAt: null,
         kid,
+        // An opaque token has no payload to carry them (userinfoClaims.ts).
+        ...(opaque && userinfoClaims.length > 0 ? { userinfoClaims: storedUserinfoClaims(grant.claims) } : {}),
       },
       refresh: refresh
         ? {
@@ -184,9 +193,9 @@ export class TokenMinter {
    */
   async mintIdToken(grant: IdTokenGrant): Promise<string> {
     const now = epochSeconds(this.clock);
-    const { kid, key } = await this.keys.signingKey();
+    const { kid, alg, key } = await this.keys.signingKey(grant.app.signingAlg);
     const claims = this.idTokenClaims(grant, now);
-    const idToken = await new SignJWT(claims).setProtectedHeader({ alg: SIGNING_ALG, kid, typ: "JWT" }).sign(key);
+    const idToken = await signJwt(claims, { alg, kid, typ: "JWT" }, key);
     await this.store.signingKeys.holdUntil(kid, (claims.exp as number) * 1000);
     return idToken;
   }
@@ -206,7 +215,14 @@ export class TokenMinter {
       iat: now,
       auth_time: grant.authTime ?? now,
       ...(grant.nonce ? { nonce: grant.nonce } : {}),
-      ...(grant.accessToken ? { at_hash: idTokenHash(grant.accessToken, SIGNING_ALG) } : {}),
+      ...(grant.accessToken ? { at_hash: idTokenHash(grant.accessToken, app.signingAlg) } : {}),
     };
   }
+}
+
+/** A signed JWT, in a span when tracing (its header's alg, kid and typ, never its claims). */
+function signJwt(payload: Record<string, unknown>, header: { alg: string; kid: string; typ: string }, key: Parameters<SignJWT["sign"]>[0]): Promise<string> {
+  if (!tracing()) return new SignJWT(payload).setProtectedHeader(header).sign(key);
+  const attributes = { "jwt.alg": header.alg, "jwt.kid": header.kid, "jwt.typ": header.typ };
+  return span("jwt sign", "internal", attributes, () => new SignJWT(payload).setProtectedHeader(header).sign(key));
 }

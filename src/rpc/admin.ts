@@ -10,6 +10,7 @@ import { parseApplicationInput } from "../accounts/applications.js";
 import { parseUserInput } from "../accounts/users.js";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
+import { signingAlgOf } from "../oauth/keys.js";
 import { epochSecondsOf } from "./adminAuth.js";
 import { everyMethod } from "./guards.js";
 import type { ApplicationRecord, SigningKeyRecord, UserRecord } from "../shared/model.js";
@@ -24,14 +25,14 @@ function userOut(user: UserRecord) {
   return { ...rest, createdTime: epochSecondsOf(createdAt), updatedTime: epochSecondsOf(updatedAt) };
 }
 
-function keyOut(key: SigningKeyRecord, signingKid: string) {
+function keyOut(key: SigningKeyRecord, signingKids: Set<string>) {
   return {
     kid: key.kid,
     alg: key.alg,
     createdTime: epochSecondsOf(key.createdAt),
     activeFrom: epochSecondsOf(key.activeFrom),
     retiredTime: epochSecondsOf(key.retiredAt ?? 0),
-    signing: key.kid === signingKid,
+    signing: signingKids.has(key.kid),
   };
 }
 
@@ -48,6 +49,10 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     expireInHours: input.expireInHours,
     refreshExpireInHours: input.refreshExpireInHours,
     providers: list(input.providers),
+    allowedOrigins: list(input.allowedOrigins),
+    tokenFormat: input.tokenFormat,
+    signingAlg: input.signingAlg,
+    accessTokenStrategy: input.accessTokenStrategy,
   });
 }
 
@@ -112,16 +117,16 @@ export function keyAdminService(domain: Domain): ServiceImpl<typeof KeyAdminServ
   const keys = domain.keys;
   return {
     async listKeys() {
-      const { kid } = await keys.signingKey();
-      return { keys: (await keys.list()).map((k) => keyOut(k, kid)) };
+      const signing = await keys.signingKids();
+      return { keys: (await keys.list()).map((k) => keyOut(k, signing)) };
     },
-    async rotateKey() {
-      const record = await keys.rotate();
-      const { kid } = await keys.signingKey();
-      return { key: keyOut(record, kid) };
+    async rotateKey(req) {
+      const record = await keys.rotate(undefined, signingAlgOf(req.alg));
+      return { key: keyOut(record, await keys.signingKids()) };
     },
     async exportKey(req) {
-      return keys.export(req.kid || undefined);
+      const { alg: _alg, ...exported } = await keys.export(req.kid || undefined, signingAlgOf(req.alg));
+      return exported;
     },
   };
 }

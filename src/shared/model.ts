@@ -3,6 +3,25 @@
  * rows to these; the domain and the front doors use them and never see a row.
  */
 
+/**
+ * What an application's tokens say, with Casdoor's names: `JWT-Standard`,
+ * OIDC's standard claims; `JWT`, Casdoor's user-object claims (owner, name,
+ * displayName, email, avatar, id, type) in the access token and the ID token.
+ */
+export const TOKEN_FORMATS = ["JWT-Standard", "JWT"] as const;
+export type TokenFormat = (typeof TOKEN_FORMATS)[number];
+export const DEFAULT_TOKEN_FORMAT: TokenFormat = "JWT-Standard";
+
+/** How an application's ID tokens and JWT access tokens are signed (JWA names; EdDSA is Ed25519). */
+export const SIGNING_ALGS = ["RS256", "PS256", "ES256", "EdDSA"] as const;
+export type SigningAlg = (typeof SIGNING_ALGS)[number];
+export const DEFAULT_SIGNING_ALG: SigningAlg = "RS256";
+
+/** What an application's access tokens are (Hydra's name): a signed JWT, or a random string only this service can read. */
+export const ACCESS_TOKEN_STRATEGIES = ["jwt", "opaque"] as const;
+export type AccessTokenStrategy = (typeof ACCESS_TOKEN_STRATEGIES)[number];
+export const DEFAULT_ACCESS_TOKEN_STRATEGY: AccessTokenStrategy = "jwt";
+
 export interface ApplicationRecord {
   id: string;
   name: string;
@@ -13,6 +32,11 @@ export interface ApplicationRecord {
   expireInHours: number;
   refreshExpireInHours: number;
   providers: string[];
+  /** Browser origins (scheme://host[:port]) allowed to call the API across origins (CORS). */
+  allowedOrigins: string[];
+  tokenFormat: TokenFormat;
+  signingAlg: SigningAlg;
+  accessTokenStrategy: AccessTokenStrategy;
   createdAt: number;
   updatedAt: number;
 }
@@ -57,9 +81,29 @@ export interface ProviderRecord {
   userInfoUrl: string;
   favicon: string;
   trustEmail: boolean;
+  /** JSON paths into the UserInfo answer, by Casdoor's keys; an absent key keeps the type's default. */
+  userMapping: UserMapping;
+  /** How the client authenticates at the Token URL. */
+  tokenAuthMethod: ProviderTokenAuthMethod;
+  /** Whether the round trip sends PKCE (S256). */
+  pkce: boolean;
+  /** Whether plain http URLs are allowed for hosts other than loopback. */
+  allowInsecureUrls: boolean;
+  /** GitHub: where the account's emails are read when the profile has no public one; empty for the type's default. */
+  emailsUrl: string;
+  /** OIDC: the issuer whose discovery document configures the round trip; empty for other types. */
+  issuer: string;
   createdAt: number;
   updatedAt: number;
 }
+
+/** The keys of a provider's user mapping (Casdoor's, plus phone). */
+export const USER_MAPPING_KEYS = ["id", "username", "displayName", "email", "avatarUrl", "phone"] as const;
+export type UserMappingKey = (typeof USER_MAPPING_KEYS)[number];
+export type UserMapping = Partial<Record<UserMappingKey, string>>;
+
+export const PROVIDER_TOKEN_AUTH_METHODS = ["client_secret_basic", "client_secret_post"] as const;
+export type ProviderTokenAuthMethod = (typeof PROVIDER_TOKEN_AUTH_METHODS)[number];
 
 /** What identifies an external account at its provider. */
 export type ExternalIdType = "sub" | "preferred_username";

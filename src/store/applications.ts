@@ -2,7 +2,7 @@ import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
 import { revokeClientTokens } from "./revocations.js";
 import { rowBy, type RowReader } from "./rowReader.js";
-import type { ApplicationRecord } from "../shared/model.js";
+import type { AccessTokenStrategy, ApplicationRecord, SigningAlg, TokenFormat } from "../shared/model.js";
 
 const BY_CLIENT_ID = rowBy("applications", "client_id");
 
@@ -17,6 +17,10 @@ interface Row {
   expire_in_hours: number;
   refresh_expire_in_hours: number;
   providers: string;
+  allowed_origins: string;
+  token_format: string;
+  signing_alg: string;
+  access_token_strategy: string;
   created_at: number;
   updated_at: number;
 }
@@ -31,6 +35,10 @@ const fromRow = (r: Row): ApplicationRecord => ({
   expireInHours: r.expire_in_hours,
   refreshExpireInHours: r.refresh_expire_in_hours,
   providers: JSON.parse(r.providers),
+  allowedOrigins: JSON.parse(r.allowed_origins),
+  tokenFormat: r.token_format as TokenFormat,
+  signingAlg: r.signing_alg as SigningAlg,
+  accessTokenStrategy: r.access_token_strategy as AccessTokenStrategy,
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -45,6 +53,10 @@ const toRow = (a: ApplicationRecord): Row => ({
   expire_in_hours: a.expireInHours,
   refresh_expire_in_hours: a.refreshExpireInHours,
   providers: JSON.stringify(a.providers),
+  allowed_origins: JSON.stringify(a.allowedOrigins),
+  token_format: a.tokenFormat,
+  signing_alg: a.signingAlg,
+  access_token_strategy: a.accessTokenStrategy,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });
@@ -69,10 +81,19 @@ const APPLICATION_CACHE_LIMIT = 1000;
  *   seen at once, another instance's within APPLICATION_CACHE_MS ("answers a
  *   lookup by client id with its own changes at once, and another instance's
  *   within the cache bound");
+ * - allowedOrigins answers from the same kind of cache: the set of every
+ *   origin some application lists, its own writes seen at once, another
+ *   instance's within APPLICATION_CACHE_MS ("collects every application's
+ *   allowed origins, its own changes at once and another instance's within
+ *   the cache bound");
  * - no compare-and-set: update() is a plain write by id, the last one wins.
  */
 export class ApplicationRepository {
   private readonly byClientId = new Map<string, { app: ApplicationRecord; until: number }>();
+  private origins?: { set: ReadonlySet<string>; until: number };
+  private originsLoad?: Promise<ReadonlySet<string>>;
+  /** Counts writes, so a read that began before one does not refill the cache. */
+  private writes = 0;
 
   constructor(
     private readonly db: Db,
@@ -88,6 +109,30 @@ export class ApplicationRepository {
     if (this.byClientId.size >= APPLICATION_CACHE_LIMIT) this.byClientId.clear();
     this.byClientId.set(clientId, { app, until: Date.now() + APPLICATION_CACHE_MS });
     return app;
+  }
+
+  /**
+   * Every origin some application lists in allowedOrigins (CORS). The set is
+   * cached like findByClientId's answers and returned as is while fresh, so a
+   * cross-origin request costs no query; one query reads it again after that.
+   */
+  allowedOrigins(): ReadonlySet<string> | Promise<ReadonlySet<string>> {
+    const cached = this.origins;
+    if (cached && cached.until > Date.now()) return cached.set;
+    if (this.originsLoad) return this.originsLoad;
+    const load = this.loadOrigins().finally(() => {
+      if (this.originsLoad === load) this.originsLoad = undefined;
+    });
+    this.originsLoad = load;
+    return load;
+  }
+
+  private async loadOrigins(): Promise<ReadonlySet<string>> {
+    const writes = this.writes;
+    const rows = await this.db<Row>("applications").whereNot("allowed_origins", "[]").select("allowed_origins");
+    const set = new Set(rows.flatMap((r) => JSON.parse(r.allowed_origins) as string[]));
+    if (writes === this.writes) this.origins = { set, until: Date.now() + APPLICATION_CACHE_MS };
+    return set;
   }
 
   async findByName(name: string): Promise<ApplicationRecord | undefined> {
@@ -127,12 +172,28 @@ export class ApplicationRepository {
     );
   }
 
+  /**
+   * Told of every write through this instance, after its own caches are
+   * cleared; the write returns once it settles. `serve --workers` tells the
+   * sibling processes with it, so they forget() before the write answers.
+   */
+  onWrite?: () => Promise<void>;
+
+  /** Drops every cached answer: the next lookups read the database. */
+  forget(): void {
+    this.byClientId.clear();
+    this.writes++;
+    this.origins = undefined;
+    this.originsLoad = undefined;
+  }
+
   /** A write, after which no lookup answers from before it. */
   private async changing<T>(write: () => Promise<T>): Promise<T> {
     try {
       return await write();
     } finally {
-      this.byClientId.clear();
+      this.forget();
+      await this.onWrite?.();
     }
   }
 }

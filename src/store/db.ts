@@ -4,6 +4,7 @@ import { dirname } from "node:path";
 import knex, { type Knex } from "knex";
 import pg from "pg";
 import sqlite3 from "sqlite3";
+import { DEFAULT_QUERY_TIMEOUT_MS, withDeadlines, withoutDeadline } from "./deadlines.js";
 import { isUniqueViolation } from "./errors.js";
 import { migrations } from "./migrations/index.js";
 
@@ -29,6 +30,8 @@ export const POSTGRES_DEFAULTS: PostgresOptions = {
 };
 
 export interface DbOptions extends Partial<PostgresOptions> {
+  /** Deadline of each database call, in ms (DEFAULT_QUERY_TIMEOUT_MS). */
+  queryTimeoutMs?: number;
   /**
    * A file path, `:memory:`, or a `postgres://` URL. A `?schema=name`
    * parameter on the URL puts every table in that schema (created if missing).
@@ -47,7 +50,7 @@ export function isPostgresUrl(url: string): boolean {
 }
 
 export function isPostgres(db: Db): boolean {
-  return db.client.config.client === "pg";
+  return db.client.driverName === "pg";
 }
 
 /** Where Knex finds the migrations and records which have run. */
@@ -55,27 +58,78 @@ export const MIGRATIONS = { migrationSource: migrations, tableName: "knex_migrat
 
 /** Open the database and bring its schema up to date. */
 export async function openDb(options: DbOptions): Promise<Db> {
-  const log = options.log ?? ((message: string) => process.stderr.write(`database: ${message}\n`));
-  const db = isPostgresUrl(options.url) ? openPostgres(options, log) : openSqlite(options.url, log);
+  const db = connectDb(options);
   try {
-    await createSchema(db);
-    // Knex's own lock row cannot guard its first run: several instances
-    // starting on an empty schema race to create the migration tables. The
-    // advisory lock serialises the whole step; knex's lock still guards the batch.
-    await withDbLock(db, "migrate", () =>
-      db.migrate.latest({
-        ...MIGRATIONS,
-        // A long index build must not trip the per-statement limit.
-        beforeAll: async (trx: Knex) => {
-          if (isPostgres(db)) await trx.raw("set local statement_timeout = 0");
-        },
-      }),
-    );
+    await migrate(db);
   } catch (err) {
     await db.destroy();
     throw err;
   }
   return db;
+}
+
+/**
+ * Run the pending migrations and return their names. Refuses a database
+ * that has run a migration this build does not know (NewerDatabaseError).
+ */
+export async function migrate(db: Db): Promise<string[]> {
+  await createSchema(db);
+  // Knex's own lock row cannot guard its first run: several instances
+  // starting on an empty schema race to create the migration tables. The
+  // advisory lock serialises the whole step; knex's lock still guards the batch.
+  // No deadline while migrating: a long index build is not a request.
+  return withoutDeadline(db, () => withDbLock(db, "migrate", async () => {
+    const { unknown } = await migrationStatus(db);
+    if (unknown.length > 0) throw new NewerDatabaseError(unknown);
+    const [, ran] = (await db.migrate.latest({
+      ...MIGRATIONS,
+      // A long index build must not trip the per-statement limit.
+      beforeAll: async (trx: Knex) => {
+        if (isPostgres(db)) await trx.raw("set local statement_timeout = 0");
+      },
+    })) as [number, string[]];
+    return ran;
+  }));
+}
+
+/** Open the database as it is, without migrating it (`identity migrate --status`). */
+export function connectDb(options: DbOptions): Db {
+  const log = options.log ?? ((message: string) => process.stderr.write(`database: ${message}\n`));
+  const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
+  if (!(queryTimeoutMs > 0)) throw new Error("the database query deadline must be positive");
+  return isPostgresUrl(options.url) ? openPostgres(options, queryTimeoutMs, log) : openSqlite(options.url, queryTimeoutMs, log);
+}
+
+/** Which migrations a database has run, which this build would run, and which it does not know. */
+export interface MigrationStatus {
+  /** Run on this database, in the order they ran (unknown ones included). */
+  applied: string[];
+  /** Known to this build and not run yet, in the order they would run. */
+  pending: string[];
+  /** Run on this database but not part of this build: a newer version migrated it. */
+  unknown: string[];
+}
+
+export async function migrationStatus(db: Db): Promise<MigrationStatus> {
+  // Knex would refuse a list with migrations it does not know; we name them instead.
+  const [completed, pending] = (await db.migrate.list({ ...MIGRATIONS, disableMigrationsListValidation: true })) as [
+    { name: string }[],
+    Parameters<typeof migrations.getMigrationName>[0][],
+  ];
+  const known = new Set((await migrations.getMigrations([])).map((m) => migrations.getMigrationName(m)));
+  const applied = completed.map((row) => row.name);
+  return { applied, pending: pending.map((m) => migrations.getMigrationName(m)), unknown: applied.filter((name) => !known.has(name)) };
+}
+
+/** The database was migrated by a newer build: starting on it could misread or damage its data. */
+export class NewerDatabaseError extends Error {
+  constructor(readonly unknown: string[]) {
+    super(
+      `the database is newer than this build: it has migrations this build does not know (${unknown.join(", ")}). ` +
+        "Run the version that migrated it, or restore a backup taken before the upgrade (docs/operations.md, Backups)",
+    );
+    this.name = "NewerDatabaseError";
+  }
 }
 
 /** Split `?schema=` off a PostgreSQL URL; the driver would reject or ignore it. */
@@ -89,7 +143,7 @@ export function parsePostgresUrl(url: string): { connectionString: string; schem
   return { connectionString: parsed.toString(), schema };
 }
 
-function openPostgres(options: DbOptions, log: (message: string) => void): Db {
+function openPostgres(options: DbOptions, queryTimeoutMs: number, log: (message: string) => void): Db {
   const settings: PostgresOptions = {
     poolMin: options.poolMin ?? POSTGRES_DEFAULTS.poolMin,
     poolMax: options.poolMax ?? POSTGRES_DEFAULTS.poolMax,
@@ -100,7 +154,7 @@ function openPostgres(options: DbOptions, log: (message: string) => void): Db {
   if (settings.poolMin > settings.poolMax) throw new Error("the PostgreSQL pool minimum exceeds its maximum");
   const { connectionString, schema } = parsePostgresUrl(options.url);
   return knex({
-    client: "pg",
+    client: withDeadlines("pg", queryTimeoutMs),
     connection: {
       connectionString,
       connectionTimeoutMillis: settings.connectTimeoutMs,
@@ -111,14 +165,14 @@ function openPostgres(options: DbOptions, log: (message: string) => void): Db {
     searchPath: schema ? [schema] : undefined,
     pool: { min: settings.poolMin, max: settings.poolMax },
     // A dead database or an exhausted pool fails the request instead of queueing it for a minute.
-    acquireConnectionTimeout: settings.connectTimeoutMs,
+    acquireConnectionTimeout: Math.min(settings.connectTimeoutMs, queryTimeoutMs),
     log: knexLog(log),
   });
 }
 
 /** The SQLite file behind `db`, when other connections can open it too. */
 export function sqliteFile(db: Db): string | undefined {
-  if (db.client.config.client !== "sqlite3") return undefined;
+  if (db.client.driverName !== "sqlite3") return undefined;
   const filename = (db.client.config.connection as { filename?: string }).filename;
   // An in-memory database exists only on the connection that made it.
   return filename && filename !== ":memory:" && !filename.startsWith("file:") ? filename : undefined;
@@ -135,25 +189,29 @@ export function openSqliteConnection(file: string, mode: number, busyTimeoutMs?:
   });
 }
 
-function openSqlite(path: string, log: (message: string) => void): Db {
+function openSqlite(path: string, queryTimeoutMs: number, log: (message: string) => void): Db {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   return knex({
-    client: "sqlite3",
+    client: withDeadlines("sqlite3", queryTimeoutMs),
     connection: { filename: path },
     useNullAsDefault: true,
     log: knexLog(log),
+    // Callers queue for the one connection; no longer than their deadline.
+    acquireConnectionTimeout: queryTimeoutMs,
     // One connection: SQLite serialises writers anyway, and `:memory:` is
     // per-connection. Transactions then never interleave inside a process.
     pool: {
       min: 1,
       max: 1,
-      afterCreate(conn: { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
+      afterCreate(conn: sqlite3.Database, done: (err: Error | null, conn: unknown) => void) {
         // WAL with synchronous=NORMAL survives a process crash without losing
         // a committed transaction; busy_timeout lets several processes share a
-        // file. Checkpoints run off the write path (walCheckpoints.ts); the
+        // file, waiting for another's lock no longer than a call's deadline.
+        // Checkpoints run off the write path (walCheckpoints.ts); the
         // writer checkpoints itself only if those fall 10,000 pages behind.
+        conn.configure("busyTimeout", Math.floor(queryTimeoutMs));
         conn.exec(
-          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=10000;",
+          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=10000;",
           (err) => done(err, conn),
         );
       },

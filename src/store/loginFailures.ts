@@ -7,6 +7,19 @@ export interface LoginFailureRecord {
   lockedUntil: number;
 }
 
+/**
+ * The contract (test/store/contract.spec.ts, every backend, "login failures"):
+ * - atomic: reserveFailure() takes one failure from a key's budget in one
+ *   statement, so concurrent callers never take more than `max`, and the one
+ *   that spends it locks the key ("lets exactly max of 50 concurrent
+ *   reservations of one key through, ...");
+ * - undefined: reserveFailure() while the key is locked ("refuses while
+ *   locked, and starts a new window once the lock is over"), and find() of
+ *   an unknown or cleared key ("gives a failure back, lifting the lock it
+ *   began, and clears a key", which proves refundFailure() too);
+ * - unique: one row per key, the conflict target of reserveFailure();
+ * - stale rows are swept by the cleanup job and deleteStale(), not yet proven here.
+ */
 export class LoginFailureRepository {
   constructor(private readonly db: Db) {}
 

@@ -41,6 +41,11 @@ const anApplication = (over: Partial<ApplicationRecord> = {}): ApplicationRecord
   expireInHours: 2,
   refreshExpireInHours: 24,
   providers: ["github-like"],
+  allowedOrigins: ["https://app.example"],
+  // Not the default, so a round trip shows the column is read.
+  tokenFormat: "JWT",
+  signingAlg: "ES256",
+  accessTokenStrategy: "opaque",
   createdAt: T0,
   updatedAt: T0,
   ...over,
@@ -76,6 +81,12 @@ const aProvider = (over: Partial<ProviderRecord> = {}): ProviderRecord => ({
   userInfoUrl: "https://idp.example/userinfo",
   favicon: "https://idp.example/favicon.ico",
   trustEmail: true,
+  userMapping: { id: "data.id", email: "emails.0.value" },
+  tokenAuthMethod: "client_secret_post",
+  pkce: true,
+  allowInsecureUrls: false,
+  emailsUrl: "",
+  issuer: "",
   createdAt: T0,
   updatedAt: T0,
   ...over,
@@ -210,6 +221,31 @@ describeEachBackend("storage contract", (ctx) => {
         await otherInstance.applications.update({ ...app, expireInHours: 9 });
         await setTimeout(APPLICATION_CACHE_MS + 50);
         assert.equal((await ctx.store.applications.findByClientId(app.clientId))!.expireInHours, 9);
+      } finally {
+        await otherInstance.close();
+      }
+    });
+
+    it("collects every application's allowed origins, its own changes at once and another instance's within the cache bound", async () => {
+      const [a, b] = [`https://a-${id()}.example`, `https://b-${id()}.example`];
+      const app = anApplication({ allowedOrigins: [a] });
+      await ctx.store.applications.insert(app);
+      await ctx.store.applications.insert(anApplication({ allowedOrigins: [a, b] }));
+      await ctx.store.applications.insert(anApplication({ allowedOrigins: [] }));
+      const origins = await ctx.store.applications.allowedOrigins();
+      assert.ok(origins.has(a) && origins.has(b));
+      assert.equal(ctx.store.applications.allowedOrigins(), origins, "answered from the cache, without a query");
+
+      const c = `https://c-${id()}.example`;
+      await ctx.store.applications.update({ ...app, allowedOrigins: [c] });
+      assert.ok((await ctx.store.applications.allowedOrigins()).has(c), "its own write is seen at once");
+
+      const otherInstance = createStore(ctx.db);
+      try {
+        await otherInstance.applications.update({ ...app, allowedOrigins: [] });
+        assert.ok((await ctx.store.applications.allowedOrigins()).has(c), "another instance's write waits for the cache bound");
+        await setTimeout(APPLICATION_CACHE_MS + 50);
+        assert.equal((await ctx.store.applications.allowedOrigins()).has(c), false);
       } finally {
         await otherInstance.close();
       }

@@ -8,6 +8,12 @@ import * as signingKeyHold from "./008_signing_key_hold.js";
 import * as tokensWithoutFamily from "./009_tokens_without_family.js";
 import * as refreshTokensByUser from "./012_refresh_tokens_by_user.js";
 import * as codeClaims from "./013_code_claims.js";
+import * as tokenFormat from "./014_token_format.js";
+import * as applicationAllowedOrigins from "./015_application_allowed_origins.js";
+import * as providerOptions from "./016_provider_options.js";
+import * as signingAlg from "./020_signing_alg.js";
+import * as accessTokenStrategy from "./021_access_token_strategy.js";
+import * as opaqueUserinfoClaims from "./022_opaque_userinfo_claims.js";
 
 interface Migration {
   name: string;
@@ -27,6 +33,12 @@ const all: Migration[] = [
   { name: "009_tokens_without_family", ...tokensWithoutFamily },
   { name: "012_refresh_tokens_by_user", ...refreshTokensByUser },
   { name: "013_code_claims", ...codeClaims },
+  { name: "014_token_format", ...tokenFormat },
+  { name: "015_application_allowed_origins", ...applicationAllowedOrigins },
+  { name: "016_provider_options", ...providerOptions },
+  { name: "020_signing_alg", ...signingAlg },
+  { name: "021_access_token_strategy", ...accessTokenStrategy },
+  { name: "022_opaque_userinfo_claims", ...opaqueUserinfoClaims },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
