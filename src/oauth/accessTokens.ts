@@ -97,9 +97,10 @@ export async function requireUserToken(
   store: Store,
   clock: Clock,
   token: string | undefined,
-): Promise<{ record: AccessTokenRecord; user: UserRecord }> {
+): Promise<{ record: AccessTokenRecord; user: UserRecord; hash: string }> {
   if (!token) throw new OAuthError("invalid_token", "an access token is required");
-  const found = hasOurShape(token) ? await store.accessTokens.findWithUserByHash(sha256(token)) : undefined;
+  const hash = hasOurShape(token) ? sha256(token) : undefined;
+  const found = hash ? await store.accessTokens.findWithUserByHash(hash) : undefined;
   if (!found) throw new OAuthError("invalid_token", "the access token is invalid, expired or revoked");
   // What ended the token, before the revocation that came with it (revocations.ts), when that says more.
   if (!found.applicationExists) throw new OAuthError("invalid_token", "the application of this access token was deleted");
@@ -109,5 +110,10 @@ export async function requireUserToken(
   }
   if (!isLive(record, clock.now())) throw new OAuthError("invalid_token", "the access token is invalid, expired or revoked");
   if (!user) throw new OAuthError("invalid_token", "no user is bound to this access token (it stands for a client)");
-  return { record, user };
+  return { record, user, hash: hash! };
+}
+
+/** A found JWT's payload, from the same per-instance cache introspection uses; undefined for an opaque token. */
+export function jwtClaimsOf(hash: string, token: string): AccessTokenClaims | undefined {
+  return OPAQUE_SHAPE.test(token) ? undefined : claimsOf(hash, token);
 }

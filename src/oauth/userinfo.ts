@@ -1,9 +1,9 @@
 import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
-import { requireUserToken } from "./accessTokens.js";
+import { jwtClaimsOf, requireUserToken } from "./accessTokens.js";
 import { requestedClaims } from "./claimsRequest.js";
 import { claimsForScopes } from "./scopes.js";
-import { loadUserinfoClaims, userinfoClaimsOfToken } from "./userinfoClaims.js";
+import { loadUserinfoClaims, userinfoClaimsOfPayload } from "./userinfoClaims.js";
 
 /** OIDC UserInfo claims; `aud` is a single string, as the spec's table says. */
 export interface UserInfo extends Record<string, unknown> {
@@ -19,7 +19,7 @@ export interface UserInfo extends Record<string, unknown> {
  * (§5.5), whatever the scope.
  */
 export async function userInfo(store: Store, clock: Clock, issuer: string, accessToken: string | undefined): Promise<UserInfo> {
-  const { record, user } = await requireUserToken(store, clock, accessToken);
+  const { record, user, hash } = await requireUserToken(store, clock, accessToken);
   // Not `{ ...claims, sub, ... }`: on Node 20's V8, an object made by a
   // spread and then given keys the source lacks survives every
   // young-generation collection until the next full one.
@@ -27,6 +27,6 @@ export async function userInfo(store: Store, clock: Clock, issuer: string, acces
     { sub: user.id, iss: issuer, aud: record.clientId },
     claimsForScopes(user, record.scope.split(" ")),
     // A JWT carries them in its payload, an opaque token's row keeps them.
-    requestedClaims(user, userinfoClaimsOfToken(accessToken!) ?? loadUserinfoClaims(record.userinfoClaims), "userinfo"),
+    requestedClaims(user, userinfoClaimsOfPayload(jwtClaimsOf(hash, accessToken!)) ?? loadUserinfoClaims(record.userinfoClaims), "userinfo"),
   );
 }

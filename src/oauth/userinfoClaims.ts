@@ -37,16 +37,7 @@ export function loadUserinfoClaims(stored: string | undefined): ClaimsRequest | 
   return stored ? userinfoRequestOf(JSON.parse(stored)) : undefined;
 }
 
-/** What an access token's payload asks of userinfo. The token is one this service issued and stored. */
-export function userinfoClaimsOfToken(accessToken: string): ClaimsRequest | undefined {
-  const payload = accessToken.split(".")[1];
-  if (!payload) return undefined;
-  const json = Buffer.from(payload, "base64url").toString("utf8");
-  // Nearly every token asks nothing: no parse for them on userinfo's hot path.
-  if (!json.includes(`"${USERINFO_CLAIMS_CLAIM}"`)) return undefined;
-  try {
-    return userinfoRequestOf((JSON.parse(json) as Record<string, unknown>)[USERINFO_CLAIMS_CLAIM]);
-  } catch {
-    return undefined;
-  }
+/** What an access token's payload (decoded once, accessTokens.ts) asks of userinfo. */
+export function userinfoClaimsOfPayload(payload: Readonly<Record<string, unknown>> | undefined): ClaimsRequest | undefined {
+  return payload ? userinfoRequestOf(payload[USERINFO_CLAIMS_CLAIM]) : undefined;
 }
