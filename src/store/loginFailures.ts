@@ -34,20 +34,6 @@ export class LoginFailureRepository {
     };
   }
 
-  /** Count one failure in one statement; returns the count. */
-  async recordFailure(key: string, now: number): Promise<number> {
-    await this.db("login_failures")
-      .insert({ key, failures: 1, window_started_at: now, locked_until: 0 })
-      .onConflict("key")
-      .merge({ failures: this.db.raw("login_failures.failures + 1") });
-    return (await this.find(key))?.failures ?? 1;
-  }
-
-  /** Lock the key until `until` and start counting afresh. */
-  async lock(key: string, now: number, until: number): Promise<void> {
-    await this.db("login_failures").where({ key }).update({ failures: 0, window_started_at: now, locked_until: until });
-  }
-
   async clear(key: string): Promise<void> {
     await this.db("login_failures").where({ key }).delete();
   }
