@@ -103,7 +103,23 @@ const CLAIM_VALUES: Readonly<Record<ScopeClaim, (user: ClaimSource) => unknown>>
   phone_number: (user) => user.phone,
 };
 
-function releasedBy(scopes: readonly string[], kind: "claims" | "account"): Set<string> {
+// Tokens carry few distinct scope strings: each kind's set is built once per string and shared (never mutated).
+const releasedMemo = { claims: new Map<string, Set<string>>(), account: new Map<string, Set<string>>() };
+const RELEASED_MEMO_LIMIT = 256;
+
+function releasedBy(scopes: readonly string[], kind: "claims" | "account"): ReadonlySet<string> {
+  const key = scopes.join(" ");
+  const memo = releasedMemo[kind];
+  let released = memo.get(key);
+  if (!released) {
+    released = releasedByScopes(scopes, kind);
+    if (memo.size >= RELEASED_MEMO_LIMIT) memo.clear();
+    memo.set(key, released);
+  }
+  return released;
+}
+
+function releasedByScopes(scopes: readonly string[], kind: "claims" | "account"): Set<string> {
   const released = new Set<string>();
   for (const scope of scopes) {
     if (!Object.hasOwn(SCOPE_RELEASES, scope)) continue;
@@ -129,7 +145,7 @@ export function claimsForScopes(user: ClaimSource, scopes: readonly string[]): R
 
 /** The get-account fields the scopes release, through the one table. */
 export function accountFieldsForScopes(scopes: readonly string[]): ReadonlySet<AccountField> {
-  return releasedBy(scopes, "account") as Set<AccountField>;
+  return releasedBy(scopes, "account") as ReadonlySet<AccountField>;
 }
 
 /** What the browser session sees at get-account: every field. */
