@@ -25,8 +25,12 @@ export const DEFAULT_TLS_RELOAD_MS = 3000;
  * files, not their contents.
  */
 export async function readKeyPair(files: TlsFiles): Promise<KeyPair> {
-  const [cert, key] = await Promise.all([readPem(files.certFile, "certificate"), readPem(files.keyFile, "private key")]);
+  const { cert, key } = await readPems(files);
   return checkKeyPair(files, cert, key);
+}
+
+function readPems(files: TlsFiles): Promise<{ cert: Buffer; key: Buffer }> {
+  return Promise.all([readPem(files.certFile, "certificate"), readPem(files.keyFile, "private key")]).then(([cert, key]) => ({ cert, key }));
 }
 
 function checkKeyPair(files: TlsFiles, cert: Buffer, key: Buffer): KeyPair {
@@ -80,7 +84,7 @@ export function watchKeyPair(
       let cert: Buffer;
       let key: Buffer;
       try {
-        [cert, key] = await Promise.all([readPem(files.certFile, "certificate"), readPem(files.keyFile, "private key")]);
+        ({ cert, key } = await readPems(files));
       } catch (err) {
         if (seen.cert.length > 0) onError(err as Error); // once, until the files are back
         seen = { cert: Buffer.alloc(0), key: Buffer.alloc(0) };
