@@ -8,8 +8,7 @@ import type { ProviderConfig, ProviderType } from "./providerTypes/providerType.
 import { SecretBoxError } from "./secretBox.js";
 import type { Metrics } from "../oauth/metrics.js";
 import { MappingError, UpstreamError, type UpstreamClient, type UpstreamProfile } from "./upstream.js";
-import { randomToken } from "../oauth/secrets.js";
-import { createHash } from "node:crypto";
+import { randomToken, sha256 } from "../oauth/secrets.js";
 import type { ProviderRecord } from "../shared/model.js";
 
 export interface BegunLogin {
@@ -68,7 +67,7 @@ export class FederatedLogin {
     // RFC 7636: the verifier stays here, with the state; the provider sees its S256 hash.
     const codeVerifier = provider.pkce || type.alwaysPkce ? randomToken() : undefined;
     const state = await this.states.create(provider.name, binding, authorizationRequestId, codeVerifier);
-    const codeChallenge = codeVerifier && base64urlSha256(codeVerifier);
+    const codeChallenge = codeVerifier && sha256(codeVerifier);
     const nonce = type.alwaysPkce && codeVerifier ? nonceOf(codeVerifier) : undefined;
     return { authUrl: type.authorizeUrl(config, this.redirectUri, state, { codeChallenge, nonce }), state };
   }
@@ -163,10 +162,8 @@ export class FederatedLogin {
   }
 }
 
-const base64urlSha256 = (value: string) => createHash("sha256").update(value).digest("base64url");
-
 /** The OIDC nonce of a round trip: derived from its secret verifier, so it needs no storage and cannot be guessed from the URL. */
-const nonceOf = (codeVerifier: string) => base64urlSha256(`nonce:${codeVerifier}`);
+const nonceOf = (codeVerifier: string) => sha256(`nonce:${codeVerifier}`);
 
 const labelOf = (provider: ProviderRecord) => provider.displayName || provider.name;
 
