@@ -206,16 +206,16 @@ export function joinCluster(server: RunningServer, drain: () => void): void {
       send(message(id));
     });
 
-  const applications = server.domain.store.applications;
-  // The write answers once every sibling has forgotten (or the cache bound has passed).
-  applications.onWrite = async () => {
-    await ask((id) => ({ type: "identity:forget", id, what: "applications" }), APPLICATION_CACHE_MS + 100);
+  // Settles once every sibling has forgotten (or the cache bound has passed).
+  const tellSiblings = (what: Forgettable) => async () => {
+    await ask((id) => ({ type: "identity:forget", id, what }), APPLICATION_CACHE_MS + 100);
   };
+  const applications = server.domain.store.applications;
+  // The write answers once the siblings have forgotten.
+  applications.onWrite = tellSiblings("applications");
   // A rotation is published by every worker at once, not after --key-reload-seconds.
   const keys = server.domain.keys;
-  keys.onRotate = async () => {
-    await ask((id) => ({ type: "identity:forget", id, what: "keys" }), APPLICATION_CACHE_MS + 100);
-  };
+  keys.onRotate = tellSiblings("keys");
 
   if (server.metrics) {
     // prom-client answers the primary's requests once one AggregatorRegistry exists here.
