@@ -90,35 +90,19 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     // Cross-origin answers go to scripts on these origins only; like redirect
     // URIs, never over clear text beyond the machine itself.
     allowedOrigins: optionalStringList(raw.allowedOrigins, "allowedOrigins", (o) => originProblem(o) ?? cleartextRedirectProblem(o)),
-    tokenFormat: optionalTokenFormat(raw.tokenFormat),
-    signingAlg: optionalSigningAlg(raw.signingAlg),
-    accessTokenStrategy: optionalAccessTokenStrategy(raw.accessTokenStrategy),
+    tokenFormat: optionalOneOf(raw.tokenFormat, "tokenFormat", TOKEN_FORMATS),
+    signingAlg: optionalOneOf(raw.signingAlg, "signingAlg", SIGNING_ALGS),
+    accessTokenStrategy: optionalOneOf(raw.accessTokenStrategy, "accessTokenStrategy", ACCESS_TOKEN_STRATEGIES),
   };
 }
 
-function optionalTokenFormat(raw: unknown): TokenFormat | undefined {
-  // The RPC's proto3 string arrives as "" when unset.
+/** One of `values`, or undefined when absent; the RPC's proto3 string arrives as "" when unset. */
+function optionalOneOf<T extends string>(raw: unknown, field: string, values: readonly T[]): T | undefined {
   if (raw === undefined || raw === "") return undefined;
-  if (typeof raw !== "string" || !(TOKEN_FORMATS as readonly string[]).includes(raw)) {
-    throw new InvalidInputError("tokenFormat", `is not one of ${TOKEN_FORMATS.join(", ")}`);
+  if (typeof raw !== "string" || !(values as readonly string[]).includes(raw)) {
+    throw new InvalidInputError(field, `is not one of ${values.join(", ")}`);
   }
-  return raw as TokenFormat;
-}
-
-function optionalSigningAlg(raw: unknown): SigningAlg | undefined {
-  if (raw === undefined || raw === "") return undefined;
-  if (typeof raw !== "string" || !(SIGNING_ALGS as readonly string[]).includes(raw)) {
-    throw new InvalidInputError("signingAlg", `is not one of ${SIGNING_ALGS.join(", ")}`);
-  }
-  return raw as SigningAlg;
-}
-
-function optionalAccessTokenStrategy(raw: unknown): AccessTokenStrategy | undefined {
-  if (raw === undefined || raw === "") return undefined;
-  if (typeof raw !== "string" || !(ACCESS_TOKEN_STRATEGIES as readonly string[]).includes(raw)) {
-    throw new InvalidInputError("accessTokenStrategy", `is not one of ${ACCESS_TOKEN_STRATEGIES.join(", ")}`);
-  }
-  return raw as AccessTokenStrategy;
+  return raw as T;
 }
 
 /** What create and update return: the secret only when it was set or generated now. */
