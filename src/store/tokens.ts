@@ -46,6 +46,8 @@ export interface RefreshTokenRecord {
 }
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+/** A joined column is null (or absent) when the left join found no row. */
+const found = (v: unknown): boolean => v !== null && v !== undefined;
 
 interface AccessTokenRow {
   token_hash: string;
@@ -208,11 +210,11 @@ export class AccessTokenRepository {
   async findStandingByHash(tokenHash: string): Promise<OwnedAccessToken<{ disabled: boolean }> | undefined> {
     const r = await this.reads.first<AccessTokenRow & Record<string, unknown>>(STANDING_BY_HASH, tokenHash);
     if (!r) return undefined;
-    const userFound = r[`${USER_PREFIX}id`] !== null && r[`${USER_PREFIX}id`] !== undefined;
+    const userFound = found(r[`${USER_PREFIX}id`]);
     return {
       token: accessTokenFromRow(r),
       user: userFound ? { disabled: Boolean(r[`${USER_PREFIX}disabled`]) } : undefined,
-      applicationExists: r[APPLICATION_CLIENT_ID] !== null && r[APPLICATION_CLIENT_ID] !== undefined,
+      applicationExists: found(r[APPLICATION_CLIENT_ID]),
     };
   }
 
@@ -223,8 +225,8 @@ export class AccessTokenRepository {
     const user = Object.fromEntries(USER_COLUMNS.map((c) => [c, r[USER_PREFIX + c]])) as unknown as UserRow;
     return {
       token: accessTokenFromRow(r),
-      user: user.id === null || user.id === undefined ? undefined : userFromRow(user),
-      applicationExists: r[APPLICATION_CLIENT_ID] !== null && r[APPLICATION_CLIENT_ID] !== undefined,
+      user: found(user.id) ? userFromRow(user) : undefined,
+      applicationExists: found(r[APPLICATION_CLIENT_ID]),
     };
   }
 }
