@@ -73,7 +73,7 @@ function builtCertificate(key: KeyObject, commonName: string, serialHex: string,
   );
   const tbsDer = Buffer.from(asn1.toDer(tbs).getBytes(), "binary");
   const signature = sign(scheme.digest, tbsDer, { key, dsaEncoding: "der" });
-  const algorithmCopy = seq(asn1.create(U, asn1.Type.OID, false, asn1.oidToDer(scheme.oid).getBytes()));
-  const certificate = seq(tbs, algorithmCopy, asn1.create(U, asn1.Type.BITSTRING, false, "\x00" + signature.toString("binary")));
+  // The same AlgorithmIdentifier in and after tbsCertificate (RFC 5280 §4.1.1.2), as `name` serves as subject and issuer.
+  const certificate = seq(tbs, algorithm, asn1.create(U, asn1.Type.BITSTRING, false, "\x00" + signature.toString("binary")));
   return forge.pem.encode({ type: "CERTIFICATE", body: asn1.toDer(certificate).getBytes() }, { maxline: 64 });
 }
