@@ -36,19 +36,15 @@ export async function runBackupCommand(args: string[], env: NodeJS.ProcessEnv): 
 export async function runMigrateCommand(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   const { values } = parseArgs({ args, options: { database: { type: "string" }, status: { type: "boolean" } }, strict: true, allowPositionals: false });
   const database = databaseOf(values.database, env);
-  if (values.status) {
-    if (!isPostgresUrl(database) && database !== ":memory:" && !existsSync(database)) throw new Error(`no SQLite database at ${database}`);
-    const db = connectDb({ url: database, log: quietDriver });
-    try {
-      return formatStatus(await onDatabase(database, "read", () => migrationStatus(db)));
-    } finally {
-      await db.destroy();
-    }
-  }
+  if (values.status && !isPostgresUrl(database) && database !== ":memory:" && !existsSync(database)) throw new Error(`no SQLite database at ${database}`);
   const db = connectDb({ url: database, log: quietDriver });
   try {
-    const ran = await onDatabase(database, "migrate", () => migrate(db));
-    return (ran.length ? ran.map((name) => `ran ${name}\n`).join("") : "nothing to migrate\n") + formatStatus(await onDatabase(database, "read", () => migrationStatus(db)));
+    let report = "";
+    if (!values.status) {
+      const ran = await onDatabase(database, "migrate", () => migrate(db));
+      report = ran.length ? ran.map((name) => `ran ${name}\n`).join("") : "nothing to migrate\n";
+    }
+    return report + formatStatus(await onDatabase(database, "read", () => migrationStatus(db)));
   } finally {
     await db.destroy();
   }
