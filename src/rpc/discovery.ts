@@ -8,9 +8,16 @@ import { everyMethod } from "./guards.js";
 export const discoveryGuards = everyMethod(DiscoveryService, []);
 
 export function discoveryService(domain: Domain): ServiceImpl<typeof DiscoveryService> {
+  // Built again only when the algorithms change, as before they followed the keys.
+  let built: { algs: string; document: ReturnType<typeof discoveryDocument> } | undefined;
   return {
     // The signing algorithms follow the keys: an algorithm is listed once its first key exists.
-    getConfiguration: async () => discoveryDocument(domain.issuer, await domain.keys.algorithms()),
+    async getConfiguration() {
+      const algorithms = await domain.keys.algorithms();
+      const algs = algorithms.join(" ");
+      if (built?.algs !== algs) built = { algs, document: discoveryDocument(domain.issuer, algorithms) };
+      return built.document;
+    },
     async getJwks() {
       return { keys: await domain.keys.publicJwks() };
     },
