@@ -26,12 +26,13 @@ export function queryDeadlineMs(db: Knex): number {
 /** Run `fn` with no deadline on `db` (migrations: a long index build is not a request). */
 export async function withoutDeadline<T>(db: Knex, fn: () => Promise<T>): Promise<T> {
   const deadline = deadlineOf(db);
-  const ms = deadline?.ms ?? 0;
-  if (deadline) deadline.ms = 0;
+  if (!deadline) return fn();
+  const ms = deadline.ms;
+  deadline.ms = 0;
   try {
     return await fn();
   } finally {
-    if (deadline) deadline.ms = ms;
+    deadline.ms = ms;
   }
 }
 
