@@ -155,19 +155,22 @@ function parseRequest(
 
 /** Where a response of this type goes by default: tokens never in a query string, errors about them neither. */
 function defaultResponseMode(raw: string | undefined): ResponseMode {
-  const canonical = [...new Set((raw ?? "").split(" "))].sort().join(" ");
+  const canonical = canonicalResponseType(raw ?? "");
   return canonical !== "code" && (RESPONSE_TYPES as readonly string[]).includes(canonical) ? "fragment" : "query";
 }
 
 /** The response_type, its values in any order (OAuth 2.0 Multiple Response Type Encoding Practices §5). */
 function parseResponseType(raw: string | undefined): ResponseType {
   if (!raw) throw new OAuthError("invalid_request", "missing parameter: response_type");
-  const canonical = [...new Set(raw.split(" "))].sort().join(" ");
+  const canonical = canonicalResponseType(raw);
   if (!(RESPONSE_TYPES as readonly string[]).includes(canonical)) {
     throw new OAuthError("unsupported_response_type", `unsupported response_type: ${echo(raw)}`);
   }
   return canonical as ResponseType;
 }
+
+/** Its values de-duplicated and sorted, as RESPONSE_TYPES lists them. */
+const canonicalResponseType = (raw: string) => [...new Set(raw.split(" "))].sort().join(" ");
 
 function parseResponseMode(raw: string | undefined, type: ResponseType): ResponseMode {
   if (!raw) return type === "code" ? "query" : "fragment";
