@@ -33,10 +33,10 @@ export interface CrossOriginOptions {
 }
 
 /** Request headers a cross-origin script may send besides the CORS-safelisted ones. */
-export const CORS_ALLOWED_HEADERS: readonly string[] = [...connectCors.allowedHeaders, "Authorization", "X-Request-Id"];
+const CORS_ALLOWED_HEADERS: readonly string[] = [...connectCors.allowedHeaders, "Authorization", "X-Request-Id"];
 
 /** Response headers a cross-origin script may read besides the CORS-safelisted ones. */
-export const CORS_EXPOSED_HEADERS: readonly string[] = [
+const CORS_EXPOSED_HEADERS: readonly string[] = [
   ...connectCors.exposedHeaders,
   "Connect-Protocol-Version",
   "WWW-Authenticate",
@@ -45,10 +45,10 @@ export const CORS_EXPOSED_HEADERS: readonly string[] = [
   "X-OAuth-Error",
 ];
 
-export const CORS_ALLOWED_METHODS: readonly string[] = connectCors.allowedMethods;
+const CORS_ALLOWED_METHODS: readonly string[] = connectCors.allowedMethods;
 
 /** How long a browser may reuse a preflight answer (s); Chromium caps it at 7200. */
-export const CORS_MAX_AGE_SECONDS = 600;
+const CORS_MAX_AGE_SECONDS = 600;
 
 type RequestHandler = (req: IncomingMessage, res: ServerResponse, url: URL | undefined) => void;
 
