@@ -286,7 +286,7 @@ const CROSS_ORIGIN_REST = new Set([
 ]);
 
 /** The paths that answer browsers on other origins (http/cors.ts): those REST paths, and every RPC's Connect / gRPC-Web path. */
-export function crossOriginPaths(bindings: readonly ServiceBinding[], routes: RouteTable): string[] {
+function crossOriginPaths(bindings: readonly ServiceBinding[], routes: RouteTable): string[] {
   const rest = [...routes]
     .filter(([, byMethod]) => [...byMethod.values()].some((r) => CROSS_ORIGIN_REST.has(`${r.method.parent.typeName}.${r.method.name}`)))
     .map(([path]) => path);
