@@ -2,6 +2,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
 import { constantTimeEqual } from "../oauth/secrets.js";
+import { ADMIN_ACTOR, ADMIN_TOKEN_ACTOR } from "./adminActor.js";
 
 /** Admin RPCs need `authorization: Bearer <IDENTITY_ADMIN_TOKEN>`; none configured means closed. */
 export function requireAdmin(domain: Domain, ctx: HandlerContext): void {
@@ -10,6 +11,7 @@ export function requireAdmin(domain: Domain, ctx: HandlerContext): void {
   if (!match?.[1] || !constantTimeEqual(match[1], domain.adminToken)) {
     throw new OAuthError("invalid_token", "a valid admin token is required");
   }
+  ctx.values.set(ADMIN_ACTOR, ADMIN_TOKEN_ACTOR);
 }
 
 // The contract's times are epoch seconds; storage keeps milliseconds.
