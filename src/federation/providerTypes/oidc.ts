@@ -58,7 +58,8 @@ async function readKeys(upstream: UpstreamClient, jwksUri: string): Promise<JSON
 
 /** The ID token's claims, its signature checked against the provider's JWKS (read again once for an unknown kid). */
 async function verifyIdToken(upstream: UpstreamClient, config: ProviderConfig, discovery: Discovery, idToken: string): Promise<JWTPayload> {
-  const options = { issuer: discovery.issuer, audience: config.clientId, algorithms: ALGORITHMS, clockTolerance: 60 };
+  // OIDC Core §2: exp and iat are required (jose checks exp only when present); sub is the link's key.
+  const options = { issuer: discovery.issuer, audience: config.clientId, algorithms: ALGORITHMS, clockTolerance: 60, requiredClaims: ["exp", "iat", "sub"] };
   const cached = keySets.get(discovery.jwksUri);
   const jwks = cached?.jwks ?? (await readKeys(upstream, discovery.jwksUri));
   try {
