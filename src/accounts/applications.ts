@@ -12,6 +12,7 @@ import {
   type ScryptCost,
 } from "../oauth/secrets.js";
 import type { ApplicationRepository } from "../store/applications.js";
+import { CONSOLE_APP_NAME, isConsoleApplication } from "./consoleClient.js";
 import {
   absoluteHttpUrlProblem,
   conflictsAsErrors,
@@ -120,6 +121,7 @@ export class ApplicationAdmin {
   ) {}
 
   async create(input: ApplicationInput): Promise<SavedApplication> {
+    refuseConsole(input);
     const clientSecret = input.clientSecret ?? randomToken();
     // Generated secrets are checked with a SHA-256; chosen ones with scrypt.
     const clientSecretHash =
@@ -148,6 +150,7 @@ export class ApplicationAdmin {
   }
 
   async update(input: ApplicationInput): Promise<SavedApplication> {
+    refuseConsole(input);
     const current = await this.get(input.name);
     const app: ApplicationRecord = {
       ...current,
@@ -174,16 +177,19 @@ export class ApplicationAdmin {
   }
 
   async get(name: string): Promise<ApplicationRecord> {
+    refuseConsole({ name });
     const app = await this.repo.findByName(name);
     if (!app) throw new OAuthError("not_found", `no application named ${echo(name)}`);
     return app;
   }
 
-  list(): Promise<ApplicationRecord[]> {
-    return this.repo.list();
+  /** Every application but the console's, which is the service's own. */
+  async list(): Promise<ApplicationRecord[]> {
+    return (await this.repo.list()).filter((app) => !isConsoleApplication(app));
   }
 
   async delete(name: string): Promise<void> {
+    refuseConsole({ name });
     if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no application named ${echo(name)}`);
   }
 
@@ -209,4 +215,15 @@ export function originAllowList(repo: ApplicationRepository): (origin: string) =
 
 function withCodeGrant(grantTypes: string[]): string[] {
   return grantTypes.includes("authorization_code") ? grantTypes : ["authorization_code", ...grantTypes];
+}
+
+/**
+ * The console's application (consoleClient.ts) is made and kept by the
+ * service at every start; administration neither shows nor changes it, so it
+ * cannot be deleted or opened up by accident.
+ */
+function refuseConsole(input: { name: string; clientId?: string }): void {
+  if (isConsoleApplication({ name: input.name, clientId: input.clientId ?? "" })) {
+    throw new OAuthError("invalid_request", `${CONSOLE_APP_NAME} is the admin console's own application: the service manages it`);
+  }
 }

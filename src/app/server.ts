@@ -233,7 +233,12 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         logger,
       });
       if (configFile) await applyConfigFile(configFile, domain);
-      return { domain, demo: configFile ? undefined : await seedDemo(domain) };
+      const demo = configFile ? undefined : await seedDemo(domain);
+      const consoleClient = await domain.ensureConsoleClient();
+      if (consoleClient !== "unchanged") {
+        logger.info(`admin console application ${consoleClient}`, { clientId: domain.console.clientId, redirectUri: domain.console.redirectUri });
+      }
+      return { domain, demo };
     });
     for (const warning of await domain.providerAdmin.secretWarnings()) logger.error(warning);
     if (metrics && typeof metricsMode === "object") {

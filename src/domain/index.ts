@@ -1,5 +1,6 @@
 import { ApplicationAdmin, originAllowList } from "./../accounts/applications.js";
 import { UserAdmin } from "./../accounts/users.js";
+import { consoleClientFor, ensureConsoleClient, type ConsoleClient } from "./../accounts/consoleClient.js";
 import type { Clock } from "./../shared/clock.js";
 import { FederatedLogin } from "./../federation/federatedLogin.js";
 import { AccountLinker } from "./../federation/linking.js";
@@ -36,8 +37,12 @@ export interface Domain extends GrantDeps {
   pendingAuthorizations: PendingAuthorizations;
   /** Sign-in through Custom providers. */
   federation: FederatedLogin;
-  /** Bearer token for the admin RPCs; undefined keeps them closed. */
+  /** Bearer token for the admin RPCs; undefined leaves them to admin users' tokens (rpc/adminAuth.ts). */
   adminToken?: string;
+  /** The admin console's public client, which /admin signs in with (accounts/consoleClient.ts). */
+  console: ConsoleClient;
+  /** Creates the console's application, or brings it back to what it must be; run once at start. */
+  ensureConsoleClient(): Promise<"created" | "updated" | "unchanged">;
   /** What the readiness probe asks. */
   readiness: Readiness;
 }
@@ -103,6 +108,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     options.logger ?? silentLogger,
     metrics,
   );
+  const consoleClient = consoleClientFor(issuer);
   return {
     issuer,
     store,
@@ -128,6 +134,8 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     pendingAuthorizations: new PendingAuthorizations(store.authorizationRequests, clock),
     federation,
     adminToken: options.adminToken,
+    console: consoleClient,
+    ensureConsoleClient: () => ensureConsoleClient(store.applications, clock, consoleClient),
     readiness: { database: () => store.ping(), signingKeyLoaded: () => keys.hasSigningKey() },
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
   };

@@ -12,6 +12,8 @@ export interface RequestContext {
   readonly requestId: string;
   /** The client the request names (as presented; not proof of authentication). */
   clientId?: string;
+  /** Who made an admin call, once let in (rpc/adminAuth.ts): every admin change is logged with its actor. */
+  adminActor?: { readonly kind: string; readonly id: string; readonly name: string };
   /** The OAuth error code the request was answered with. */
   oauthError?: string;
   /** A gRPC or gRPC-Web call's status, which travels in a trailer while the HTTP status stays 200. */

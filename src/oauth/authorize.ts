@@ -2,6 +2,7 @@ import type { AuthorizeRequest, ResponseMode, ResponseTarget } from "./authorize
 import type { AuthorizationCodes } from "./codes.js";
 import type { OAuthError } from "./errors.js";
 import type { Metrics } from "./metrics.js";
+import { grantableScopes } from "./scopes.js";
 import type { TokenMinter } from "./tokens.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
@@ -43,7 +44,9 @@ export async function authorizationResponse(
   authTime: number,
   deps: AuthorizeDeps,
 ): Promise<AuthorizationResponse> {
-  const { scopes, nonce, claims } = request;
+  const { nonce, claims } = request;
+  // The admin scope is dropped here for anyone but an admin at the console; the minter checks again.
+  const scopes = grantableScopes(request.scopes, app.clientId, user);
   let params: Record<string, string>;
   switch (request.responseType) {
     case "code": {

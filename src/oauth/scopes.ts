@@ -16,7 +16,16 @@ export const ACCOUNT_SCOPE = "account";
 export const OFFLINE_ACCESS_SCOPE = "offline_access";
 /** Every scope a token may carry, as discovery lists them. */
 export const GRANTABLE_SCOPES = [...SUPPORTED_SCOPES, ACCOUNT_SCOPE, OFFLINE_ACCESS_SCOPE] as const;
-const SUPPORTED = new Set<string>(GRANTABLE_SCOPES);
+/**
+ * Ours: the admin RPCs accept an access token carrying it (rpc/adminAuth.ts).
+ * Granted only to an admin user signing in to the console's own application
+ * (`adminScopeGrantable`), so discovery does not list it: no other client
+ * can be granted it.
+ */
+export const ADMIN_SCOPE = "identity:admin";
+/** The client id of the application the service creates for its admin console (accounts/consoleClient.ts). */
+export const CONSOLE_CLIENT_ID = "identity-console";
+const SUPPORTED = new Set<string>([...GRANTABLE_SCOPES, ADMIN_SCOPE]);
 
 export const DEFAULT_SCOPE = "openid";
 
@@ -35,6 +44,23 @@ export function parseScope(raw: string | undefined): string[] {
 
 function knownScopes(raw: string | undefined): string[] {
   return [...new Set((raw ?? "").split(" ").filter((s) => SUPPORTED.has(s)))];
+}
+
+/**
+ * The scopes a grant may have: the admin scope is left out unless an admin
+ * user signs in to the console's application (a scope the server does not
+ * grant is dropped, RFC 6749 §3.3). Nothing left is `openid`, as in parseScope.
+ * A user demoted since keeps none on refresh; the admin RPCs also check the
+ * user at each call.
+ */
+export function grantableScopes(scopes: readonly string[], clientId: string, user: { isAdmin: boolean } | undefined): string[] {
+  if (!scopes.includes(ADMIN_SCOPE) || adminScopeGrantable(clientId, user)) return [...scopes];
+  const kept = scopes.filter((s) => s !== ADMIN_SCOPE);
+  return kept.length === 0 ? [DEFAULT_SCOPE] : kept;
+}
+
+export function adminScopeGrantable(clientId: string, user: { isAdmin: boolean } | undefined): boolean {
+  return clientId === CONSOLE_CLIENT_ID && user?.isAdmin === true;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Store } from "../store/index.js";
 import type { IssuedTokenRows } from "../store/tokens.js";
 import { requestedClaims, type ClaimsRequest } from "./claimsRequest.js";
 import type { KeyRing } from "./keys.js";
-import { claimsForScopes } from "./scopes.js";
+import { claimsForScopes, grantableScopes } from "./scopes.js";
 import { randomToken, sha256 } from "./secrets.js";
 import { casdoorUserClaims, usesCasdoorClaims } from "./tokenFormats.js";
 import { storedUserinfoClaims, USERINFO_CLAIMS_CLAIM, userinfoClaimNames } from "./userinfoClaims.js";
@@ -95,7 +95,8 @@ export class TokenMinter {
    * tokens; if it throws, nothing is issued. Refresh consumes the old token
    * there, so rotation is all or nothing.
    */
-  async mint(grant: Grant, precondition?: (trx: Db) => Promise<void>): Promise<TokenSet> {
+  async mint(asked: Grant, precondition?: (trx: Db) => Promise<void>): Promise<TokenSet> {
+    const grant = withGrantableScopes(asked);
     const { app, user } = grant;
     const now = epochSeconds(this.clock);
     const expiresIn = app.expireInHours * HOUR;
@@ -225,4 +226,10 @@ function signJwt(payload: Record<string, unknown>, header: { alg: string; kid: s
   if (!tracing()) return new SignJWT(payload).setProtectedHeader(header).sign(key);
   const attributes = { "jwt.alg": header.alg, "jwt.kid": header.kid, "jwt.typ": header.typ };
   return span("jwt sign", "internal", attributes, () => new SignJWT(payload).setProtectedHeader(header).sign(key));
+}
+
+/** Every grant passes here, so no grant can hand the admin scope to someone who may not have it. */
+function withGrantableScopes(grant: Grant): Grant {
+  const grantable = (scopes: string[]) => grantableScopes(scopes, grant.app.clientId, grant.user);
+  return { ...grant, scopes: grantable(grant.scopes), refreshTokenScopes: grant.refreshTokenScopes && grantable(grant.refreshTokenScopes) };
 }

@@ -60,6 +60,10 @@ function recordOutcome(options: ObserveOptions, context: RequestContext, started
   fields.duration_ms = Math.round(seconds * 1e4) / 10;
   if (context.clientId) fields.client_id = context.clientId;
   if (context.oauthError) fields.oauth_error = context.oauthError;
+  if (context.adminActor) {
+    fields.admin_actor = context.adminActor.name;
+    fields.admin_actor_id = context.adminActor.id;
+  }
   if (outcome.aborted) fields.aborted = true;
   if (logger.enabled("debug")) fields.headers = outcome.headers; // secrets among them are redacted
   // Only failures of our own carry a stack; a client's mistake is not an error here.

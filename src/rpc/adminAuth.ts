@@ -1,17 +1,49 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import type { Domain } from "../domain/index.js";
+import { annotateRequest } from "../http/requestContext.js";
+import { requireUserToken } from "../oauth/accessTokens.js";
 import { OAuthError } from "../oauth/errors.js";
+import { ADMIN_SCOPE } from "../oauth/scopes.js";
 import { constantTimeEqual } from "../oauth/secrets.js";
-import { ADMIN_ACTOR, ADMIN_TOKEN_ACTOR } from "./adminActor.js";
+import { ADMIN_ACTOR, ADMIN_TOKEN_ACTOR, type AdminActor } from "./adminActor.js";
+import { bearerTokenOf, REQUEST_CONTEXT } from "./headers.js";
 
-/** Admin RPCs need `authorization: Bearer <IDENTITY_ADMIN_TOKEN>`; none configured means closed. */
-export function requireAdmin(domain: Domain, ctx: HandlerContext): void {
-  if (!domain.adminToken) throw new OAuthError("access_denied", "admin RPCs are closed: IDENTITY_ADMIN_TOKEN is not set");
-  const match = /^Bearer\s+(\S+)$/i.exec(ctx.requestHeader.get("authorization") ?? "");
-  if (!match?.[1] || !constantTimeEqual(match[1], domain.adminToken)) {
-    throw new OAuthError("invalid_token", "a valid admin token is required");
+/**
+ * Admin RPCs take `authorization: Bearer <token>`, where the token is
+ * IDENTITY_ADMIN_TOKEN, or an access token carrying the admin scope of a user
+ * who is an admin and not disabled. The user is read at every call, so
+ * demoting, disabling or deleting them ends their access at the next one.
+ * The caller let in is kept for adminActorOf (adminActor.ts).
+ */
+export async function requireAdmin(domain: Domain, ctx: HandlerContext): Promise<void> {
+  const actor = await adminActorFor(domain, bearerTokenOf(ctx));
+  ctx.values.set(ADMIN_ACTOR, actor);
+  // The request's log line names the actor, so every admin change is logged with who made it.
+  annotateRequest(ctx.values.get(REQUEST_CONTEXT), { adminActor: actor });
+}
+
+async function adminActorFor(domain: Domain, bearer: string | undefined): Promise<AdminActor> {
+  if (!bearer) {
+    throw new OAuthError("invalid_token", `the admin token, or an access token with scope ${ADMIN_SCOPE}, is required`);
   }
-  ctx.values.set(ADMIN_ACTOR, ADMIN_TOKEN_ACTOR);
+  if (domain.adminToken && constantTimeEqual(bearer, domain.adminToken)) return ADMIN_TOKEN_ACTOR;
+  let found: Awaited<ReturnType<typeof requireUserToken>>;
+  try {
+    found = await requireUserToken(domain.store, domain.clock, bearer);
+  } catch (err) {
+    if (!(err instanceof OAuthError)) throw err;
+    // With no admin token configured, that way in is closed rather than failed.
+    if (!domain.adminToken) {
+      throw new OAuthError("access_denied", `admin RPCs take no admin token (IDENTITY_ADMIN_TOKEN is not set), and ${err.description}`);
+    }
+    throw new OAuthError("invalid_token", `neither the admin token nor a valid access token: ${err.description}`);
+  }
+  const { record, user } = found;
+  if (!record.scope.split(" ").includes(ADMIN_SCOPE)) {
+    throw new OAuthError("insufficient_scope", `the access token lacks the ${ADMIN_SCOPE} scope`);
+  }
+  if (!user.isAdmin) throw new OAuthError("access_denied", `not an administrator: ${user.name}`);
+  return { kind: "user", id: user.id, name: user.name };
 }
 
 // The contract's times are epoch seconds; storage keeps milliseconds.

@@ -6,7 +6,8 @@ import { noStore } from "./headers.js";
 
 /**
  * What runs before a method's own code:
- * - `admin`: the caller must present the admin token (adminAuth.ts);
+ * - `admin`: the caller must present the admin token, or an admin user's
+ *   access token with the admin scope (adminAuth.ts);
  * - `noStore`: the answer, success or failure, must not be cached.
  */
 export type GuardName = "admin" | "noStore";
@@ -22,7 +23,8 @@ export function everyMethod<S extends DescService>(service: S, guards: readonly 
   return Object.fromEntries(service.methods.map((m) => [m.localName, guards])) as MethodGuards<S>;
 }
 
-type Guard = (ctx: HandlerContext) => void;
+/** A refusal is a throw, or a rejected promise from a guard that reads the store. */
+type Guard = (ctx: HandlerContext) => void | Promise<void>;
 type AnyMethod = (req: unknown, ctx: HandlerContext) => unknown;
 
 /**
@@ -48,9 +50,13 @@ export function withGuards<S extends DescService>(domain: Domain, service: S, im
     if (methodKind !== "unary") throw new Error(`${service.typeName}: ${localName}: guards are for unary methods`);
     const run = names.map((name) => code[name]);
     // A refusal is a rejected promise, as from the async method it stands before.
+    // Guards that answer at once keep the call synchronous up to the method.
     guarded[localName] = (req, ctx) => {
       try {
-        for (const guard of run) guard(ctx);
+        for (let i = 0; i < run.length; i++) {
+          const pending = run[i]!(ctx);
+          if (pending) return pending.then(() => runFrom(run, i + 1, ctx)).then(() => method.call(impl, req, ctx));
+        }
       } catch (err) {
         return Promise.reject(err);
       }
@@ -58,4 +64,9 @@ export function withGuards<S extends DescService>(domain: Domain, service: S, im
     };
   }
   return guarded as unknown as ServiceImpl<S>;
+}
+
+/** The guards from `start` on, one after another, once one has gone async. */
+async function runFrom(run: readonly Guard[], start: number, ctx: HandlerContext): Promise<void> {
+  for (let i = start; i < run.length; i++) await run[i]!(ctx);
 }

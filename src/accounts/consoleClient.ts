@@ -1,0 +1,109 @@
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../shared/clock.js";
+import { ADMIN_SCOPE, CONSOLE_CLIENT_ID } from "../oauth/scopes.js";
+import { hashGeneratedSecret, randomToken } from "../oauth/secrets.js";
+import type { ApplicationRepository } from "../store/applications.js";
+import { ConflictError } from "../store/errors.js";
+import {
+  DEFAULT_ACCESS_TOKEN_STRATEGY,
+  DEFAULT_SIGNING_ALG,
+  DEFAULT_TOKEN_FORMAT,
+  type ApplicationRecord,
+} from "../shared/model.js";
+
+/** The name of the console's application; with its client id, reserved (applications.ts). */
+export const CONSOLE_APP_NAME = "identity-console";
+
+/** What the /admin page needs to sign in: the console is a public client of this service. */
+export interface ConsoleClient {
+  clientId: string;
+  /** `<issuer>/admin/`, the one redirect URI it has. */
+  redirectUri: string;
+  /** What the console asks for; only an admin user is granted the admin scope (oauth/scopes.ts). */
+  scope: string;
+}
+
+export function consoleClientFor(issuer: string): ConsoleClient {
+  return {
+    clientId: CONSOLE_CLIENT_ID,
+    redirectUri: `${issuer.replace(/\/+$/, "")}/admin/`,
+    scope: `openid profile ${ADMIN_SCOPE}`,
+  };
+}
+
+/** Whether an application is the console's, which only the service changes. */
+export function isConsoleApplication(app: Pick<ApplicationRecord, "name" | "clientId">): boolean {
+  return app.name === CONSOLE_APP_NAME || app.clientId === CONSOLE_CLIENT_ID;
+}
+
+/** The fields the service keeps the console's application at, whatever was stored. */
+function consoleFields(client: ConsoleClient) {
+  return {
+    name: CONSOLE_APP_NAME,
+    clientId: client.clientId,
+    redirectUris: [client.redirectUri],
+    // A public client: code + PKCE only. The token endpoint takes a public
+    // client only with a code_verifier, and a code redeemed with one must
+    // carry an S256 challenge. No refresh (a refresh needs a client secret):
+    // the console signs in again through the browser session.
+    grantTypes: ["authorization_code"],
+    refreshExpireInHours: 0,
+    providers: [] as string[],
+    // Served from the issuer's own origin: no cross-origin calls to allow.
+    allowedOrigins: [] as string[],
+  };
+}
+
+/**
+ * Creates the console's application, or brings it back to what it must be
+ * (the redirect URI follows the issuer). Run at every start, in the
+ * provisioning lock (app/server.ts), so instances and workers starting
+ * together find it made. Says what it did.
+ */
+export async function ensureConsoleClient(
+  repo: ApplicationRepository,
+  clock: Clock,
+  client: ConsoleClient,
+): Promise<"created" | "updated" | "unchanged"> {
+  const wanted = consoleFields(client);
+  const current = (await repo.findByName(CONSOLE_APP_NAME)) ?? (await repo.findByClientId(client.clientId));
+  const now = clock.now();
+  if (!current) {
+    const app: ApplicationRecord = {
+      id: randomUUID(),
+      ...wanted,
+      // A public client has no secret; the column wants a hash, so it holds
+      // that of 256 random bits nobody ever sees: no secret can match it.
+      clientSecretHash: hashGeneratedSecret(randomToken()),
+      expireInHours: 1,
+      tokenFormat: DEFAULT_TOKEN_FORMAT,
+      signingAlg: DEFAULT_SIGNING_ALG,
+      accessTokenStrategy: DEFAULT_ACCESS_TOKEN_STRATEGY,
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      await repo.insert(app);
+    } catch (err) {
+      if (err instanceof ConflictError) {
+        throw new Error(`cannot create the admin console's application: the name or client id ${CONSOLE_APP_NAME} is taken`);
+      }
+      throw err;
+    }
+    return "created";
+  }
+  const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((v, i) => v === b[i]);
+  if (
+    current.name === wanted.name &&
+    current.clientId === wanted.clientId &&
+    same(current.redirectUris, wanted.redirectUris) &&
+    same(current.grantTypes, wanted.grantTypes) &&
+    current.refreshExpireInHours === wanted.refreshExpireInHours &&
+    same(current.providers, wanted.providers) &&
+    same(current.allowedOrigins, wanted.allowedOrigins)
+  ) {
+    return "unchanged";
+  }
+  await repo.update({ ...current, ...wanted, updatedAt: now });
+  return "updated";
+}

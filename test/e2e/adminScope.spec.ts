@@ -1,0 +1,201 @@
+import assert from "node:assert/strict";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { ApplicationAdminService, KeyAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
+import { FederationService } from "../../gen/identity/v1/federation_pb.js";
+import type { RunningServer } from "../../src/app/server.js";
+import { pkcePair, signIn } from "../support/browserless.js";
+import { BACKENDS, describeEachDatabase } from "../support/databases.js";
+import { passwordTokens, TOKEN_PATH } from "../support/oauth.js";
+import { ADMIN_TOKEN, postForm, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+
+const ROOT = { name: "root", password: "pw-root-123456", displayName: "Root", isAdmin: true };
+const CONSOLE_SCOPE = "openid profile identity:admin";
+
+/** The code + PKCE sign-in the console makes, as `user`; returns the token response. */
+async function consoleSignIn(server: RunningServer, user: { name: string; password: string }) {
+  const { clientId, redirectUri, scope } = server.domain.console;
+  const { verifier, challenge } = pkcePair();
+  const { location } = await signIn(
+    server,
+    { client_id: clientId, redirect_uri: redirectUri, scope, code_challenge: challenge, code_challenge_method: "S256" },
+    { username: user.name, password: user.password },
+  );
+  assert.equal(location.origin + location.pathname, redirectUri);
+  const code = location.searchParams.get("code");
+  assert.ok(code, location.href);
+  const res = await postForm(server.url + TOKEN_PATH, {
+    grant_type: "authorization_code",
+    client_id: clientId,
+    code,
+    redirect_uri: redirectUri,
+    code_verifier: verifier,
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body as { access_token: string; scope: string };
+}
+
+/** The code and message of a refused call. */
+async function refusal(promise: Promise<unknown>): Promise<{ code: Code; message: string }> {
+  return promise.then(
+    () => assert.fail("the call must be refused"),
+    (err: unknown) => {
+      const e = ConnectError.from(err);
+      return { code: e.code, message: e.rawMessage };
+    },
+  );
+}
+
+describeEachDatabase("admin scope: an admin user's access token opens the admin RPCs", (db) => {
+  let server: RunningServer;
+  let logger: RecordingLogger;
+  let transports: Record<"connect" | "grpc", Transport>;
+  const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+  const adminToken = bearer(ADMIN_TOKEN);
+
+  before(async () => {
+    logger = new RecordingLogger();
+    server = await startTestServer({
+      database: db.url,
+      logger,
+      config: { applications: [TEST_APP], users: [TEST_USER, ROOT] },
+    });
+    transports = {
+      connect: createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }),
+      grpc: createGrpcTransport({ baseUrl: server.url }),
+    };
+  });
+  after(() => server?.close());
+
+  it("creates the console's public client at start, hidden from and protected against administration", async () => {
+    assert.deepEqual(server.domain.console, {
+      clientId: "identity-console",
+      redirectUri: `${server.issuer}/admin/`,
+      scope: CONSOLE_SCOPE,
+    });
+    const app = await server.domain.store.applications.findByClientId("identity-console");
+    assert.deepEqual(app?.redirectUris, [`${server.issuer}/admin/`]);
+    assert.deepEqual(app?.grantTypes, ["authorization_code"]);
+    const apps = createClient(ApplicationAdminService, transports.connect);
+    const listed = await apps.listApplications({}, adminToken);
+    assert.deepEqual(listed.applications.map((a) => a.name), [TEST_APP.name], "the console's own application is not listed");
+    for (const call of [
+      apps.deleteApplication({ name: "identity-console" }, adminToken),
+      apps.getApplication({ name: "identity-console" }, adminToken),
+      apps.updateApplication({ application: { name: "identity-console", redirectUris: ["https://evil.example/cb"] } }, adminToken),
+      apps.createApplication({ application: { name: "other", clientId: "identity-console" } }, adminToken),
+    ]) {
+      const refused = await refusal(call);
+      assert.equal(refused.code, Code.InvalidArgument);
+      assert.match(refused.message, /admin console's own application/);
+    }
+    assert.ok(await server.domain.store.applications.findByName("identity-console"), "still there");
+  });
+
+  it("is a public client: no secret authenticates it, and a code without PKCE is not redeemable", async () => {
+    const { clientId, redirectUri, scope } = server.domain.console;
+    const { location } = await signIn(server, { client_id: clientId, redirect_uri: redirectUri, scope }, { username: ROOT.name, password: ROOT.password });
+    const code = location.searchParams.get("code")!;
+    const res = await postForm(server.url + TOKEN_PATH, { grant_type: "authorization_code", client_id: clientId, code, redirect_uri: redirectUri });
+    assert.equal(res.status, 401, JSON.stringify(res.body));
+    assert.equal(res.body.error, "invalid_client");
+  });
+
+  it("grants identity:admin to an admin user signing in to the console, and the token works over Connect and gRPC", async () => {
+    const tokens = await consoleSignIn(server, ROOT);
+    assert.deepEqual(tokens.scope.split(" ").sort(), CONSOLE_SCOPE.split(" ").sort());
+    for (const [door, transport] of Object.entries(transports)) {
+      const users = await createClient(UserAdminService, transport).listUsers({}, bearer(tokens.access_token));
+      assert.ok(users.users.some((u) => u.name === ROOT.name), door);
+      const keys = await createClient(KeyAdminService, transport).listKeys({}, bearer(tokens.access_token));
+      assert.ok(keys.keys.length > 0, door);
+      const providers = await createClient(FederationService, transport).listProviders({}, bearer(tokens.access_token));
+      assert.deepEqual(providers.providers, [], door);
+    }
+  });
+
+  it("logs each admin change with the acting user", async () => {
+    const tokens = await consoleSignIn(server, ROOT);
+    const rootUser = (await server.domain.store.users.findByName(ROOT.name))!;
+    await createClient(UserAdminService, transports.connect).createUser({ user: { name: "made-by-root", password: "pw-made-123456" } }, bearer(tokens.access_token));
+    await createClient(UserAdminService, transports.connect).deleteUser({ name: "made-by-root" }, adminToken);
+    const lines = logger.lines.filter((l) => /UserAdminService\/(Create|Delete)User/.test(String(l.fields?.route)));
+    assert.deepEqual(
+      lines.map((l) => [l.fields?.route, l.fields?.admin_actor, l.fields?.admin_actor_id]),
+      [
+        ["connect:identity.v1.UserAdminService/CreateUser", ROOT.name, rootUser.id],
+        ["connect:identity.v1.UserAdminService/DeleteUser", "admin", "admin"],
+      ],
+    );
+  });
+
+  it("does not grant identity:admin to a user who is not an admin", async () => {
+    const tokens = await consoleSignIn(server, TEST_USER);
+    assert.deepEqual(tokens.scope.split(" ").sort(), ["openid", "profile"]);
+    const refused = await refusal(createClient(UserAdminService, transports.connect).listUsers({}, bearer(tokens.access_token)));
+    assert.equal(refused.code, Code.PermissionDenied);
+    assert.match(refused.message, /identity:admin/);
+  });
+
+  it("does not grant identity:admin through any other application, even to an admin", async () => {
+    const tokens = await passwordTokens(server, { user: ROOT, scope: CONSOLE_SCOPE });
+    assert.deepEqual(tokens.scope.split(" ").sort(), ["openid", "profile"]);
+    const only = await passwordTokens(server, { user: ROOT, scope: "identity:admin" });
+    assert.equal(only.scope, "openid", "nothing grantable left is openid");
+    const refused = await refusal(createClient(ApplicationAdminService, transports.grpc).listApplications({}, bearer(tokens.access_token)));
+    assert.equal(refused.code, Code.PermissionDenied);
+  });
+
+  it("checks the user at every call: demoting, disabling or deleting them ends access at the next call", async () => {
+    await server.domain.userAdmin.create({ name: "temp-admin", password: "pw-temp-123456", isAdmin: true });
+    const { access_token } = await consoleSignIn(server, { name: "temp-admin", password: "pw-temp-123456" });
+    const users = createClient(UserAdminService, transports.connect);
+    const grpcUsers = createClient(UserAdminService, transports.grpc);
+    await users.getUser({ name: "temp-admin" }, bearer(access_token));
+
+    await users.updateUser({ user: { name: "temp-admin", isAdmin: false } }, adminToken);
+    for (const client of [users, grpcUsers]) {
+      const refused = await refusal(client.listUsers({}, bearer(access_token)));
+      assert.equal(refused.code, Code.PermissionDenied);
+      assert.match(refused.message, /^not an administrator/);
+    }
+
+    await users.updateUser({ user: { name: "temp-admin", isAdmin: true } }, adminToken);
+    await users.listUsers({}, bearer(access_token));
+
+    await users.updateUser({ user: { name: "temp-admin", disabled: true } }, adminToken);
+    assert.equal((await refusal(users.listUsers({}, bearer(access_token)))).code, Code.Unauthenticated);
+
+    await users.updateUser({ user: { name: "temp-admin", disabled: false } }, adminToken);
+    await users.deleteUser({ name: "temp-admin" }, adminToken);
+    assert.equal((await refusal(grpcUsers.listUsers({}, bearer(access_token)))).code, Code.Unauthenticated);
+  });
+
+  it("still takes the admin token, and refuses a missing or wrong bearer as unauthenticated", async () => {
+    const apps = createClient(ApplicationAdminService, transports.grpc);
+    await apps.listApplications({}, adminToken);
+    assert.equal((await refusal(apps.listApplications({}))).code, Code.Unauthenticated);
+    assert.equal((await refusal(apps.listApplications({}, bearer("not-a-token")))).code, Code.Unauthenticated);
+  });
+});
+
+describeEachDatabase("admin scope: the console client follows the issuer", (db) => {
+  it("is created once, and its redirect URI follows a new issuer at the next start", async () => {
+    const first = await startTestServer({ database: db.url, overrides: { issuer: "https://id-one.example" } });
+    const made = await first.domain.store.applications.findByClientId("identity-console");
+    await first.close();
+    assert.deepEqual(made?.redirectUris, ["https://id-one.example/admin/"]);
+
+    const second = await startTestServer({ database: db.url, overrides: { issuer: "https://id-two.example/" } });
+    try {
+      assert.equal(second.domain.console.redirectUri, "https://id-two.example/admin/");
+      const kept = await second.domain.store.applications.findByClientId("identity-console");
+      assert.deepEqual(kept?.redirectUris, ["https://id-two.example/admin/"]);
+      assert.equal(kept?.id, made?.id, "the same application, updated");
+      assert.equal(kept?.clientSecretHash, made?.clientSecretHash);
+    } finally {
+      await second.close();
+    }
+  });
+  // Each start on :memory: is a new database: nothing to find again.
+}, BACKENDS.filter((b) => b.name !== "SQLite :memory:"));
