@@ -58,13 +58,16 @@ export function loginPage(view: LoginView): string {
   // Focus goes where the user types next: the password after a failed attempt.
   const focusUser = view.username ? "" : " autofocus";
   const focusPassword = view.username ? " autofocus" : "";
+  // Each favicon has alt="" and no width or height attributes, only a maximum size in the
+  // stylesheet: a favicon that fails to load then takes no room and shows no broken-image
+  // box, and the button shows the provider's name alone, with no script (the CSP allows none).
   const providers = view.providers.length
     ? `<div class="divider"><span>or</span></div>
 <ul class="providers">
 ${view.providers
   .map(
     (p) => `<li><form method="post" action="/login/oauth/provider/${encodeURIComponent(p.name)}">${pendingFields(view)}
-<button type="submit" class="provider"><img src="${escapeHtml(p.favicon)}" alt="" width="20" height="20"> Sign in with ${escapeHtml(p.label)}</button>
+<button type="submit" class="provider"><img src="${escapeHtml(p.favicon)}" alt=""> Sign in with ${escapeHtml(p.label)}</button>
 </form></li>`,
   )
   .join("\n")}

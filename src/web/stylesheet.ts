@@ -26,6 +26,7 @@ button { width: 100%; padding: .65rem 1rem; font: inherit; font-weight: 600; bor
 button.primary { margin-top: 1rem; background: var(--accent); color: var(--accent-text); border: 1px solid var(--accent); }
 button.provider { display: flex; align-items: center; justify-content: center; gap: .6rem;
   background: transparent; color: inherit; border: 1px solid var(--border); }
+button.provider img { flex: none; max-width: 1.25rem; max-height: 1.25rem; }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .error { margin: 0 0 1rem; padding: .6rem .8rem; background: var(--error-bg); color: var(--error); border-radius: 8px; }
 .code { color: var(--muted); font-size: .9rem; }

@@ -19,3 +19,35 @@ export async function freshPage(browser: Browser): Promise<{ context: BrowserCon
   });
   return { context, page, cspViolations };
 }
+
+/** What useChromium gives a spec: the browser, and the current test's profile and page. */
+export interface ChromiumSession {
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  cspViolations: string[];
+}
+
+/**
+ * The mocha hooks of a spec that drives Chromium: one browser for the
+ * describe block, a fresh profile for each test, and after each test no
+ * Content Security Policy violation on any of its pages. Call it inside
+ * describe and read the session's fields inside the tests.
+ */
+export function useChromium(): ChromiumSession {
+  const session = {} as ChromiumSession;
+  before(async () => {
+    session.browser = await launchChromium();
+  });
+  after(async () => {
+    await session.browser?.close();
+  });
+  beforeEach(async () => {
+    Object.assign(session, await freshPage(session.browser));
+  });
+  afterEach(async () => {
+    await session.context.close();
+    if (session.cspViolations.length) throw new Error(`the pages broke their own CSP: ${session.cspViolations.join("; ")}`);
+  });
+  return session;
+}
