@@ -3,7 +3,7 @@ import * as oauth from "oauth4webapi";
 import type { RunningServer } from "../../src/app/server.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
 import { useChromium } from "../support/chromium.js";
-import { OIDC_ACCESS_TOKEN, OIDC_CLIENT, startFakeOidc, type FakeOidc } from "../support/fakeOidc.js";
+import { newSigningKey, OIDC_ACCESS_TOKEN, OIDC_CLIENT, startFakeOidc, type FakeOidc } from "../support/fakeOidc.js";
 import { PRESET_CLIENT, startFakeGitHub, startFakeGoogle, type FakeGitHub, type FakeGoogle } from "../support/fakePresets.js";
 import { decodeBasic, FAKE_CLIENT, pkceHolds, startFakeUpstream, type FakeProvider, type FakeUpstream, type UpstreamRequest } from "../support/fakeUpstream.js";
 import { RecordingLogger, startTestServer, TEST_APP } from "../support/server.js";
@@ -240,14 +240,24 @@ describe("every provider type and preset, end to end in headless Chromium", func
     for (const token of custom.issuedTokens) assert.ok(!logs.text().includes(token), "no upstream token in the logs");
   });
 
-  it("an ID token with the wrong nonce ends on an error page naming the provider, and the client gets no code", async () => {
-    oidc.plan.claims.nonce = "not-the-nonce-we-sent";
-    const callsBefore = callback.requests.length;
-    await pressProviderButton("Acme OIDC");
-    await assertErrorPage(callsBefore, /Acme OIDC.*ID token is not valid: its nonce claim does not match/s);
-    assert.ok(oidc.requests.some((r) => r.path === "/token"), "refused after the token exchange, on what the provider answered");
-    assert.ok(!logs.text().includes(OIDC_ACCESS_TOKEN));
-  });
+  const REFUSALS: [string, () => Promise<void> | void, RegExp][] = [
+    ["a bad signature", async () => void (oidc.plan.key = await newSigningKey(oidc.published[0]!.kid)), /ID token has a signature that does not verify/],
+    ["a wrong aud", () => void (oidc.plan.aud = "someone-else"), /ID token is not valid: its aud claim/],
+    ["a wrong nonce", () => void (oidc.plan.claims.nonce = "not-the-nonce-we-sent"), /ID token is not valid: its nonce claim does not match/],
+    ["a wrong iss", () => void (oidc.plan.iss = "https://evil.example"), /ID token is not valid: its iss claim/],
+    ["a callback whose iss parameter is another issuer (RFC 9207)", () => void (oidc.callbackIss = "https://evil.example"), /the answer names another issuer than Acme OIDC/],
+  ];
+  for (const [what, arrange, message] of REFUSALS) {
+    it(`OIDC: ${what} ends on an error page naming the provider, and the client gets no code`, async () => {
+      await arrange();
+      const callsBefore = callback.requests.length;
+      const usersBefore = (await server.domain.userAdmin.list()).length;
+      await pressProviderButton("Acme OIDC");
+      await assertErrorPage(callsBefore, new RegExp(`Acme OIDC[\\s\\S]*${message.source}`));
+      assert.equal((await server.domain.userAdmin.list()).length, usersBefore, "no user made");
+      assert.ok(!logs.text().includes(OIDC_ACCESS_TOKEN), "no upstream token in the logs");
+    });
+  }
 
   it("the login page shows each provider's favicon, and a favicon that fails to load leaves the name alone", async () => {
     const { page } = chromium;

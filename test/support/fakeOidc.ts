@@ -38,6 +38,8 @@ export interface FakeOidc extends FakeProvider {
   nonce?: string;
   /** The `sub` its UserInfo answers, when not the ID token's. */
   userinfoSub?: string;
+  /** The `iss` its authorize page sends back (RFC 9207), when not its own issuer. */
+  callbackIss?: string;
   /** What its UserInfo adds to the `sub`. */
   userinfoClaims: Record<string, unknown>;
   /** A fresh plan (a new random sub), no recorded requests, the default nonce and UserInfo. */
@@ -94,7 +96,7 @@ export async function startFakeOidc(): Promise<FakeOidc> {
         sendJsonBody(res, 200, { access_token: OIDC_ACCESS_TOKEN, token_type: "Bearer", expires_in: 300, id_token: await idToken(code) });
       },
     },
-    { iss: () => fake.origin },
+    { iss: () => fake.callbackIss ?? fake.origin },
   );
   Object.assign(fake, provider);
   fake.reset = () => {
@@ -102,6 +104,7 @@ export async function startFakeOidc(): Promise<FakeOidc> {
     fake.authorizations.length = 0;
     fake.nonce = undefined;
     fake.userinfoSub = undefined;
+    fake.callbackIss = undefined;
     fake.userinfoClaims = { picture: "https://idp.example/olive.png", name: "Userinfo Name" };
     fake.plan = { claims: { sub: `sub-${randomBytes(4).toString("hex")}`, email: "oidc@example.com", email_verified: true, name: "Olive OIDC" } };
   };
