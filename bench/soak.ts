@@ -14,8 +14,8 @@ import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { percentile } from "./httpLoad.js";
 import { MIX, SoakWorker, type Operation } from "./soakLoad.js";
 
 const { values } = parseArgs({
@@ -46,13 +46,14 @@ const { url } = await ask();
 const heap = async () => (await ask("heap")) as { heapUsed: number; rss: number };
 
 interface Minute {
-  latencies: number[];
+  /** Each request's latency in µs. */
+  latencies: RecordableHistogram;
   errors: number;
   byOperation: Record<Operation, number>;
 }
 const minutes: Minute[] = [];
 const minuteAt = (elapsed: number) =>
-  (minutes[Math.floor(elapsed / MINUTE)] ??= { latencies: [], errors: 0, byOperation: { issue: 0, introspect: 0, userinfo: 0, refresh: 0, revoke: 0 } });
+  (minutes[Math.floor(elapsed / MINUTE)] ??= { latencies: createHistogram(), errors: 0, byOperation: { issue: 0, introspect: 0, userinfo: 0, refresh: 0, revoke: 0 } });
 const errorSamples: string[] = [];
 
 console.log(`soak: ${url}, ${connections} connections, ${durationMs / 1000} s, mix ${JSON.stringify(MIX)}`);
@@ -80,7 +81,7 @@ await Promise.all(
         error = `${op}: ${(err as Error).message}`;
       }
       const minute = minuteAt(t0 - started);
-      minute.latencies.push(performance.now() - t0);
+      minute.latencies.record(Math.max(1, Math.round((performance.now() - t0) * 1000)));
       minute.byOperation[op]++;
       if (error) {
         minute.errors++;
@@ -95,25 +96,26 @@ child.disconnect();
 await new Promise((resolve) => child.once("exit", resolve));
 rmSync(dir, { recursive: true, force: true });
 
-const ms = (v: number) => v.toFixed(1).padStart(8);
+const cell = (v: number) => v.toFixed(1).padStart(8);
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 console.log("\nminute  requests    req/s  errors     p50 ms     p99 ms  p99/first  issue introspect userinfo refresh revoke");
-const firstP99 = percentile([...(minutes[0]?.latencies ?? [])].sort((a, b) => a - b), 99);
+const ms = (histogram: RecordableHistogram | undefined, p: number) => (histogram?.count ? histogram.percentile(p) / 1000 : 0);
+const firstP99 = ms(minutes[0]?.latencies, 99);
 let worstRatio = 0;
 let requests = 0;
 let errors = 0;
 for (const [i, m] of minutes.entries()) {
-  const sorted = [...m.latencies].sort((a, b) => a - b);
-  const p99 = percentile(sorted, 99);
+  const count = m.latencies.count;
+  const p99 = ms(m.latencies, 99);
   // A last minute cut short by the deadline holds too few requests to judge.
   const full = (i + 1) * MINUTE <= durationMs;
   const ratio = p99 / firstP99;
   if (full) worstRatio = Math.max(worstRatio, ratio);
-  requests += sorted.length;
+  requests += count;
   errors += m.errors;
   const ops = m.byOperation;
   console.log(
-    `${String(i + 1).padStart(6)} ${String(sorted.length).padStart(9)} ${String(Math.round(sorted.length / 60)).padStart(8)} ${String(m.errors).padStart(7)} ${ms(percentile(sorted, 50))}   ${ms(p99)} ${ratio.toFixed(2).padStart(10)}${full ? "" : "*"} ${[ops.issue, ops.introspect, ops.userinfo, ops.refresh, ops.revoke].map((n, j) => String(n).padStart([6, 11, 9, 8, 7][j]!)).join("")}`,
+    `${String(i + 1).padStart(6)} ${String(count).padStart(9)} ${String(Math.round(count / 60)).padStart(8)} ${String(m.errors).padStart(7)} ${cell(ms(m.latencies, 50))}   ${cell(p99)} ${ratio.toFixed(2).padStart(10)}${full ? "" : "*"} ${[ops.issue, ops.introspect, ops.userinfo, ops.refresh, ops.revoke].map((n, j) => String(n).padStart([6, 11, 9, 8, 7][j]!)).join("")}`,
   );
 }
 const growth = heapAtEnd.heapUsed - (heapAfterFirstMinute ?? heapAtStart).heapUsed;

@@ -1,4 +1,4 @@
-// The parts of the untyped benchmark-only packages that the suite uses.
+// The parts of the untyped benchmark-only packages that the bench uses.
 
 declare module "autocannon" {
   interface Request {
@@ -8,22 +8,13 @@ declare module "autocannon" {
     body?: string;
   }
 
-  interface Options extends Request {
+  interface Options {
     url: string;
     connections?: number;
     duration?: number;
     amount?: number;
-    overallRate?: number;
     pipelining?: number;
-    timeout?: number;
     requests?: Request[];
-  }
-
-  interface Histogram {
-    average: number;
-    total: number;
-    p50: number;
-    p99: number;
   }
 
   export interface Result {
@@ -32,9 +23,7 @@ declare module "autocannon" {
     timeouts: number;
     non2xx: number;
     "2xx": number;
-    requests: Histogram;
-    latency: Histogram;
-    statusCodeStats: Record<string, { count: number }>;
+    latency: { p99: number };
   }
 
   export default function autocannon(options: Options): Promise<Result>;

@@ -2,7 +2,7 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { IntrospectResponseSchema } from "../../gen/identity/v1/introspection_pb.js";
-import { frame } from "../grpcLoad.js";
+import { frame } from "../h2load.js";
 
 // The Node HTTP/2 ceiling for a gRPC unary call: read the request, answer
 // one framed IntrospectResponse and a grpc-status trailer. No gRPC library,

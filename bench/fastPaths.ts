@@ -1,0 +1,41 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, httpLoad, inTurns, type TurnLoad } from "./load.js";
+import { clientTokens, introspectionRequests, startOurs, userinfoRequests, userTokens, type OurServer } from "./ours.js";
+import { log, settings } from "./settings.js";
+import { grpcLoad, grpcNotOk } from "./verification.js";
+
+/**
+ * --fast-paths: what each fast path gains on the rows it serves. Our server
+ * with every fast path, with the gRPC door off, and with all off
+ * (IDENTITY_PLAIN_PATHS), each row's loads in turns; each ratio is the
+ * variant before over the one after. REST never meets the gRPC door: on its
+ * rows, all plain is the row reader off.
+ */
+export async function measureFastPaths(dir: string): Promise<void> {
+  const variants = new Map<string, { server: OurServer; tokens: string[]; users: string[] }>();
+  try {
+    for (const [name, plain] of Object.entries({ fast: "0", "no grpc-unary": "grpc-unary", "all plain": "1" })) {
+      const server = await startOurs(dir, plain, 1, { IDENTITY_PLAIN_PATHS: plain });
+      variants.set(name, { server, tokens: await clientTokens(server, settings.tokens), users: await userTokens(server, settings.userTokens) });
+      log(`${name}: ${/IDENTITY_PLAIN_PATHS=.*/.exec(readFileSync(join(dir, `${plain}.log`), "utf8"))?.[0]}`);
+    }
+    const rows: [string, string[], (v: { server: OurServer; tokens: string[]; users: string[] }) => TurnLoad][] = [
+      ["gRPC introspection (h2load)", ["fast", "no grpc-unary", "all plain"], (v) => grpcLoad(v.server.url, v.tokens[0]!, dir)],
+      ["REST introspection", ["fast", "all plain"], (v) => httpLoad(v.server.url, introspectionRequests(v.tokens))],
+      ["userinfo", ["fast", "all plain"], (v) => httpLoad(v.server.url, userinfoRequests(v.users))],
+    ];
+    for (const [row, names, loadOf] of rows) {
+      log(`${row}: ${names.join(", ")}, in ${settings.turns} turns`);
+      const servers = names.map((name) => variants.get(name)!.server);
+      const notOkBefore = await Promise.all(servers.map((server) => grpcNotOk(server.url)));
+      const results = await inTurns(names.map((name) => loadOf(variants.get(name)!)));
+      for (const [i, name] of names.entries()) {
+        const r = { ...results[i]!, failures: results[i]!.failures + (await grpcNotOk(servers[i]!.url)) - notOkBefore[i]! };
+        log(`  ${name}: ${describe(r)}${i > 0 ? `; ${names[i - 1]} is ${(results[i - 1]!.rps / r.rps).toFixed(2)}x this` : ""}`);
+      }
+    }
+  } finally {
+    await Promise.all([...variants.values()].map((v) => v.server.stop()));
+  }
+}
