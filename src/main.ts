@@ -1,6 +1,7 @@
 import type { DemoCredentials } from "./app/seed.js";
 import { adminUsage, runAdminCommand } from "./app/adminCommands.js";
 import { runBackupCommand, runMigrateCommand } from "./app/maintenance.js";
+import { EVENTS_USAGE, runEventsCommand } from "./app/eventsCommand.js";
 import { OPS_DEFAULTS, optionsTable, parseServeConfig, SERVE_OPTIONS } from "./app/config.js";
 import { createLogger, errorFields } from "./shared/log.js";
 import { OAuthError } from "./oauth/errors.js";
@@ -20,6 +21,8 @@ const USAGE = `usage: identity <command>
   provider create|list|show|update|delete
                                        manage Custom login providers
   keys list|rotate|export              manage signing keys
+  events [--user NAME] [--client ID] [--type EVENT] [--since TIME] [--limit N]
+                                       print the audit trail, newest first (JSON lines)
   help [command]                       this overview, or a command's usage (also: identity <command> --help)
   version                              print the version (also: --version, -v)
   backup FILE                          copy the SQLite database to a new FILE, safe while serve runs
@@ -38,6 +41,7 @@ const SERVE_HELP = `identity serve [options]; a flag beats its environment varia
 /** `identity <command> --help`: serve's options, an admin noun's verbs and flags, or the command's lines of the overview. */
 function commandHelp(command: string): string | undefined {
   if (command === "serve") return SERVE_HELP;
+  if (command === "events") return EVENTS_USAGE;
   const admin = adminUsage(command);
   if (admin) return admin;
   const line = USAGE.split("\n").find((l) => l.startsWith(`  ${command} `) || l === `  ${command}`);
@@ -74,6 +78,9 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case "migrate":
       process.stdout.write(await runMigrateCommand(rest, process.env));
+      return 0;
+    case "events":
+      process.stdout.write(await runEventsCommand(rest, process.env));
       return 0;
     case "--version":
     case "-v":

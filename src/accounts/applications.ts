@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { noAudit, recordAdminChange, type AuditEventName, type AuditTrail } from "../shared/audit.js";
 import type { Clock } from "../shared/clock.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import { cleartextRedirectProblem } from "../oauth/redirectUris.js";
@@ -106,6 +107,9 @@ function optionalOneOf<T extends string>(raw: unknown, field: string, values: re
   return raw as T;
 }
 
+
+/** Never in an audit event's diff: only named when it changed. */
+const APPLICATION_SECRETS = ["clientSecretHash"];
 /** What create and update return: the secret only when it was set or generated now. */
 export interface SavedApplication {
   app: ApplicationRecord;
@@ -118,6 +122,7 @@ export class ApplicationAdmin {
     private readonly repo: ApplicationRepository,
     private readonly clock: Clock,
     private readonly hashCost: ScryptCost = SCRYPT_COST,
+    private readonly audit: AuditTrail = noAudit,
   ) {}
 
   async create(input: ApplicationInput): Promise<SavedApplication> {
@@ -146,6 +151,7 @@ export class ApplicationAdmin {
       updatedAt: now,
     };
     await conflictsAsErrors(() => this.repo.insert(app));
+    this.recordChange("application_created", app, undefined, app);
     return { app, clientSecret };
   }
 
@@ -168,6 +174,7 @@ export class ApplicationAdmin {
       updatedAt: this.clock.now(),
     };
     await conflictsAsErrors(() => this.repo.update(app));
+    this.recordChange("application_updated", app, current, app);
     return { app, clientSecret: input.clientSecret };
   }
 
@@ -190,8 +197,15 @@ export class ApplicationAdmin {
 
   async delete(name: string): Promise<void> {
     refuseConsole({ name });
-    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no application named ${echo(name)}`);
+    const current = await this.repo.findByName(name);
+    if (!current || !(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no application named ${echo(name)}`);
+    this.recordChange("application_deleted", current, current, undefined);
   }
+
+  private recordChange(event: AuditEventName, app: ApplicationRecord, before: ApplicationRecord | undefined, after: ApplicationRecord | undefined): void {
+    recordAdminChange(this.audit, event, { name: app.name, clientId: app.clientId }, before, after, APPLICATION_SECRETS);
+  }
+
 
   // Re-applying a config file at every start must not re-hash an unchanged
   // secret (and so invalidate verification caches) each time.

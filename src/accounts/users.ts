@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { noAudit, recordAdminChange, type AuditEventName, type AuditTrail } from "../shared/audit.js";
 import type { Clock } from "../shared/clock.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import { hashSecret, SCRYPT_COST, verifySecret, type ScryptCost } from "../oauth/secrets.js";
@@ -9,6 +10,9 @@ import type { UserRecord } from "../shared/model.js";
 export const USER_FIELDS = [
   "name", "password", "displayName", "email", "emailVerified", "avatar", "phone", "address", "isAdmin", "disabled",
 ] as const;
+
+/** Never in an audit event's diff: only named when it changed. */
+const USER_SECRETS = ["passwordHash"];
 
 /** Writable user fields; absent ones are left alone. */
 export interface UserInput {
@@ -50,6 +54,7 @@ export class UserAdmin {
     private readonly repo: UserRepository,
     private readonly clock: Clock,
     private readonly hashCost: ScryptCost = SCRYPT_COST,
+    private readonly audit: AuditTrail = noAudit,
   ) {}
 
   async create(input: UserInput): Promise<UserRecord> {
@@ -71,6 +76,7 @@ export class UserAdmin {
       updatedAt: now,
     };
     await conflictsAsErrors(() => this.repo.insert(user));
+    this.recordChange("user_created", user, undefined, user);
     return user;
   }
 
@@ -99,6 +105,9 @@ export class UserAdmin {
     const passwordChanged = user.passwordHash !== current.passwordHash;
     const ends = disabling || passwordChanged ? { at: user.updatedAt, signIns: true, accessTokens: disabling } : undefined;
     await conflictsAsErrors(() => this.repo.update(user, ends));
+    // The password is its own event, without its hash; the other fields are the update's diff.
+    if (passwordChanged) this.recordChange("password_set", user, undefined, undefined);
+    this.recordChange("user_updated", user, { ...current, passwordHash: null }, { ...user, passwordHash: null });
     return user;
   }
 
@@ -117,7 +126,15 @@ export class UserAdmin {
   }
 
   async delete(name: string): Promise<void> {
-    if (!(await this.repo.deleteByName(name, this.clock.now()))) throw new OAuthError("not_found", `no user named ${echo(name)}`);
+    const current = await this.repo.findByName(name);
+    if (!current || !(await this.repo.deleteByName(name, this.clock.now()))) throw new OAuthError("not_found", `no user named ${echo(name)}`);
+    this.recordChange("user_deleted", current, current, undefined);
+  }
+
+  private recordChange(event: AuditEventName, user: UserRecord, before: UserRecord | undefined, after: UserRecord | undefined): void {
+    // Properties are what providers linked in, not an admin's input: out of the diff.
+    const shown = (u: UserRecord | undefined) => u && { ...u, properties: undefined };
+    recordAdminChange(this.audit, event, { name: user.name, userId: user.id, userName: user.name }, shown(before), shown(after), USER_SECRETS);
   }
 
   // An unchanged password from a re-applied config file keeps its hash.

@@ -1,6 +1,6 @@
 import net from "node:net";
 import { parseArgs } from "node:util";
-import { CLEANUP_DEFAULTS } from "./housekeeping.js";
+import { CLEANUP_DEFAULTS, DEFAULT_AUDIT_RETENTION_DAYS } from "./housekeeping.js";
 import { MAX_CODE_TTL_SECONDS } from "./../oauth/codes.js";
 import { DEFAULT_KEY_ACTIVATION_DELAY_MS, DEFAULT_KEY_RELOAD_MS } from "./../oauth/keys.js";
 import { DEFAULT_CLIENT_AUTH_POLICY } from "./../oauth/clientThrottle.js";
@@ -47,6 +47,10 @@ export interface ServeConfig {
   /** 0 turns the cleanup job off. */
   cleanupIntervalSeconds?: number;
   cleanupBatchSize?: number;
+  /** Days audit events are kept; 0 keeps them for ever. */
+  auditRetentionDays?: number;
+  /** Whether security events are recorded (docs/audit.md). */
+  auditEvents?: boolean;
   /** Seconds during which a consumed refresh token presented again does not revoke its family. */
   refreshReuseGraceSeconds?: number;
   /** Failed sign-ins of one user name that trigger a lockout; 0 turns it off. */
@@ -254,6 +258,15 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     key: "cleanupBatchSize", flag: "cleanup-batch-size", env: "IDENTITY_CLEANUP_BATCH_SIZE",
     default: String(CLEANUP_DEFAULTS.batchSize),
     description: `rows per cleanup DELETE (at most ${CLEANUP_DEFAULTS.maxBatches} per table per run)`, parse: positiveInt,
+  },
+  {
+    key: "auditEvents", flag: "audit-events", env: "IDENTITY_AUDIT_EVENTS", default: "true",
+    description: "record security events (sign-ins, lockouts, tokens issued and revoked, admin changes) in the database and as JSON log lines (docs/audit.md); false records none",
+    parse: bool,
+  },
+  {
+    key: "auditRetentionDays", flag: "audit-retention-days", env: "IDENTITY_AUDIT_RETENTION_DAYS", default: String(DEFAULT_AUDIT_RETENTION_DAYS),
+    description: "days audit events are kept before the cleanup job deletes them; 0 keeps them for ever", parse: atLeast(0),
   },
   {
     key: "refreshReuseGraceSeconds", flag: "refresh-reuse-grace-seconds", env: "IDENTITY_REFRESH_REUSE_GRACE_SECONDS",

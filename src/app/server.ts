@@ -177,9 +177,10 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     ...CLEANUP_DEFAULTS,
     intervalMs: cleanupIntervalSeconds * 1000,
     batchSize: config.cleanupBatchSize ?? CLEANUP_DEFAULTS.batchSize,
+    auditRetentionMs: config.auditRetentionDays === undefined ? CLEANUP_DEFAULTS.auditRetentionMs : config.auditRetentionDays * 24 * 3600 * 1000,
   });
   let metricsListener: MetricsListener | undefined;
-  const store = createStore(db, { fastReads: fast.rowReader });
+  const store = createStore(db, { fastReads: fast.rowReader, logger });
   const file = sqliteFile(db);
   const checkpoints =
     file === undefined ? undefined : startWalCheckpoints(file, (err) => logger.error("database checkpoint failed", errorFields(err)));
@@ -231,6 +232,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         secretKey: config.secretKey,
         federationTimeoutMs: config.federationTimeoutMs,
         logger,
+        auditEvents: config.auditEvents,
       });
       if (configFile) await applyConfigFile(configFile, domain);
       const demo = configFile ? undefined : await seedDemo(domain);

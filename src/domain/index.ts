@@ -1,7 +1,9 @@
 import { ApplicationAdmin, originAllowList } from "./../accounts/applications.js";
 import { UserAdmin } from "./../accounts/users.js";
 import { consoleClientFor, ensureConsoleClient, type ConsoleClient } from "./../accounts/consoleClient.js";
+import { noAudit, type AuditTrail } from "./../shared/audit.js";
 import type { Clock } from "./../shared/clock.js";
+import { listAuditEvents, lockoutEvent, LoggedAuditTrail, type AuditPage, type AuditQuery } from "./auditTrail.js";
 import { FederatedLogin } from "./../federation/federatedLogin.js";
 import { AccountLinker } from "./../federation/linking.js";
 import { LoginStates } from "./../federation/loginStates.js";
@@ -43,6 +45,8 @@ export interface Domain extends GrantDeps {
   console: ConsoleClient;
   /** Creates the console's application, or brings it back to what it must be; run once at start. */
   ensureConsoleClient(): Promise<"created" | "updated" | "unchanged">;
+  /** The stored audit events, newest first, a page at a time. */
+  auditEvents(query: AuditQuery): Promise<AuditPage>;
   /** What the readiness probe asks. */
   readiness: Readiness;
 }
@@ -83,8 +87,10 @@ export interface DomainOptions {
   secretKey?: string;
   /** Deadline of each call to a provider. */
   federationTimeoutMs?: number;
-  /** Where federation failures are logged (never with secrets). */
+  /** Where federation failures are logged (never with secrets), and the audit trail's lines. */
   logger?: Logger;
+  /** Record security events (docs/audit.md) in the log and the database; default true. */
+  auditEvents?: boolean;
 }
 
 const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
@@ -92,9 +98,12 @@ const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
   const metrics = options.metrics ?? noMetrics;
+  const logger = options.logger ?? silentLogger;
+  const audit: AuditTrail = options.auditEvents === false ? noAudit : new LoggedAuditTrail(store.auditWriter, logger, clock);
   const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs, options.keyActivationDelayMs, options.generateKeyPair);
   await keys.init();
-  const providerAdmin = new ProviderAdmin(store.providers, clock, new SecretBox(options.secretKey));
+  keys.audit = audit;
+  const providerAdmin = new ProviderAdmin(store.providers, clock, new SecretBox(options.secretKey), audit);
   const upstream = new UpstreamClient({
     timeoutMs: options.federationTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS,
     maxBodyBytes: MAX_UPSTREAM_BODY_BYTES,
@@ -105,8 +114,9 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     new LoginStates(store.federationStates, clock),
     upstream,
     new AccountLinker(store, clock),
-    options.logger ?? silentLogger,
+    logger,
     metrics,
+    audit,
   );
   const consoleClient = consoleClientFor(issuer);
   return {
@@ -115,20 +125,26 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     clock,
     keys,
     metrics,
+    audit,
     minter: new TokenMinter(store, keys, clock, issuer),
     clients: new ClientAuthenticator(
       store.applications,
       undefined,
-      options.clientAuthPolicy && new ClientThrottle(store.loginFailures, clock, options.clientAuthPolicy, options.onClientLockout),
+      options.clientAuthPolicy &&
+        new ClientThrottle(store.loginFailures, clock, options.clientAuthPolicy, (lockout) => {
+          audit.record(lockoutEvent(lockout));
+          options.onClientLockout?.(lockout);
+        }),
     ),
     users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
         metrics.lockout();
+        audit.record(lockoutEvent(lockout));
         options.onLockout?.(lockout);
-      }), metrics),
+      }), metrics, audit),
     codes: new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds),
-    applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost),
+    applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit),
     allowsOrigin: originAllowList(store.applications),
-    userAdmin: new UserAdmin(store.users, clock, options.secretHashCost),
+    userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
     providerAdmin,
     sessions: new SessionManager(store, clock, options.sessionTtlSeconds),
     pendingAuthorizations: new PendingAuthorizations(store.authorizationRequests, clock),
@@ -136,6 +152,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     adminToken: options.adminToken,
     console: consoleClient,
     ensureConsoleClient: () => ensureConsoleClient(store.applications, clock, consoleClient),
+    auditEvents: (query) => listAuditEvents(store.auditEvents, query),
     readiness: { database: () => store.ping(), signingKeyLoaded: () => keys.hasSigningKey() },
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
   };

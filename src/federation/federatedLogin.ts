@@ -1,3 +1,4 @@
+import { noAudit, userActor, type AuditTrail } from "../shared/audit.js";
 import type { Logger } from "../shared/log.js";
 import { OAuthError } from "../oauth/errors.js";
 import type { AccountLinker, LinkResult } from "./linking.js";
@@ -40,6 +41,7 @@ export class FederatedLogin {
     private readonly linker: AccountLinker,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
+    private readonly audit: AuditTrail = noAudit,
   ) {
     this.redirectUri = `${issuer}/callback`;
   }
@@ -90,17 +92,48 @@ export class FederatedLogin {
     const code = printable(error, 64) || "no reason given";
     const detail = description ? `: ${printable(description, 200)}` : "";
     this.logger.info("federated sign-in refused by the provider", { provider: login.provider, error: code });
+    this.recordFailure(login.provider, "refused_by_provider", undefined);
     return new OAuthError("access_denied", `${labelOf(login.providerRecord)} did not sign you in (${code}${detail})`);
   }
 
-  /** Exchange the code, look the user up and link the account: the end of a round trip. */
-  async complete(login: ReturnedLogin, code: string | undefined, iss?: string): Promise<LinkResult> {
+  /**
+   * Exchange the code, look the user up and link the account: the end of a
+   * round trip. `clientAddress`, where the browser or RPC caller is, goes on
+   * its audit event.
+   */
+  async complete(login: ReturnedLogin, code: string | undefined, iss?: string, clientAddress?: string): Promise<LinkResult> {
     const provider = login.providerRecord;
-    if (!code) throw new OAuthError("invalid_request", `${labelOf(provider)} sent no code back`);
-    const profile = await this.lookUp(provider, code, login.codeVerifier, iss);
-    const result = await this.linker.link(provider, profile);
+    let result: LinkResult;
+    try {
+      if (!code) throw new OAuthError("invalid_request", `${labelOf(provider)} sent no code back`);
+      const profile = await this.lookUp(provider, code, login.codeVerifier, iss);
+      result = await this.linker.link(provider, profile);
+    } catch (err) {
+      if (err instanceof OAuthError) this.recordFailure(provider.name, err.code, clientAddress);
+      throw err;
+    }
     this.logger.info("federated sign-in", { provider: provider.name, userId: result.user.id, created: result.created });
+    this.audit.record({
+      event: "federated_sign_in",
+      outcome: "success",
+      actor: userActor(result.user),
+      clientAddress,
+      userId: result.user.id,
+      userName: result.user.name,
+      details: { provider: provider.name, accountCreated: result.created },
+    });
     return result;
+  }
+
+  /** A round trip that signed no one in: who it was is not known. */
+  private recordFailure(provider: string, reason: string, clientAddress: string | undefined): void {
+    this.audit.record({
+      event: "federated_sign_in",
+      outcome: "failure",
+      actor: { kind: "user", id: "", name: "" },
+      clientAddress,
+      details: { provider, reason },
+    });
   }
 
   /** The provider's calls; a failure is logged (reason only) and becomes an error to show. */

@@ -1,3 +1,4 @@
+import { noAudit, recordAdminChange, type AuditEventName, type AuditTrail } from "../shared/audit.js";
 import type { Clock } from "../shared/clock.js";
 import {
   absoluteHttpUrlProblem,
@@ -145,6 +146,7 @@ export class ProviderAdmin {
     private readonly repo: ProviderRepository,
     private readonly clock: Clock,
     private readonly box: SecretBox,
+    private readonly audit: AuditTrail = noAudit,
   ) {}
 
   async create(input: ProviderInput): Promise<ProviderRecord> {
@@ -173,6 +175,7 @@ export class ProviderAdmin {
     checkRequired(record);
     checkProviderUrls(record);
     await conflictsAsErrors(() => this.repo.insert(record));
+    this.recordChange("provider_created", record.name, undefined, record);
     return record;
   }
 
@@ -188,6 +191,7 @@ export class ProviderAdmin {
     checkRequired(record);
     checkProviderUrls(record);
     await this.repo.update(record);
+    this.recordChange("provider_updated", record.name, current, record);
     return record;
   }
 
@@ -207,7 +211,14 @@ export class ProviderAdmin {
   }
 
   async delete(name: string): Promise<void> {
-    if (!(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no provider named ${echo(name)}`);
+    const current = await this.repo.findByName(name);
+    if (!current || !(await this.repo.deleteByName(name))) throw new OAuthError("not_found", `no provider named ${echo(name)}`);
+    this.recordChange("provider_deleted", name, current, undefined);
+  }
+
+  private recordChange(event: AuditEventName, name: string, before: ProviderRecord | undefined, after: ProviderRecord | undefined): void {
+    // The provider's client_id is the upstream's, not one of our applications': it stays in the diff, out of the client filter.
+    recordAdminChange(this.audit, event, { name }, before, after, ["clientSecret"]);
   }
 
   /** The client secret in clear, for the token exchange. Throws SecretBoxError when it cannot be opened. */

@@ -2,6 +2,7 @@ import type { AuthorizeRequest, ResponseMode, ResponseTarget } from "./authorize
 import type { AuthorizationCodes } from "./codes.js";
 import type { OAuthError } from "./errors.js";
 import type { Metrics } from "./metrics.js";
+import { clientActor, type AuditTrail } from "../shared/audit.js";
 import { grantableScopes } from "./scopes.js";
 import type { TokenMinter } from "./tokens.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
@@ -11,6 +12,7 @@ export interface AuthorizeDeps {
   minter: TokenMinter;
   codes: AuthorizationCodes;
   metrics: Metrics;
+  audit: AuditTrail;
 }
 
 /**
@@ -78,14 +80,28 @@ export async function authorizationResponse(
         ...(tokens.idToken ? { id_token: tokens.idToken } : {}),
       };
       deps.metrics.tokensIssued("implicit");
+      recordImplicit(deps.audit, app, user, scopes, request.responseType);
       break;
     }
     case "id_token":
       params = { id_token: await deps.minter.mintIdToken({ app, user, scopes, authTime, nonce, claims }) };
       deps.metrics.tokensIssued("implicit");
+      recordImplicit(deps.audit, app, user, scopes, request.responseType);
       break;
   }
   return withStateAndIssuer(request, params, deps.issuer);
+}
+
+function recordImplicit(audit: AuditTrail, app: ApplicationRecord, user: UserRecord, scopes: string[], responseType: string): void {
+  audit.record({
+    event: "token_issued",
+    outcome: "success",
+    actor: clientActor(app),
+    clientId: app.clientId,
+    userId: user.id,
+    userName: user.name,
+    details: { grantType: "implicit", responseType, scope: scopes.join(" ") },
+  });
 }
 
 /** An error sent back to the client (RFC 6749 §4.1.2.1, §4.2.2.1). */

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createPublicKey } from "node:crypto";
 import { exportJWK, generateKeyPair, importJWK, type JWK, type SignJWT } from "jose";
+import { noAudit, recordAdminChange, type AuditTrail } from "../shared/audit.js";
 import type { Clock } from "../shared/clock.js";
 import type { SigningKeyRepository } from "../store/keys.js";
 import { selfSignedCertificate } from "./certificate.js";
@@ -139,6 +140,7 @@ export class KeyRing {
     await this.repo.insert(record);
     this.forget();
     await this.onRotate?.();
+    recordAdminChange(this.audit, "key_rotated", { name: record.kid }, undefined, { kid: record.kid, alg: record.alg, activeFrom: record.activeFrom }, []);
     return record;
   }
 
@@ -148,6 +150,9 @@ export class KeyRing {
    * processes with it, so they forget() too.
    */
   onRotate?: () => Promise<void>;
+
+  /** Where rotations are recorded; set once the first key is made, which is no admin change. */
+  audit: AuditTrail = noAudit;
 
   /** The next use re-reads the keys. */
   forget(): void {

@@ -3,6 +3,7 @@ import { OAuthError } from "./errors.js";
 import { GRANTS } from "./grants/index.js";
 import type { GrantDeps, GrantHandler, GrantParam, RequestOrigin, TokenParams } from "./grants/types.js";
 import type { TokenSet } from "./tokens.js";
+import { clientActor } from "../shared/audit.js";
 
 /** Whether an application may use a grant: listed in its grantTypes, or one its handler says is always on. */
 export function grantEnabled(grantTypes: readonly string[], grantType: string): boolean {
@@ -36,7 +37,17 @@ export async function exchangeToken(
   if (!grantEnabled(app.grantTypes, grant.grantType)) {
     throw new OAuthError("unauthorized_client", `the ${grant.grantType} grant is not enabled for this application`);
   }
-  const tokens = await grant.handle(app, grantParams, deps, origin);
+  const { user, ...tokens } = await grant.handle(app, grantParams, deps, origin);
   deps.metrics.tokensIssued(grant.grantType);
+  deps.audit.record({
+    event: "token_issued",
+    outcome: "success",
+    actor: clientActor(app),
+    clientId: app.clientId,
+    clientAddress: origin.clientAddress,
+    userId: user?.id,
+    userName: user?.name,
+    details: { grantType: grant.grantType, scope: tokens.scope },
+  });
   return tokens;
 }

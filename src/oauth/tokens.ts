@@ -71,6 +71,8 @@ export interface TokenSet {
   /** Seconds. */
   expiresIn: number;
   scope: string;
+  /** Whom the tokens stand for, for the audit trail (never sent): absent for client_credentials. */
+  user?: { id: string; name: string };
 }
 
 const HOUR = 3600;
@@ -183,7 +185,7 @@ export class TokenMinter {
       await this.store.issuedTokens.add(rows);
     }
 
-    return { accessToken, idToken, refreshToken: refresh?.token, tokenType: "Bearer", expiresIn, scope };
+    return { accessToken, idToken, refreshToken: refresh?.token, tokenType: "Bearer", expiresIn, scope, user: user && { id: user.id, name: user.name } };
   }
 
   /**

@@ -3,6 +3,7 @@ import { OAuthError } from "./errors.js";
 import type { LoginThrottle } from "./loginThrottle.js";
 import type { Metrics } from "./metrics.js";
 import { DUMMY_SECRET_HASH, sha256, verifySecret } from "./secrets.js";
+import { userActor, type AuditTrail } from "../shared/audit.js";
 import type { UserRecord } from "../shared/model.js";
 
 /**
@@ -14,6 +15,7 @@ export class UserAuthenticator {
     private readonly users: UserRepository,
     private readonly throttle: LoginThrottle,
     private readonly metrics: Metrics,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** Attempts under way, by name and password: the same sign-in sent again meanwhile shares its check. */
@@ -23,19 +25,32 @@ export class UserAuthenticator {
    * `clientAddress` is where the attempt came from, for the per-address limit.
    * Identical attempts at once (a client retrying, a burst of one user's
    * logins) cost one place in the budgets and one password check between them.
+   * `clientId` names the application a password grant came through, for the audit trail.
    */
-  async authenticate(username: string, password: string, clientAddress?: string): Promise<UserRecord> {
+  async authenticate(username: string, password: string, clientAddress?: string, clientId?: string): Promise<UserRecord> {
     const key = sha256(`${username}\u0000${password}`);
     let pending = this.underWay.get(key);
     if (!pending) {
       pending = this.attempt(username, password, clientAddress).finally(() => this.underWay.delete(key));
       this.underWay.set(key, pending);
     }
-    const user = await pending;
+    const signIn = { event: "sign_in", clientAddress, clientId } as const;
+    let user: UserRecord | undefined;
+    try {
+      user = await pending;
+    } catch (err) {
+      // Refused by the lockout; a database that cannot answer is no sign-in attempt to audit.
+      if (err instanceof OAuthError) {
+        this.audit.record({ ...signIn, outcome: "failure", actor: namedUser(username), userName: username.slice(0, 64), details: { reason: "locked" } });
+      }
+      throw err;
+    }
     if (!user) {
       this.metrics.loginFailure();
+      this.audit.record({ ...signIn, outcome: "failure", actor: namedUser(username), userName: username.slice(0, 64), details: { reason: "invalid_credentials" } });
       throw new OAuthError("invalid_grant", "invalid username or password");
     }
+    this.audit.record({ ...signIn, outcome: "success", actor: userActor(user), userId: user.id, userName: user.name });
     return user;
   }
 
@@ -49,3 +64,6 @@ export class UserAuthenticator {
     });
   }
 }
+
+/** A user named in a failed sign-in, who may not exist: no id, the name cut as the lockout cuts it. */
+const namedUser = (name: string) => ({ kind: "user", id: "", name: name.slice(0, 64) }) as const;

@@ -5,6 +5,7 @@ import { parseProviderInput, parseProviderPatch } from "../federation/providers.
 import { OAuthError } from "../oauth/errors.js";
 import { randomToken } from "../oauth/secrets.js";
 import { accountOf, linkedIdentityOf } from "./account.js";
+import { clientAddressOf } from "./headers.js";
 import { epochSecondsOf } from "./adminAuth.js";
 import type { MethodGuards } from "./guards.js";
 import type { ProviderRecord } from "../shared/model.js";
@@ -39,6 +40,15 @@ export const federationGuards: MethodGuards<typeof FederationService> = {
 export function federationService(domain: Domain): ServiceImpl<typeof FederationService> {
   const { providerAdmin: admin, federation } = domain;
 
+  // Whether a secret is stored; one that cannot be opened (another key) is there all the same.
+  const secretIsSet = (provider: ProviderRecord) => {
+    try {
+      return admin.clientSecret(provider) !== "";
+    } catch {
+      return true;
+    }
+  };
+
   // Everything but the secret, which never leaves the service.
   const providerOut = (provider: ProviderRecord) => {
     const { clientSecret: _secret, createdAt, updatedAt, ...rest } = provider;
@@ -46,6 +56,7 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
       ...rest,
       userMapping: { ...provider.userMapping },
       clientSecretEncrypted: admin.isEncrypted(provider),
+      clientSecretSet: secretIsSet(provider),
       createdTime: epochSecondsOf(createdAt),
       updatedTime: epochSecondsOf(updatedAt),
     };
@@ -62,7 +73,10 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
       return { providers: (await admin.list()).map(providerOut) };
     },
     async updateProvider(req) {
-      return { provider: providerOut(await admin.update(parseProviderPatch(providerFields(req.provider)))) };
+      const fields = providerFields(req.provider);
+      // The secret is write-only, so a form sends it empty when it is not being changed: that keeps it.
+      if (fields.clientSecret === "") delete fields.clientSecret;
+      return { provider: providerOut(await admin.update(parseProviderPatch(fields))) };
     },
     async deleteProvider(req) {
       await admin.delete(req.name);
@@ -75,9 +89,9 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
       const begun = await federation.begin(req.provider, loginSecret);
       return { authUrl: begun.authUrl, state: begun.state, loginSecret, expiresIn: BigInt(federation.stateTtlSeconds) };
     },
-    async completeLogin(req) {
+    async completeLogin(req, ctx) {
       const login = await federation.takeState(req.state, { kind: "rpc", loginSecret: req.loginSecret });
-      const { user, identity, created } = await federation.complete(login, req.code, req.iss || undefined);
+      const { user, identity, created } = await federation.complete(login, req.code, req.iss || undefined, clientAddressOf(ctx));
       const links = await domain.store.federatedIdentities.listByUser(user.id);
       return { user: accountOf(user, links), identity: linkedIdentityOf(identity), created };
     },

@@ -39,7 +39,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
     async revoke(req, ctx) {
       const basic = presentedCredentials(req, ctx);
       const app = await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx));
-      await revokeToken(domain.store, domain.clock, app.clientId, req.token);
+      await revokeToken(domain.store, domain.clock, app.clientId, req.token, { trail: domain.audit, app, clientAddress: clientAddressOf(ctx) });
       return {};
     },
     async getUserInfo(req, ctx) {

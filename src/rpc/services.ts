@@ -2,12 +2,15 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ApplicationAdminService, KeyAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
+import { EventAdminService } from "../../gen/identity/v1/events_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import { TokenService } from "../../gen/identity/v1/token_pb.js";
 import type { Domain } from "../domain/index.js";
 import { applicationAdminGuards, applicationAdminService, keyAdminGuards, keyAdminService, userAdminGuards, userAdminService } from "./admin.js";
+import { asAdminCalls } from "./auditedCalls.js";
 import { discoveryGuards, discoveryService } from "./discovery.js";
+import { eventAdminGuards, eventAdminService } from "./events.js";
 import { federationGuards, federationService } from "./federation.js";
 import { withGuards, type GuardName, type MethodGuards } from "./guards.js";
 import { introspectionGuards, introspectionService } from "./introspection.js";
@@ -24,7 +27,7 @@ export interface ServiceBinding<S extends DescService = DescService> {
 /** Every service of the contract, implemented once; every front door serves these objects. */
 export function serviceBindings(domain: Domain): ServiceBinding[] {
   const bind = <S extends DescService>(service: S, impl: ServiceImpl<S>, guards: MethodGuards<S>): ServiceBinding =>
-    ({ service, impl: withGuards(domain, service, impl, guards), guards }) as unknown as ServiceBinding;
+    ({ service, impl: withGuards(domain, service, asAdminCalls(service, impl, guards), guards), guards }) as unknown as ServiceBinding;
   return [
     bind(TokenService, tokenService(domain), tokenGuards),
     bind(IntrospectionService, introspectionService(domain), introspectionGuards),
@@ -33,5 +36,6 @@ export function serviceBindings(domain: Domain): ServiceBinding[] {
     bind(UserAdminService, userAdminService(domain), userAdminGuards),
     bind(KeyAdminService, keyAdminService(domain), keyAdminGuards),
     bind(FederationService, federationService(domain), federationGuards),
+    bind(EventAdminService, eventAdminService(domain), eventAdminGuards),
   ];
 }

@@ -1,4 +1,5 @@
 import { ApplicationRepository } from "./applications.js";
+import { AuditEventRepository, AuditEventWriter } from "./auditEvents.js";
 import { AuthorizationCodeRepository } from "./authorizationCodes.js";
 import { AuthorizationRequestRepository } from "./authorizationRequests.js";
 import type { Db } from "./db.js";
@@ -12,6 +13,7 @@ import { SessionRepository } from "./sessions.js";
 import type { GroupCommit } from "./groupCommit.js";
 import { AccessTokenRepository, issuedTokenRecorder, RefreshTokenRepository, type IssuedTokenRows } from "./tokens.js";
 import { UserRepository } from "./users.js";
+import { silentLogger, type Logger } from "../shared/log.js";
 
 /** Every repository over one database handle. */
 export interface Store {
@@ -30,6 +32,9 @@ export interface Store {
   loginFailures: LoginFailureRepository;
   federationStates: FederationStateRepository;
   federatedIdentities: FederatedIdentityRepository;
+  auditEvents: AuditEventRepository;
+  /** Where audit events are queued and written in batches, off the request's path; close() writes what is queued. */
+  auditWriter: AuditEventWriter;
   /** Which path serves the hot lookups (token by hash, client by id, user by id): `knex` is the plain one. */
   readPath: RowReader["path"];
   /** Resolves once the database answers a trivial query. */
@@ -54,10 +59,15 @@ interface TarnPool {
 export interface StoreOptions {
   /** The hot lookups through the row reader's fast path (rowReader.ts); false: plain Knex queries. Default true. */
   fastReads?: boolean;
+  /** Where the audit writer reports events it could not write yet. */
+  logger?: Logger;
 }
 
 export function createStore(db: Db, options: StoreOptions = {}): Store {
   const reads = options.fastReads === false ? knexRowReader(db) : createRowReader(db);
+  const auditEvents = new AuditEventRepository(db);
+  const logger = options.logger ?? silentLogger;
+  const auditWriter = new AuditEventWriter(auditEvents, logger);
   return {
     db,
     readPath: reads.path,
@@ -74,6 +84,8 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     loginFailures: new LoginFailureRepository(db),
     federationStates: new FederationStateRepository(db),
     federatedIdentities: new FederatedIdentityRepository(db),
+    auditEvents,
+    auditWriter,
     ping: async () => {
       await db.raw("select 1");
     },
@@ -81,6 +93,10 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
       const pool = (db.client as { pool?: TarnPool }).pool;
       return { inUse: pool?.numUsed() ?? 0, pendingAcquires: pool?.numPendingAcquires() ?? 0 };
     },
-    close: () => reads.close(),
+    close: async () => {
+      // Queued audit events go to the database before it closes: a clean shutdown loses none.
+      await auditWriter.flush().catch((err: unknown) => logger.error("audit events lost at shutdown", { error: (err as Error).message }));
+      await reads.close();
+    },
   };
 }

@@ -12,7 +12,7 @@ export const passwordGrant = defineGrant({
     const username = requireParam(params.username, "username");
     const password = requireParam(params.password, "password");
     const scopes = parseScope(params.scope);
-    const user = await deps.users.authenticate(username, password, origin.clientAddress);
+    const user = await deps.users.authenticate(username, password, origin.clientAddress, app.clientId);
     return deps.minter.mint({
       app,
       user,

@@ -4,7 +4,9 @@ import { narrowScope } from "../scopes.js";
 import { loadUserinfoClaims } from "../userinfoClaims.js";
 import { sha256 } from "../secrets.js";
 import { requireParam } from "./params.js";
-import { defineGrant, type GrantDeps } from "./types.js";
+import { defineGrant, type GrantDeps, type RequestOrigin } from "./types.js";
+import { clientActor } from "../../shared/audit.js";
+import type { ApplicationRecord } from "../../shared/model.js";
 
 /** Thrown inside the minting transaction when another request consumed the token first. */
 const LOST_RACE = Symbol("refresh token consumed concurrently");
@@ -21,7 +23,7 @@ export const refreshTokenGrant = defineGrant({
   // On for every application, whatever its grantTypes list (spec): the
   // switch for it is refreshExpireInHours > 0, which handle() checks.
   alwaysEnabled: true,
-  async handle(app, params, deps) {
+  async handle(app, params, deps, origin) {
     const presented = requireParam(params.refreshToken, "refresh_token");
     if (app.refreshExpireInHours <= 0) {
       throw new OAuthError("invalid_grant", "refresh tokens are disabled for this application: its refreshExpireInHours is 0");
@@ -30,7 +32,7 @@ export const refreshTokenGrant = defineGrant({
     const record = await deps.store.refreshTokens.findByHash(tokenHash);
     // A token issued to another client is as good as unknown to this one (§10.4).
     if (!record || record.clientId !== app.clientId) throw new OAuthError("invalid_grant", "the refresh token is invalid");
-    await rejectUnusable(record, deps);
+    await rejectUnusable(record, deps, app, origin);
 
     const granted = record.scope.split(" ").filter((s) => s.length > 0);
     const scopes = narrowScope(granted, params.scope);
@@ -59,21 +61,29 @@ export const refreshTokenGrant = defineGrant({
       if (err !== LOST_RACE) throw err;
       // Consumed or revoked between our read and our update: judge it as it is now.
       const current = await deps.store.refreshTokens.findByHash(tokenHash);
-      if (current) await rejectUnusable(current, deps);
+      if (current) await rejectUnusable(current, deps, app, origin);
       throw new OAuthError("invalid_grant", "the refresh token is no longer valid");
     }
   },
 });
 
 /** Throws invalid_grant for a revoked, consumed or expired token; reuse past the grace window revokes the family. */
-async function rejectUnusable(record: RefreshTokenRecord, deps: GrantDeps): Promise<void> {
+async function rejectUnusable(record: RefreshTokenRecord, deps: GrantDeps, app: ApplicationRecord, origin: RequestOrigin): Promise<void> {
   const now = deps.clock.now();
   if (record.revokedAt !== null) throw new OAuthError("invalid_grant", "the refresh token was revoked");
   if (record.consumedAt !== null) {
     deps.metrics.refreshReuse();
-    if (now - record.consumedAt < deps.refreshReuseGraceSeconds * 1000) {
-      throw new OAuthError("invalid_grant", "the refresh token was already used");
-    }
+    const withinGrace = now - record.consumedAt < deps.refreshReuseGraceSeconds * 1000;
+    deps.audit.record({
+      event: "refresh_reuse",
+      outcome: "failure",
+      actor: clientActor(app),
+      clientId: app.clientId,
+      clientAddress: origin.clientAddress,
+      userId: record.userId,
+      details: { familyRevoked: !withinGrace },
+    });
+    if (withinGrace) throw new OAuthError("invalid_grant", "the refresh token was already used");
     await revokeFamily(deps.store.db, record.familyId, now);
     deps.metrics.familyRevoked();
     throw new OAuthError("invalid_grant", "the refresh token was already used; every token of its grant is now revoked");

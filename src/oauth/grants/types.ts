@@ -1,3 +1,4 @@
+import type { AuditTrail } from "../../shared/audit.js";
 import type { Clock } from "../../shared/clock.js";
 import type { Store } from "../../store/index.js";
 import type { ClientAuthenticator } from "../clientAuth.js";
@@ -32,6 +33,8 @@ export interface GrantDeps {
   store: Store;
   /** Domain events for operators (tokens issued, refresh reuse, login failures ...). */
   metrics: Metrics;
+  /** Security events (tokens issued, refresh reuse ...): the audit trail. */
+  audit: AuditTrail;
   minter: TokenMinter;
   clock: Clock;
   clients: ClientAuthenticator;

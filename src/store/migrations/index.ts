@@ -14,6 +14,7 @@ import * as providerOptions from "./016_provider_options.js";
 import * as signingAlg from "./020_signing_alg.js";
 import * as accessTokenStrategy from "./021_access_token_strategy.js";
 import * as opaqueUserinfoClaims from "./022_opaque_userinfo_claims.js";
+import * as auditEvents from "./023_audit_events.js";
 
 interface Migration {
   name: string;
@@ -39,6 +40,7 @@ const all: Migration[] = [
   { name: "020_signing_alg", ...signingAlg },
   { name: "021_access_token_strategy", ...accessTokenStrategy },
   { name: "022_opaque_userinfo_claims", ...opaqueUserinfoClaims },
+  { name: "023_audit_events", ...auditEvents },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

@@ -1,0 +1,196 @@
+import type { Sweep } from "./cleanup.js";
+import type { Db } from "./db.js";
+import type { AuditEvent, AuditEventName, AuditOutcome } from "../shared/audit.js";
+import type { Logger } from "../shared/log.js";
+
+/** A stored event, with the id that orders events of one millisecond. */
+export interface StoredAuditEvent extends AuditEvent {
+  id: string;
+}
+
+/** Which events to list; absent fields do not filter. */
+export interface AuditEventFilter {
+  /** Events about this user, or made by a user of this name. */
+  userName?: string;
+  clientId?: string;
+  event?: string;
+  /** Epoch ms: events at or after it. */
+  since?: number;
+  /** The last event of the previous page: events older than it. */
+  before?: { time: number; id: string };
+}
+
+interface AuditEventRow {
+  id?: number | string;
+  time: number | string;
+  event: string;
+  outcome: string;
+  actor_kind: string;
+  actor_id: string;
+  actor_name: string;
+  client_address: string | null;
+  client_id: string | null;
+  user_id: string | null;
+  user_name: string | null;
+  details: string | null;
+}
+
+const toRow = (e: AuditEvent): AuditEventRow => ({
+  time: e.time,
+  event: e.event,
+  outcome: e.outcome,
+  actor_kind: e.actor.kind,
+  actor_id: e.actor.id,
+  actor_name: e.actor.name,
+  client_address: e.clientAddress,
+  client_id: e.clientId,
+  user_id: e.userId,
+  user_name: e.userName,
+  details: e.details === null ? null : JSON.stringify(e.details),
+});
+
+const fromRow = (r: AuditEventRow): StoredAuditEvent => ({
+  id: String(r.id),
+  time: Number(r.time),
+  event: r.event as AuditEventName,
+  outcome: r.outcome as AuditOutcome,
+  actor: { kind: r.actor_kind as StoredAuditEvent["actor"]["kind"], id: r.actor_id, name: r.actor_name },
+  clientAddress: r.client_address,
+  clientId: r.client_id,
+  userId: r.user_id,
+  userName: r.user_name,
+  details: r.details === null ? null : (JSON.parse(r.details) as Record<string, unknown>),
+});
+
+/** Rows per INSERT: 11 columns each stays far below both backends' limit on bound values. */
+const ROWS_PER_INSERT = 500;
+
+/**
+ * The contract (test/store/auditEvents.spec.ts, every backend):
+ * - append-only: insertMany() adds every event it is given, in order, and
+ *   nothing changes a stored one ("stores every event of a batch");
+ * - ordered: list() answers newest first (time, then id), a page at a time,
+ *   and a page starting `before` the last event of the previous one neither
+ *   repeats nor skips an event ("pages through newest first");
+ * - filtered: list() by user name (the event's user or a user actor), client
+ *   id, event name and time ("filters by user, client, type and time");
+ * - pruned: the cleanup sweep of auditEventSweep() deletes events older than
+ *   the retention and nothing newer ("prunes events past the retention").
+ */
+export class AuditEventRepository {
+  constructor(private readonly db: Db) {}
+
+  async insertMany(events: readonly AuditEvent[]): Promise<void> {
+    for (let i = 0; i < events.length; i += ROWS_PER_INSERT) {
+      await this.db("audit_events").insert(events.slice(i, i + ROWS_PER_INSERT).map(toRow));
+    }
+  }
+
+  async list(filter: AuditEventFilter, limit: number): Promise<StoredAuditEvent[]> {
+    const q = this.db<AuditEventRow>("audit_events").select("*");
+    if (filter.userName !== undefined) {
+      const name = filter.userName;
+      q.where((w) => w.where("user_name", name).orWhere((a) => a.where("actor_kind", "user").where("actor_name", name)));
+    }
+    if (filter.clientId !== undefined) q.where("client_id", filter.clientId);
+    if (filter.event !== undefined) q.where("event", filter.event);
+    if (filter.since !== undefined) q.where("time", ">=", filter.since);
+    const before = filter.before;
+    if (before) q.where((w) => w.where("time", "<", before.time).orWhere((s) => s.where("time", before.time).where("id", "<", before.id)));
+    const rows = await q.orderBy([{ column: "time", order: "desc" }, { column: "id", order: "desc" }]).limit(limit);
+    return rows.map(fromRow);
+  }
+}
+
+/** The cleanup sweep of events older than `retentionMs`. */
+export function auditEventSweep(retentionMs: number): Sweep {
+  return { table: "audit_events", key: "id", expired: (rows, now) => rows.where("t.time", "<", now - retentionMs) };
+}
+
+export interface AuditWriterOptions {
+  /** Longest an event waits for the events after it before its batch is written. */
+  flushAfterMs: number;
+  /** Events that are written at once without waiting. */
+  batchSize: number;
+  /** Events kept while the database cannot take them; past it the oldest go (and are counted in the log). */
+  maxPending: number;
+}
+
+export const AUDIT_WRITER_DEFAULTS: AuditWriterOptions = { flushAfterMs: 200, batchSize: 500, maxPending: 100_000 };
+
+/**
+ * Writes audit events off the request's path: `append` only queues, and the
+ * queue is written in one INSERT per batch, when it holds `batchSize` events
+ * or `flushAfterMs` after its first. Unlike GroupCommit (groupCommit.ts),
+ * nobody waits for the commit, so events can wait a little for others and
+ * share a write; under load that is one write for hundreds of requests
+ * instead of one per turn of the event loop, beside the token writes.
+ *
+ * `close` writes what is queued: nothing is lost on a clean shutdown. A kill
+ * loses at most the last `flushAfterMs`; the log line of each event is
+ * written at once (src/domain/auditTrail.ts), so it still tells.
+ */
+export class AuditEventWriter {
+  private queue: AuditEvent[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private writing: Promise<void> | undefined;
+  private failedAt = 0;
+
+  constructor(
+    private readonly repo: Pick<AuditEventRepository, "insertMany">,
+    private readonly logger: Logger,
+    private readonly options: AuditWriterOptions = AUDIT_WRITER_DEFAULTS,
+  ) {}
+
+  append(event: AuditEvent): void {
+    this.queue.push(event);
+    if (this.queue.length >= this.options.batchSize) this.write();
+    else this.schedule(this.options.flushAfterMs);
+  }
+
+  /** Write every queued event now; rejects if the database refused some (they stay queued). */
+  async flush(): Promise<void> {
+    // A write under way may have started before the last events arrived: wait for it, then write those.
+    while (this.writing || this.queue.length > 0) {
+      this.write();
+      await this.writing;
+      if (this.queue.length > 0 && this.failedAt > 0) throw new Error(`${this.queue.length} audit events not written: the database refused them`);
+    }
+  }
+
+  private schedule(afterMs: number): void {
+    // Unreferenced: pending events never keep a finished process alive; close() writes them.
+    this.timer ??= setTimeout(() => this.write(), afterMs).unref();
+  }
+
+  private write(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.writing || this.queue.length === 0) return;
+    this.writing = this.drain().finally(() => {
+      this.writing = undefined;
+      // Events that arrived during the write wait for their own window (or the retry).
+      if (this.queue.length > 0) this.schedule(this.failedAt > 0 ? 1000 : this.options.flushAfterMs);
+    });
+  }
+
+  private async drain(): Promise<void> {
+    const batch = this.queue;
+    this.queue = [];
+    try {
+      await this.repo.insertMany(batch);
+      this.failedAt = 0;
+    } catch (err) {
+      // Kept, in order, for the next try: the database may be back in a moment.
+      this.queue = batch.concat(this.queue);
+      this.failedAt = Date.now();
+      const dropped = this.queue.length - this.options.maxPending;
+      if (dropped > 0) this.queue.splice(0, dropped);
+      this.logger.error("audit events not written yet; retrying", {
+        pending: this.queue.length,
+        dropped: Math.max(0, dropped),
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+  }
+}
