@@ -31,6 +31,8 @@ export interface TokenPlan {
 }
 
 export interface FakeOidc extends FakeProvider {
+  /** The client it knows: its token endpoint checks these credentials, its ID tokens name this audience. OIDC_CLIENT unless told. */
+  client: { clientId: string; clientSecret: string };
   /** The keys its JWKS publishes; the first signs unless the plan says otherwise. */
   published: SigningKey[];
   plan: TokenPlan;
@@ -53,7 +55,7 @@ export interface FakeOidc extends FakeProvider {
  * issued, the PKCE verifier, and answers with an ID token made from `plan`.
  */
 export async function startFakeOidc(): Promise<FakeOidc> {
-  const fake = { published: [await newSigningKey()], userinfoClaims: {} } as unknown as FakeOidc;
+  const fake = { published: [await newSigningKey()], userinfoClaims: {}, client: OIDC_CLIENT } as unknown as FakeOidc;
 
   async function idToken(code: string | null): Promise<string> {
     const { plan } = fake;
@@ -62,7 +64,7 @@ export async function startFakeOidc(): Promise<FakeOidc> {
     const jwt = new SignJWT({ nonce, ...plan.claims })
       .setProtectedHeader({ alg: "ES256", kid: key.kid })
       .setIssuer(plan.iss ?? fake.origin)
-      .setAudience(plan.aud ?? OIDC_CLIENT.clientId)
+      .setAudience(plan.aud ?? fake.client.clientId)
       .setIssuedAt();
     if (plan.exp !== null) jwt.setExpirationTime(plan.exp ?? "5m");
     return jwt.sign(key.privateKey);
@@ -89,7 +91,7 @@ export async function startFakeOidc(): Promise<FakeOidc> {
       "POST /token": async (req, res, body) => {
         const form = new URLSearchParams(body);
         const [id, secret] = decodeBasic(req.headers.authorization) ?? [];
-        if (id !== OIDC_CLIENT.clientId || secret !== OIDC_CLIENT.clientSecret) return sendJsonBody(res, 401, { error: "invalid_client" });
+        if (id !== fake.client.clientId || secret !== fake.client.clientSecret) return sendJsonBody(res, 401, { error: "invalid_client" });
         const code = form.get("code");
         const authorization = fake.authorizationOf(code);
         if (code !== OIDC_CODE && !pkceHolds(authorization, form.get("code_verifier"))) return sendJsonBody(res, 400, { error: "invalid_grant" });
