@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
-import type { Browser, BrowserContext, Page } from "playwright-core";
 import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, pkcePair } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
-import { freshPage, launchChromium } from "../support/chromium.js";
+import { useChromium } from "../support/chromium.js";
 import { postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const SCREENSHOTS = "test-output/screenshots";
@@ -12,12 +11,9 @@ const SCREENSHOTS = "test-output/screenshots";
 /** The same flows a user clicks through, in Debian's headless Chromium. */
 describe("browser sign-in in headless Chromium", function () {
   this.timeout(60_000);
-  let browser: Browser;
+  const chromium = useChromium();
   let server: RunningServer;
   let callback: CallbackServer;
-  let context: BrowserContext;
-  let page: Page;
-  let cspViolations: string[];
 
   before(async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
@@ -36,53 +32,43 @@ describe("browser sign-in in headless Chromium", function () {
         providers: [provider],
       },
     });
-    browser = await launchChromium();
   });
   after(async () => {
-    await browser?.close();
     await server?.close();
     await callback?.close();
   });
 
-  // A fresh profile per test: no cookies carried over.
-  beforeEach(async () => {
-    ({ context, page, cspViolations } = await freshPage(browser));
-  });
-  afterEach(async () => {
-    assert.deepEqual(cspViolations, [], "the pages work under their own CSP");
-    await context.close();
-  });
 
   const authorize = (params: Record<string, string> = {}) => authorizeUrl(server.url, { redirect_uri: callback.url, ...params });
 
   async function signInWithForm(username = TEST_USER.name, password = TEST_USER.password): Promise<void> {
-    await page.getByLabel("Username").fill(username);
-    await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await chromium.page.getByLabel("Username").fill(username);
+    await chromium.page.getByLabel("Password").fill(password);
+    await chromium.page.getByRole("button", { name: "Sign in", exact: true }).click();
   }
 
   // The DOM is not in this project's TypeScript lib; the function runs in the page.
   const focusedId = () =>
-    page.evaluate(() => (globalThis as unknown as { document: { activeElement: { id: string } | null } }).document.activeElement?.id);
+    chromium.page.evaluate(() => (globalThis as unknown as { document: { activeElement: { id: string } | null } }).document.activeElement?.id);
 
   async function landOnCallback(): Promise<URL> {
-    await page.waitForURL((url) => url.href.startsWith(callback.url));
-    return new URL(page.url());
+    await chromium.page.waitForURL((url) => url.href.startsWith(callback.url));
+    return new URL(chromium.page.url());
   }
 
   const exchange = (fields: Record<string, string>) =>
     postForm(`${server.url}/api/login/oauth/access_token`, { grant_type: "authorization_code", client_id: TEST_APP.clientId, ...fields });
 
   it("signs in through the form and lands on the client with a code that exchanges for tokens", async () => {
-    await page.goto(authorize({ scope: "openid profile" }));
-    assert.equal(await page.title(), `Sign in to ${TEST_APP.name}`);
-    assert.equal(await page.getByRole("heading", { level: 1 }).textContent(), "Sign in");
-    assert.match((await page.locator(".subtitle").textContent())!, new RegExp(TEST_APP.name));
+    await chromium.page.goto(authorize({ scope: "openid profile" }));
+    assert.equal(await chromium.page.title(), `Sign in to ${TEST_APP.name}`);
+    assert.equal(await chromium.page.getByRole("heading", { level: 1 }).textContent(), "Sign in");
+    assert.match((await chromium.page.locator(".subtitle").textContent())!, new RegExp(TEST_APP.name));
     assert.equal(await focusedId(), "username", "the username field has focus");
-    const providerButton = page.getByRole("button", { name: "Sign in with Acme" });
+    const providerButton = chromium.page.getByRole("button", { name: "Sign in with Acme" });
     await providerButton.waitFor();
     assert.ok(await providerButton.locator("img").evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), "favicon loads");
-    await page.screenshot({ path: `${SCREENSHOTS}/login-page.png`, fullPage: true });
+    await chromium.page.screenshot({ path: `${SCREENSHOTS}/login-page.png`, fullPage: true });
 
     await signInWithForm();
     const landed = await landOnCallback();
@@ -99,7 +85,7 @@ describe("browser sign-in in headless Chromium", function () {
 
   it("signs in with PKCE and exchanges the code without a client secret", async () => {
     const { verifier, challenge } = pkcePair();
-    await page.goto(authorize({ code_challenge: challenge, code_challenge_method: "S256" }));
+    await chromium.page.goto(authorize({ code_challenge: challenge, code_challenge_method: "S256" }));
     await signInWithForm();
     const code = (await landOnCallback()).searchParams.get("code")!;
     assert.equal((await exchange({ code, code_verifier: pkcePair().verifier })).body.error, "invalid_grant");
@@ -109,7 +95,7 @@ describe("browser sign-in in headless Chromium", function () {
   });
 
   it("delivers an implicit access token in the fragment, which the client's server never sees", async () => {
-    await page.goto(authorize({ response_type: "token", scope: "openid email" }));
+    await chromium.page.goto(authorize({ response_type: "token", scope: "openid email" }));
     await signInWithForm();
     const landed = await landOnCallback();
     const fragment = new URLSearchParams(landed.hash.slice(1));
@@ -124,33 +110,33 @@ describe("browser sign-in in headless Chromium", function () {
   });
 
   it("skips the form on a second visit while the session lives; prompt=login shows it again", async () => {
-    await page.goto(authorize());
+    await chromium.page.goto(authorize());
     await signInWithForm();
     await landOnCallback();
-    const cookie = (await context.cookies(server.url)).find((c) => c.name === "identity_session")!;
+    const cookie = (await chromium.context.cookies(server.url)).find((c) => c.name === "identity_session")!;
     assert.equal(cookie.httpOnly, true);
     assert.equal(cookie.sameSite, "Lax");
 
-    await page.goto(authorize({ state: "second-visit" }));
+    await chromium.page.goto(authorize({ state: "second-visit" }));
     const landed = await landOnCallback();
     assert.equal(landed.searchParams.get("state"), "second-visit");
     assert.ok(landed.searchParams.get("code"));
 
-    await page.goto(authorize({ prompt: "login", state: "forced" }));
-    await page.getByLabel("Password").waitFor();
+    await chromium.page.goto(authorize({ prompt: "login", state: "forced" }));
+    await chromium.page.getByLabel("Password").waitFor();
     await signInWithForm();
     assert.equal((await landOnCallback()).searchParams.get("state"), "forced");
   });
 
   it("shows an error on a wrong password, without leaving the page", async () => {
-    await page.goto(authorize());
+    await chromium.page.goto(authorize());
     await signInWithForm(TEST_USER.name, "not-the-password");
-    const alert = page.getByRole("alert");
+    const alert = chromium.page.getByRole("alert");
     assert.equal(await alert.textContent(), "Invalid username or password.");
-    assert.ok(page.url().startsWith(server.url));
-    assert.equal(await page.getByLabel("Username").inputValue(), TEST_USER.name);
+    assert.ok(chromium.page.url().startsWith(server.url));
+    assert.equal(await chromium.page.getByLabel("Username").inputValue(), TEST_USER.name);
     assert.equal(await focusedId(), "password", "focus moves to the password");
-    await page.screenshot({ path: `${SCREENSHOTS}/login-wrong-password.png`, fullPage: true });
+    await chromium.page.screenshot({ path: `${SCREENSHOTS}/login-wrong-password.png`, fullPage: true });
 
     await signInWithForm();
     assert.ok((await landOnCallback()).searchParams.get("code"));

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { SDK } from "casdoor-nodejs-sdk";
-import type { Browser, BrowserContext, Page } from "playwright-core";
 import type { RunningServer } from "../../src/app/server.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
-import { freshPage, launchChromium } from "../support/chromium.js";
+import { useChromium } from "../support/chromium.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 /**
@@ -15,12 +14,9 @@ import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
  */
 describe("the Casdoor Node SDK works end to end, unchanged", function () {
   this.timeout(60_000);
-  let browser: Browser;
+  const chromium = useChromium();
   let server: RunningServer;
   let callback: CallbackServer;
-  let context: BrowserContext;
-  let page: Page;
-  let cspViolations: string[];
 
   before(async () => {
     callback = await startCallbackServer();
@@ -33,19 +29,10 @@ describe("the Casdoor Node SDK works end to end, unchanged", function () {
         users: [TEST_USER],
       },
     });
-    browser = await launchChromium();
   });
   after(async () => {
-    await browser?.close();
     await server?.close();
     await callback?.close();
-  });
-  beforeEach(async () => {
-    ({ context, page, cspViolations } = await freshPage(browser));
-  });
-  afterEach(async () => {
-    assert.deepEqual(cspViolations, []);
-    await context.close();
   });
 
   /** The SDK as an application configures it, with the certificate `identity keys export` prints. */
@@ -66,12 +53,12 @@ describe("the Casdoor Node SDK works end to end, unchanged", function () {
     const signInUrl = sdk.getSignInUrl(callback.url);
     // Casdoor's SDK asks for scope=read, which this service ignores (it grants openid).
     assert.match(signInUrl, /scope=read/);
-    await page.goto(signInUrl);
-    await page.getByLabel("Username").fill(TEST_USER.name);
-    await page.getByLabel("Password").fill(TEST_USER.password);
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
-    await page.waitForURL((url) => url.href.startsWith(callback.url));
-    const landed = new URL(page.url());
+    await chromium.page.goto(signInUrl);
+    await chromium.page.getByLabel("Username").fill(TEST_USER.name);
+    await chromium.page.getByLabel("Password").fill(TEST_USER.password);
+    await chromium.page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await chromium.page.waitForURL((url) => url.href.startsWith(callback.url));
+    const landed = new URL(chromium.page.url());
     assert.equal(landed.searchParams.get("state"), appName, "the SDK sends the application name as state");
     const code = landed.searchParams.get("code");
     assert.ok(code, landed.href);
