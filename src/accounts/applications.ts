@@ -206,6 +206,14 @@ export class ApplicationAdmin {
     recordAdminChange(this.audit, event, { name: app.name, clientId: app.clientId }, before, after, APPLICATION_SECRETS);
   }
 
+  /** A new generated secret, returned once; the old one stops working at once. */
+  async rotateSecret(name: string): Promise<SavedApplication> {
+    const current = await this.get(name);
+    const clientSecret = randomToken();
+    const app: ApplicationRecord = { ...current, clientSecretHash: hashGeneratedSecret(clientSecret), updatedAt: this.clock.now() };
+    await conflictsAsErrors(() => this.repo.update(app));
+    return { app, clientSecret };
+  }
 
   // Re-applying a config file at every start must not re-hash an unchanged
   // secret (and so invalidate verification caches) each time.

@@ -3,7 +3,8 @@ import { ConflictError } from "../store/errors.js";
 
 /** Bad admin input (config file, CLI or admin RPC), naming the field. */
 export class InvalidInputError extends OAuthError {
-  constructor(readonly field: string, problem: string) {
+  /** `field` is the input's (and the contract's JSON) name; `problem` says what is wrong without it. */
+  constructor(readonly field: string, readonly problem: string) {
     super("invalid_request", `${field}: ${problem}`);
   }
 }

@@ -2,11 +2,14 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import {
   ApplicationAdminService,
   KeyAdminService,
+  SessionAdminService,
   UserAdminService,
   type ApplicationInput as ApplicationInputMessage,
   type UserInput as UserInputMessage,
 } from "../../gen/identity/v1/admin_pb.js";
 import { parseApplicationInput } from "../accounts/applications.js";
+import { listUsersPage } from "../accounts/userPages.js";
+import { UserSessions } from "../accounts/userSessions.js";
 import { parseUserInput } from "../accounts/users.js";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
@@ -66,6 +69,7 @@ function userInput(input: UserInputMessage | undefined) {
 export const applicationAdminGuards = everyMethod(ApplicationAdminService, ["noStore", "admin"]);
 export const userAdminGuards = everyMethod(UserAdminService, ["noStore", "admin"]);
 export const keyAdminGuards = everyMethod(KeyAdminService, ["noStore", "admin"]);
+export const sessionAdminGuards = everyMethod(SessionAdminService, ["noStore", "admin"]);
 
 export function applicationAdminService(domain: Domain): ServiceImpl<typeof ApplicationAdminService> {
   const admin = domain.applicationAdmin;
@@ -88,6 +92,10 @@ export function applicationAdminService(domain: Domain): ServiceImpl<typeof Appl
       await admin.delete(req.name);
       return {};
     },
+    async rotateApplicationSecret(req) {
+      const saved = await admin.rotateSecret(req.name);
+      return { application: applicationOut(saved.app), clientSecret: saved.clientSecret };
+    },
   };
 }
 
@@ -100,8 +108,9 @@ export function userAdminService(domain: Domain): ServiceImpl<typeof UserAdminSe
     async getUser(req) {
       return { user: userOut(await admin.get(req.name)) };
     },
-    async listUsers() {
-      return { users: (await admin.list()).map(userOut) };
+    async listUsers(req) {
+      const page = await listUsersPage(domain.store.users, { search: req.search, pageSize: req.pageSize, pageToken: req.pageToken });
+      return { users: page.users.map(userOut), nextPageToken: page.nextPageToken, totalSize: page.totalSize };
     },
     async updateUser(req) {
       return { user: userOut(await admin.update(userInput(req.user))) };
@@ -127,6 +136,44 @@ export function keyAdminService(domain: Domain): ServiceImpl<typeof KeyAdminServ
     async exportKey(req) {
       const { alg: _alg, ...exported } = await keys.export(req.kid || undefined, signingAlgOf(req.alg));
       return exported;
+    },
+  };
+}
+
+export function sessionAdminService(domain: Domain): ServiceImpl<typeof SessionAdminService> {
+  const sessions = new UserSessions(domain.store, domain.clock);
+  return {
+    async listUserSessions(req) {
+      const listed = await sessions.list(req.user);
+      return {
+        sessions: listed.sessions.map((s) => ({
+          id: s.id,
+          createdTime: epochSecondsOf(s.createdAt),
+          authTime: BigInt(s.authTime),
+          expireTime: epochSecondsOf(s.expiresAt),
+        })),
+        refreshTokens: listed.refreshTokens.map((t) => ({
+          id: t.familyId,
+          clientId: t.clientId,
+          application: t.applicationName ?? "",
+          scope: t.scope,
+          authTime: BigInt(t.authTime),
+          issuedTime: epochSecondsOf(t.issuedAt),
+          expireTime: epochSecondsOf(t.expiresAt),
+        })),
+      };
+    },
+    async revokeSession(req) {
+      await sessions.revokeSession(req.user, req.sessionId);
+      return {};
+    },
+    async revokeRefreshToken(req) {
+      await sessions.revokeRefreshToken(req.user, req.refreshTokenId);
+      return {};
+    },
+    async revokeAllUserSessions(req) {
+      const ended = await sessions.revokeAll(req.user);
+      return { sessionsRevoked: ended.sessions, refreshTokensRevoked: ended.refreshTokens };
     },
   };
 }

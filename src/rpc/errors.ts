@@ -1,6 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { FieldViolationSchema } from "../../gen/identity/v1/admin_pb.js";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
+import { InvalidInputError } from "../accounts/validation.js";
 import { asOAuthError, wellFormed, worthLogging, type OAuthErrorCode } from "../oauth/errors.js";
 import { annotateRequest, type LogUnexpected, type RequestContext } from "../http/requestContext.js";
 import { REQUEST_CONTEXT } from "./headers.js";
@@ -21,7 +23,8 @@ const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
 /**
  * The RPC front door's one mapping of domain errors: a Connect code, the
  * description as message, and the OAuth code both as an `x-oauth-error`
- * header and as a typed `OAuthErrorDetail`. An unreachable database becomes
+ * header and as a typed `OAuthErrorDetail`; input refused for one field also
+ * carries a `FieldViolation` naming it. An unreachable database becomes
  * Unavailable. Anything else becomes a bare Internal error, so no stack or
  * internal message reaches a caller.
  */
@@ -33,12 +36,12 @@ export function toConnectError(failure: unknown, log: LogUnexpected, context?: R
     annotateRequest(context, { oauthError: err.code });
     // A description quoting the caller's text may hold half a surrogate pair, which a gRPC trailer cannot.
     const description = wellFormed(err.description);
-    return new ConnectError(
-      description,
-      CONNECT_CODES[err.code] ?? Code.InvalidArgument,
-      { "x-oauth-error": err.code },
-      [{ desc: OAuthErrorDetailSchema, value: create(OAuthErrorDetailSchema, { error: err.code, errorDescription: description }) }],
-    );
+    const oauthDetail = { desc: OAuthErrorDetailSchema, value: create(OAuthErrorDetailSchema, { error: err.code, errorDescription: description }) };
+    const fieldDetails =
+      err instanceof InvalidInputError
+        ? [{ desc: FieldViolationSchema, value: create(FieldViolationSchema, { field: err.field, description: wellFormed(err.problem) }) }]
+        : [];
+    return new ConnectError(description, CONNECT_CODES[err.code] ?? Code.InvalidArgument, { "x-oauth-error": err.code }, [oauthDetail, ...fieldDetails]);
   }
   return new ConnectError("internal error", Code.Internal);
 }

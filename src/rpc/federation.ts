@@ -40,6 +40,15 @@ export const federationGuards: MethodGuards<typeof FederationService> = {
 export function federationService(domain: Domain): ServiceImpl<typeof FederationService> {
   const { providerAdmin: admin, federation } = domain;
 
+  // Whether a secret is stored; one that cannot be opened (another key) is there all the same.
+  const secretIsSet = (provider: ProviderRecord) => {
+    try {
+      return admin.clientSecret(provider) !== "";
+    } catch {
+      return true;
+    }
+  };
+
   // Everything but the secret, which never leaves the service.
   const providerOut = (provider: ProviderRecord) => {
     const { clientSecret: _secret, createdAt, updatedAt, ...rest } = provider;
@@ -47,6 +56,7 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
       ...rest,
       userMapping: { ...provider.userMapping },
       clientSecretEncrypted: admin.isEncrypted(provider),
+      clientSecretSet: secretIsSet(provider),
       createdTime: epochSecondsOf(createdAt),
       updatedTime: epochSecondsOf(updatedAt),
     };
@@ -63,7 +73,10 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
       return { providers: (await admin.list()).map(providerOut) };
     },
     async updateProvider(req) {
-      return { provider: providerOut(await admin.update(parseProviderPatch(providerFields(req.provider)))) };
+      const fields = providerFields(req.provider);
+      // The secret is write-only, so a form sends it empty when it is not being changed: that keeps it.
+      if (fields.clientSecret === "") delete fields.clientSecret;
+      return { provider: providerOut(await admin.update(parseProviderPatch(fields))) };
     },
     async deleteProvider(req) {
       await admin.delete(req.name);

@@ -1,13 +1,22 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { ApplicationAdminService, KeyAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
+import { ApplicationAdminService, KeyAdminService, SessionAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
 import { EventAdminService } from "../../gen/identity/v1/events_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import { TokenService } from "../../gen/identity/v1/token_pb.js";
 import type { Domain } from "../domain/index.js";
-import { applicationAdminGuards, applicationAdminService, keyAdminGuards, keyAdminService, userAdminGuards, userAdminService } from "./admin.js";
+import {
+  applicationAdminGuards,
+  applicationAdminService,
+  keyAdminGuards,
+  keyAdminService,
+  sessionAdminGuards,
+  sessionAdminService,
+  userAdminGuards,
+  userAdminService,
+} from "./admin.js";
 import { asAdminCalls } from "./auditedCalls.js";
 import { discoveryGuards, discoveryService } from "./discovery.js";
 import { eventAdminGuards, eventAdminService } from "./events.js";
@@ -35,6 +44,7 @@ export function serviceBindings(domain: Domain): ServiceBinding[] {
     bind(ApplicationAdminService, applicationAdminService(domain), applicationAdminGuards),
     bind(UserAdminService, userAdminService(domain), userAdminGuards),
     bind(KeyAdminService, keyAdminService(domain), keyAdminGuards),
+    bind(SessionAdminService, sessionAdminService(domain), sessionAdminGuards),
     bind(FederationService, federationService(domain), federationGuards),
     bind(EventAdminService, eventAdminService(domain), eventAdminGuards),
   ];

@@ -13,6 +13,7 @@ import { SessionRepository } from "./sessions.js";
 import type { GroupCommit } from "./groupCommit.js";
 import { AccessTokenRepository, issuedTokenRecorder, RefreshTokenRepository, type IssuedTokenRows } from "./tokens.js";
 import { UserRepository } from "./users.js";
+import { UserSignInRepository } from "./userSignIns.js";
 import { silentLogger, type Logger } from "../shared/log.js";
 
 /** Every repository over one database handle. */
@@ -27,6 +28,8 @@ export interface Store {
   issuedTokens: GroupCommit<IssuedTokenRows>;
   providers: ProviderRepository;
   sessions: SessionRepository;
+  /** A user's sessions and refresh tokens, as administration lists and ends them. */
+  userSignIns: UserSignInRepository;
   authorizationCodes: AuthorizationCodeRepository;
   authorizationRequests: AuthorizationRequestRepository;
   loginFailures: LoginFailureRepository;
@@ -79,6 +82,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     issuedTokens: issuedTokenRecorder(db),
     providers: new ProviderRepository(db),
     sessions: new SessionRepository(db),
+    userSignIns: new UserSignInRepository(db),
     authorizationCodes: new AuthorizationCodeRepository(db),
     authorizationRequests: new AuthorizationRequestRepository(db),
     loginFailures: new LoginFailureRepository(db),

@@ -110,6 +110,28 @@ export class UserRepository {
     return (await this.db<UserRow>("users").orderBy("name")).map(userFromRow);
   }
 
+  /**
+   * Users by name after `afterName` (exclusive), at most `limit` (none when
+   * 0), whose name, display name or email contains `search` ignoring case,
+   * and how many match in all.
+   */
+  async page(query: { search: string; limit: number; afterName?: string }): Promise<{ users: UserRecord[]; total: number }> {
+    const matching = () => {
+      const rows = this.db<UserRow>("users");
+      if (!query.search) return rows;
+      // LIKE with the caller's text as a literal: its wildcards and the escape character escaped.
+      const pattern = `%${query.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      return rows.where((q) => {
+        for (const column of ["name", "display_name", "email"]) q.orWhereRaw("lower(??) like ? escape '\\'", [column, pattern]);
+      });
+    };
+    const counted = await matching().count<{ n: number | string }[]>({ n: "*" });
+    const rows = matching().orderBy("name");
+    if (query.afterName !== undefined) rows.where("name", ">", query.afterName);
+    if (query.limit > 0) rows.limit(query.limit);
+    return { users: (await rows).map(userFromRow), total: Number(counted[0]?.n ?? 0) };
+  }
+
   /** Users whose email is exactly `email` and verified. */
   async findByVerifiedEmail(email: string, conn: Db = this.db): Promise<UserRecord[]> {
     return (await conn<UserRow>("users").where({ email, email_verified: true }).orderBy("name")).map(userFromRow);

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/admin.proto.
  */
 export const file_identity_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChdpZGVudGl0eS92MS9hZG1pbi5wcm90bxILaWRlbnRpdHkudjEitgIKC0FwcGxpY2F0aW9uEgwKBG5hbWUYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhUKDXJlZGlyZWN0X3VyaXMYAyADKAkSEwoLZ3JhbnRfdHlwZXMYBCADKAkSFwoPZXhwaXJlX2luX2hvdXJzGAUgASgFEh8KF3JlZnJlc2hfZXhwaXJlX2luX2hvdXJzGAYgASgFEhEKCXByb3ZpZGVycxgHIAMoCRIUCgxjcmVhdGVkX3RpbWUYCCABKAMSFAoMdXBkYXRlZF90aW1lGAkgASgDEhcKD2FsbG93ZWRfb3JpZ2lucxgKIAMoCRIUCgx0b2tlbl9mb3JtYXQYCyABKAkSEwoLc2lnbmluZ19hbGcYDCABKAkSHQoVYWNjZXNzX3Rva2VuX3N0cmF0ZWd5GA0gASgJIusDChBBcHBsaWNhdGlvbklucHV0EgwKBG5hbWUYASABKAkSFgoJY2xpZW50X2lkGAIgASgJSACIAQESGgoNY2xpZW50X3NlY3JldBgDIAEoCUgBiAEBEhUKDXJlZGlyZWN0X3VyaXMYBCADKAkSEwoLZ3JhbnRfdHlwZXMYBSADKAkSHAoPZXhwaXJlX2luX2hvdXJzGAYgASgFSAKIAQESJAoXcmVmcmVzaF9leHBpcmVfaW5faG91cnMYByABKAVIA4gBARIRCglwcm92aWRlcnMYCCADKAkSFQoNcmVwbGFjZV9saXN0cxgJIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYCiADKAkSGQoMdG9rZW5fZm9ybWF0GAsgASgJSASIAQESGAoLc2lnbmluZ19hbGcYDCABKAlIBYgBARIiChVhY2Nlc3NfdG9rZW5fc3RyYXRlZ3kYDSABKAlIBogBAUIMCgpfY2xpZW50X2lkQhAKDl9jbGllbnRfc2VjcmV0QhIKEF9leHBpcmVfaW5faG91cnNCGgoYX3JlZnJlc2hfZXhwaXJlX2luX2hvdXJzQg8KDV90b2tlbl9mb3JtYXRCDgoMX3NpZ25pbmdfYWxnQhgKFl9hY2Nlc3NfdG9rZW5fc3RyYXRlZ3kiTgoYQ3JlYXRlQXBwbGljYXRpb25SZXF1ZXN0EjIKC2FwcGxpY2F0aW9uGAEgASgLMh0uaWRlbnRpdHkudjEuQXBwbGljYXRpb25JbnB1dCJhChlDcmVhdGVBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24SFQoNY2xpZW50X3NlY3JldBgCIAEoCSIlChVHZXRBcHBsaWNhdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChZHZXRBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24iGQoXTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QiSgoYTGlzdEFwcGxpY2F0aW9uc1Jlc3BvbnNlEi4KDGFwcGxpY2F0aW9ucxgBIAMoCzIYLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uIk4KGFVwZGF0ZUFwcGxpY2F0aW9uUmVxdWVzdBIyCgthcHBsaWNhdGlvbhgBIAEoCzIdLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uSW5wdXQiYQoZVXBkYXRlQXBwbGljYXRpb25SZXNwb25zZRItCgthcHBsaWNhdGlvbhgBIAEoCzIYLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uEhUKDWNsaWVudF9zZWNyZXQYAiABKAkiKAoYRGVsZXRlQXBwbGljYXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiGwoZRGVsZXRlQXBwbGljYXRpb25SZXNwb25zZSLdAQoEVXNlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRINCgVlbWFpbBgEIAEoCRIWCg5lbWFpbF92ZXJpZmllZBgFIAEoCBIOCgZhdmF0YXIYBiABKAkSDQoFcGhvbmUYByABKAkSDwoHYWRkcmVzcxgIIAEoCRIQCghpc19hZG1pbhgJIAEoCBIQCghkaXNhYmxlZBgKIAEoCBIUCgxjcmVhdGVkX3RpbWUYCyABKAMSFAoMdXBkYXRlZF90aW1lGAwgASgDIt8CCglVc2VySW5wdXQSDAoEbmFtZRgBIAEoCRIVCghwYXNzd29yZBgCIAEoCUgAiAEBEhkKDGRpc3BsYXlfbmFtZRgDIAEoCUgBiAEBEhIKBWVtYWlsGAQgASgJSAKIAQESGwoOZW1haWxfdmVyaWZpZWQYBSABKAhIA4gBARITCgZhdmF0YXIYBiABKAlIBIgBARISCgVwaG9uZRgHIAEoCUgFiAEBEhQKB2FkZHJlc3MYCCABKAlIBogBARIVCghpc19hZG1pbhgJIAEoCEgHiAEBEhUKCGRpc2FibGVkGAogASgISAiIAQFCCwoJX3Bhc3N3b3JkQg8KDV9kaXNwbGF5X25hbWVCCAoGX2VtYWlsQhEKD19lbWFpbF92ZXJpZmllZEIJCgdfYXZhdGFyQggKBl9waG9uZUIKCghfYWRkcmVzc0ILCglfaXNfYWRtaW5CCwoJX2Rpc2FibGVkIjkKEUNyZWF0ZVVzZXJSZXF1ZXN0EiQKBHVzZXIYASABKAsyFi5pZGVudGl0eS52MS5Vc2VySW5wdXQiNQoSQ3JlYXRlVXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIh4KDkdldFVzZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiMgoPR2V0VXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIhIKEExpc3RVc2Vyc1JlcXVlc3QiNQoRTGlzdFVzZXJzUmVzcG9uc2USIAoFdXNlcnMYASADKAsyES5pZGVudGl0eS52MS5Vc2VyIjkKEVVwZGF0ZVVzZXJSZXF1ZXN0EiQKBHVzZXIYASABKAsyFi5pZGVudGl0eS52MS5Vc2VySW5wdXQiNQoSVXBkYXRlVXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIiEKEURlbGV0ZVVzZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiFAoSRGVsZXRlVXNlclJlc3BvbnNlIngKClNpZ25pbmdLZXkSCwoDa2lkGAEgASgJEgsKA2FsZxgCIAEoCRIUCgxjcmVhdGVkX3RpbWUYAyABKAMSEwoLYWN0aXZlX2Zyb20YBCABKAMSFAoMcmV0aXJlZF90aW1lGAUgASgDEg8KB3NpZ25pbmcYBiABKAgiEQoPTGlzdEtleXNSZXF1ZXN0IjkKEExpc3RLZXlzUmVzcG9uc2USJQoEa2V5cxgBIAMoCzIXLmlkZW50aXR5LnYxLlNpZ25pbmdLZXkiHwoQUm90YXRlS2V5UmVxdWVzdBILCgNhbGcYASABKAkiOQoRUm90YXRlS2V5UmVzcG9uc2USJAoDa2V5GAEgASgLMhcuaWRlbnRpdHkudjEuU2lnbmluZ0tleSIsChBFeHBvcnRLZXlSZXF1ZXN0EgsKA2tpZBgBIAEoCRILCgNhbGcYAiABKAkiUQoRRXhwb3J0S2V5UmVzcG9uc2USCwoDa2lkGAEgASgJEhYKDnB1YmxpY19rZXlfcGVtGAIgASgJEhcKD2NlcnRpZmljYXRlX3BlbRgDIAEoCTKBBAoXQXBwbGljYXRpb25BZG1pblNlcnZpY2USYgoRQ3JlYXRlQXBwbGljYXRpb24SJS5pZGVudGl0eS52MS5DcmVhdGVBcHBsaWNhdGlvblJlcXVlc3QaJi5pZGVudGl0eS52MS5DcmVhdGVBcHBsaWNhdGlvblJlc3BvbnNlElkKDkdldEFwcGxpY2F0aW9uEiIuaWRlbnRpdHkudjEuR2V0QXBwbGljYXRpb25SZXF1ZXN0GiMuaWRlbnRpdHkudjEuR2V0QXBwbGljYXRpb25SZXNwb25zZRJfChBMaXN0QXBwbGljYXRpb25zEiQuaWRlbnRpdHkudjEuTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QaJS5pZGVudGl0eS52MS5MaXN0QXBwbGljYXRpb25zUmVzcG9uc2USYgoRVXBkYXRlQXBwbGljYXRpb24SJS5pZGVudGl0eS52MS5VcGRhdGVBcHBsaWNhdGlvblJlcXVlc3QaJi5pZGVudGl0eS52MS5VcGRhdGVBcHBsaWNhdGlvblJlc3BvbnNlEmIKEURlbGV0ZUFwcGxpY2F0aW9uEiUuaWRlbnRpdHkudjEuRGVsZXRlQXBwbGljYXRpb25SZXF1ZXN0GiYuaWRlbnRpdHkudjEuRGVsZXRlQXBwbGljYXRpb25SZXNwb25zZTKRAwoQVXNlckFkbWluU2VydmljZRJNCgpDcmVhdGVVc2VyEh4uaWRlbnRpdHkudjEuQ3JlYXRlVXNlclJlcXVlc3QaHy5pZGVudGl0eS52MS5DcmVhdGVVc2VyUmVzcG9uc2USRAoHR2V0VXNlchIbLmlkZW50aXR5LnYxLkdldFVzZXJSZXF1ZXN0GhwuaWRlbnRpdHkudjEuR2V0VXNlclJlc3BvbnNlEkoKCUxpc3RVc2VycxIdLmlkZW50aXR5LnYxLkxpc3RVc2Vyc1JlcXVlc3QaHi5pZGVudGl0eS52MS5MaXN0VXNlcnNSZXNwb25zZRJNCgpVcGRhdGVVc2VyEh4uaWRlbnRpdHkudjEuVXBkYXRlVXNlclJlcXVlc3QaHy5pZGVudGl0eS52MS5VcGRhdGVVc2VyUmVzcG9uc2USTQoKRGVsZXRlVXNlchIeLmlkZW50aXR5LnYxLkRlbGV0ZVVzZXJSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuRGVsZXRlVXNlclJlc3BvbnNlMvIBCg9LZXlBZG1pblNlcnZpY2USRwoITGlzdEtleXMSHC5pZGVudGl0eS52MS5MaXN0S2V5c1JlcXVlc3QaHS5pZGVudGl0eS52MS5MaXN0S2V5c1Jlc3BvbnNlEkoKCVJvdGF0ZUtleRIdLmlkZW50aXR5LnYxLlJvdGF0ZUtleVJlcXVlc3QaHi5pZGVudGl0eS52MS5Sb3RhdGVLZXlSZXNwb25zZRJKCglFeHBvcnRLZXkSHS5pZGVudGl0eS52MS5FeHBvcnRLZXlSZXF1ZXN0Gh4uaWRlbnRpdHkudjEuRXhwb3J0S2V5UmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChdpZGVudGl0eS92MS9hZG1pbi5wcm90bxILaWRlbnRpdHkudjEitgIKC0FwcGxpY2F0aW9uEgwKBG5hbWUYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhUKDXJlZGlyZWN0X3VyaXMYAyADKAkSEwoLZ3JhbnRfdHlwZXMYBCADKAkSFwoPZXhwaXJlX2luX2hvdXJzGAUgASgFEh8KF3JlZnJlc2hfZXhwaXJlX2luX2hvdXJzGAYgASgFEhEKCXByb3ZpZGVycxgHIAMoCRIUCgxjcmVhdGVkX3RpbWUYCCABKAMSFAoMdXBkYXRlZF90aW1lGAkgASgDEhcKD2FsbG93ZWRfb3JpZ2lucxgKIAMoCRIUCgx0b2tlbl9mb3JtYXQYCyABKAkSEwoLc2lnbmluZ19hbGcYDCABKAkSHQoVYWNjZXNzX3Rva2VuX3N0cmF0ZWd5GA0gASgJIusDChBBcHBsaWNhdGlvbklucHV0EgwKBG5hbWUYASABKAkSFgoJY2xpZW50X2lkGAIgASgJSACIAQESGgoNY2xpZW50X3NlY3JldBgDIAEoCUgBiAEBEhUKDXJlZGlyZWN0X3VyaXMYBCADKAkSEwoLZ3JhbnRfdHlwZXMYBSADKAkSHAoPZXhwaXJlX2luX2hvdXJzGAYgASgFSAKIAQESJAoXcmVmcmVzaF9leHBpcmVfaW5faG91cnMYByABKAVIA4gBARIRCglwcm92aWRlcnMYCCADKAkSFQoNcmVwbGFjZV9saXN0cxgJIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYCiADKAkSGQoMdG9rZW5fZm9ybWF0GAsgASgJSASIAQESGAoLc2lnbmluZ19hbGcYDCABKAlIBYgBARIiChVhY2Nlc3NfdG9rZW5fc3RyYXRlZ3kYDSABKAlIBogBAUIMCgpfY2xpZW50X2lkQhAKDl9jbGllbnRfc2VjcmV0QhIKEF9leHBpcmVfaW5faG91cnNCGgoYX3JlZnJlc2hfZXhwaXJlX2luX2hvdXJzQg8KDV90b2tlbl9mb3JtYXRCDgoMX3NpZ25pbmdfYWxnQhgKFl9hY2Nlc3NfdG9rZW5fc3RyYXRlZ3kiTgoYQ3JlYXRlQXBwbGljYXRpb25SZXF1ZXN0EjIKC2FwcGxpY2F0aW9uGAEgASgLMh0uaWRlbnRpdHkudjEuQXBwbGljYXRpb25JbnB1dCJhChlDcmVhdGVBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24SFQoNY2xpZW50X3NlY3JldBgCIAEoCSIlChVHZXRBcHBsaWNhdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChZHZXRBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24iGQoXTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QiSgoYTGlzdEFwcGxpY2F0aW9uc1Jlc3BvbnNlEi4KDGFwcGxpY2F0aW9ucxgBIAMoCzIYLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uIk4KGFVwZGF0ZUFwcGxpY2F0aW9uUmVxdWVzdBIyCgthcHBsaWNhdGlvbhgBIAEoCzIdLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uSW5wdXQiYQoZVXBkYXRlQXBwbGljYXRpb25SZXNwb25zZRItCgthcHBsaWNhdGlvbhgBIAEoCzIYLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uEhUKDWNsaWVudF9zZWNyZXQYAiABKAkiKAoYRGVsZXRlQXBwbGljYXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiGwoZRGVsZXRlQXBwbGljYXRpb25SZXNwb25zZSIuCh5Sb3RhdGVBcHBsaWNhdGlvblNlY3JldFJlcXVlc3QSDAoEbmFtZRgBIAEoCSJnCh9Sb3RhdGVBcHBsaWNhdGlvblNlY3JldFJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24SFQoNY2xpZW50X3NlY3JldBgCIAEoCSLdAQoEVXNlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRINCgVlbWFpbBgEIAEoCRIWCg5lbWFpbF92ZXJpZmllZBgFIAEoCBIOCgZhdmF0YXIYBiABKAkSDQoFcGhvbmUYByABKAkSDwoHYWRkcmVzcxgIIAEoCRIQCghpc19hZG1pbhgJIAEoCBIQCghkaXNhYmxlZBgKIAEoCBIUCgxjcmVhdGVkX3RpbWUYCyABKAMSFAoMdXBkYXRlZF90aW1lGAwgASgDIt8CCglVc2VySW5wdXQSDAoEbmFtZRgBIAEoCRIVCghwYXNzd29yZBgCIAEoCUgAiAEBEhkKDGRpc3BsYXlfbmFtZRgDIAEoCUgBiAEBEhIKBWVtYWlsGAQgASgJSAKIAQESGwoOZW1haWxfdmVyaWZpZWQYBSABKAhIA4gBARITCgZhdmF0YXIYBiABKAlIBIgBARISCgVwaG9uZRgHIAEoCUgFiAEBEhQKB2FkZHJlc3MYCCABKAlIBogBARIVCghpc19hZG1pbhgJIAEoCEgHiAEBEhUKCGRpc2FibGVkGAogASgISAiIAQFCCwoJX3Bhc3N3b3JkQg8KDV9kaXNwbGF5X25hbWVCCAoGX2VtYWlsQhEKD19lbWFpbF92ZXJpZmllZEIJCgdfYXZhdGFyQggKBl9waG9uZUIKCghfYWRkcmVzc0ILCglfaXNfYWRtaW5CCwoJX2Rpc2FibGVkIjkKEUNyZWF0ZVVzZXJSZXF1ZXN0EiQKBHVzZXIYASABKAsyFi5pZGVudGl0eS52MS5Vc2VySW5wdXQiNQoSQ3JlYXRlVXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIh4KDkdldFVzZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiMgoPR2V0VXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIkkKEExpc3RVc2Vyc1JlcXVlc3QSDgoGc2VhcmNoGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImIKEUxpc3RVc2Vyc1Jlc3BvbnNlEiAKBXVzZXJzGAEgAygLMhEuaWRlbnRpdHkudjEuVXNlchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSEgoKdG90YWxfc2l6ZRgDIAEoBSI5ChFVcGRhdGVVc2VyUmVxdWVzdBIkCgR1c2VyGAEgASgLMhYuaWRlbnRpdHkudjEuVXNlcklucHV0IjUKElVwZGF0ZVVzZXJSZXNwb25zZRIfCgR1c2VyGAEgASgLMhEuaWRlbnRpdHkudjEuVXNlciIhChFEZWxldGVVc2VyUmVxdWVzdBIMCgRuYW1lGAEgASgJIhQKEkRlbGV0ZVVzZXJSZXNwb25zZSJ4CgpTaWduaW5nS2V5EgsKA2tpZBgBIAEoCRILCgNhbGcYAiABKAkSFAoMY3JlYXRlZF90aW1lGAMgASgDEhMKC2FjdGl2ZV9mcm9tGAQgASgDEhQKDHJldGlyZWRfdGltZRgFIAEoAxIPCgdzaWduaW5nGAYgASgIIhEKD0xpc3RLZXlzUmVxdWVzdCI5ChBMaXN0S2V5c1Jlc3BvbnNlEiUKBGtleXMYASADKAsyFy5pZGVudGl0eS52MS5TaWduaW5nS2V5Ih8KEFJvdGF0ZUtleVJlcXVlc3QSCwoDYWxnGAEgASgJIjkKEVJvdGF0ZUtleVJlc3BvbnNlEiQKA2tleRgBIAEoCzIXLmlkZW50aXR5LnYxLlNpZ25pbmdLZXkiLAoQRXhwb3J0S2V5UmVxdWVzdBILCgNraWQYASABKAkSCwoDYWxnGAIgASgJIlEKEUV4cG9ydEtleVJlc3BvbnNlEgsKA2tpZBgBIAEoCRIWCg5wdWJsaWNfa2V5X3BlbRgCIAEoCRIXCg9jZXJ0aWZpY2F0ZV9wZW0YAyABKAkiWgoOQnJvd3NlclNlc3Npb24SCgoCaWQYASABKAkSFAoMY3JlYXRlZF90aW1lGAIgASgDEhEKCWF1dGhfdGltZRgDIAEoAxITCgtleHBpcmVfdGltZRgEIAEoAyKTAQoRUmVmcmVzaFRva2VuR3JhbnQSCgoCaWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhMKC2FwcGxpY2F0aW9uGAMgASgJEg0KBXNjb3BlGAQgASgJEhEKCWF1dGhfdGltZRgFIAEoAxITCgtpc3N1ZWRfdGltZRgGIAEoAxITCgtleHBpcmVfdGltZRgHIAEoAyInChdMaXN0VXNlclNlc3Npb25zUmVxdWVzdBIMCgR1c2VyGAEgASgJIoEBChhMaXN0VXNlclNlc3Npb25zUmVzcG9uc2USLQoIc2Vzc2lvbnMYASADKAsyGy5pZGVudGl0eS52MS5Ccm93c2VyU2Vzc2lvbhI2Cg5yZWZyZXNoX3Rva2VucxgCIAMoCzIeLmlkZW50aXR5LnYxLlJlZnJlc2hUb2tlbkdyYW50IjgKFFJldm9rZVNlc3Npb25SZXF1ZXN0EgwKBHVzZXIYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCSIXChVSZXZva2VTZXNzaW9uUmVzcG9uc2UiQwoZUmV2b2tlUmVmcmVzaFRva2VuUmVxdWVzdBIMCgR1c2VyGAEgASgJEhgKEHJlZnJlc2hfdG9rZW5faWQYAiABKAkiHAoaUmV2b2tlUmVmcmVzaFRva2VuUmVzcG9uc2UiLAocUmV2b2tlQWxsVXNlclNlc3Npb25zUmVxdWVzdBIMCgR1c2VyGAEgASgJIlkKHVJldm9rZUFsbFVzZXJTZXNzaW9uc1Jlc3BvbnNlEhgKEHNlc3Npb25zX3Jldm9rZWQYASABKAUSHgoWcmVmcmVzaF90b2tlbnNfcmV2b2tlZBgCIAEoBSI0Cg5GaWVsZFZpb2xhdGlvbhINCgVmaWVsZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCTL3BAoXQXBwbGljYXRpb25BZG1pblNlcnZpY2USYgoRQ3JlYXRlQXBwbGljYXRpb24SJS5pZGVudGl0eS52MS5DcmVhdGVBcHBsaWNhdGlvblJlcXVlc3QaJi5pZGVudGl0eS52MS5DcmVhdGVBcHBsaWNhdGlvblJlc3BvbnNlElkKDkdldEFwcGxpY2F0aW9uEiIuaWRlbnRpdHkudjEuR2V0QXBwbGljYXRpb25SZXF1ZXN0GiMuaWRlbnRpdHkudjEuR2V0QXBwbGljYXRpb25SZXNwb25zZRJfChBMaXN0QXBwbGljYXRpb25zEiQuaWRlbnRpdHkudjEuTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QaJS5pZGVudGl0eS52MS5MaXN0QXBwbGljYXRpb25zUmVzcG9uc2USYgoRVXBkYXRlQXBwbGljYXRpb24SJS5pZGVudGl0eS52MS5VcGRhdGVBcHBsaWNhdGlvblJlcXVlc3QaJi5pZGVudGl0eS52MS5VcGRhdGVBcHBsaWNhdGlvblJlc3BvbnNlEmIKEURlbGV0ZUFwcGxpY2F0aW9uEiUuaWRlbnRpdHkudjEuRGVsZXRlQXBwbGljYXRpb25SZXF1ZXN0GiYuaWRlbnRpdHkudjEuRGVsZXRlQXBwbGljYXRpb25SZXNwb25zZRJ0ChdSb3RhdGVBcHBsaWNhdGlvblNlY3JldBIrLmlkZW50aXR5LnYxLlJvdGF0ZUFwcGxpY2F0aW9uU2VjcmV0UmVxdWVzdBosLmlkZW50aXR5LnYxLlJvdGF0ZUFwcGxpY2F0aW9uU2VjcmV0UmVzcG9uc2UykQMKEFVzZXJBZG1pblNlcnZpY2USTQoKQ3JlYXRlVXNlchIeLmlkZW50aXR5LnYxLkNyZWF0ZVVzZXJSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuQ3JlYXRlVXNlclJlc3BvbnNlEkQKB0dldFVzZXISGy5pZGVudGl0eS52MS5HZXRVc2VyUmVxdWVzdBocLmlkZW50aXR5LnYxLkdldFVzZXJSZXNwb25zZRJKCglMaXN0VXNlcnMSHS5pZGVudGl0eS52MS5MaXN0VXNlcnNSZXF1ZXN0Gh4uaWRlbnRpdHkudjEuTGlzdFVzZXJzUmVzcG9uc2USTQoKVXBkYXRlVXNlchIeLmlkZW50aXR5LnYxLlVwZGF0ZVVzZXJSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuVXBkYXRlVXNlclJlc3BvbnNlEk0KCkRlbGV0ZVVzZXISHi5pZGVudGl0eS52MS5EZWxldGVVc2VyUmVxdWVzdBofLmlkZW50aXR5LnYxLkRlbGV0ZVVzZXJSZXNwb25zZTKlAwoTU2Vzc2lvbkFkbWluU2VydmljZRJfChBMaXN0VXNlclNlc3Npb25zEiQuaWRlbnRpdHkudjEuTGlzdFVzZXJTZXNzaW9uc1JlcXVlc3QaJS5pZGVudGl0eS52MS5MaXN0VXNlclNlc3Npb25zUmVzcG9uc2USVgoNUmV2b2tlU2Vzc2lvbhIhLmlkZW50aXR5LnYxLlJldm9rZVNlc3Npb25SZXF1ZXN0GiIuaWRlbnRpdHkudjEuUmV2b2tlU2Vzc2lvblJlc3BvbnNlEmUKElJldm9rZVJlZnJlc2hUb2tlbhImLmlkZW50aXR5LnYxLlJldm9rZVJlZnJlc2hUb2tlblJlcXVlc3QaJy5pZGVudGl0eS52MS5SZXZva2VSZWZyZXNoVG9rZW5SZXNwb25zZRJuChVSZXZva2VBbGxVc2VyU2Vzc2lvbnMSKS5pZGVudGl0eS52MS5SZXZva2VBbGxVc2VyU2Vzc2lvbnNSZXF1ZXN0GiouaWRlbnRpdHkudjEuUmV2b2tlQWxsVXNlclNlc3Npb25zUmVzcG9uc2Uy8gEKD0tleUFkbWluU2VydmljZRJHCghMaXN0S2V5cxIcLmlkZW50aXR5LnYxLkxpc3RLZXlzUmVxdWVzdBodLmlkZW50aXR5LnYxLkxpc3RLZXlzUmVzcG9uc2USSgoJUm90YXRlS2V5Eh0uaWRlbnRpdHkudjEuUm90YXRlS2V5UmVxdWVzdBoeLmlkZW50aXR5LnYxLlJvdGF0ZUtleVJlc3BvbnNlEkoKCUV4cG9ydEtleRIdLmlkZW50aXR5LnYxLkV4cG9ydEtleVJlcXVlc3QaHi5pZGVudGl0eS52MS5FeHBvcnRLZXlSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * Application is an OAuth client. The client secret is never returned here.
@@ -392,6 +392,49 @@ export const DeleteApplicationResponseSchema: GenMessage<DeleteApplicationRespon
   messageDesc(file_identity_v1_admin, 11);
 
 /**
+ * RotateApplicationSecretRequest names an application.
+ *
+ * @generated from message identity.v1.RotateApplicationSecretRequest
+ */
+export type RotateApplicationSecretRequest = Message<"identity.v1.RotateApplicationSecretRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message identity.v1.RotateApplicationSecretRequest.
+ * Use `create(RotateApplicationSecretRequestSchema)` to create a new message.
+ */
+export const RotateApplicationSecretRequestSchema: GenMessage<RotateApplicationSecretRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 12);
+
+/**
+ * RotateApplicationSecretResponse returns the new secret once.
+ *
+ * @generated from message identity.v1.RotateApplicationSecretResponse
+ */
+export type RotateApplicationSecretResponse = Message<"identity.v1.RotateApplicationSecretResponse"> & {
+  /**
+   * @generated from field: identity.v1.Application application = 1;
+   */
+  application?: Application | undefined;
+
+  /**
+   * @generated from field: string client_secret = 2;
+   */
+  clientSecret: string;
+};
+
+/**
+ * Describes the message identity.v1.RotateApplicationSecretResponse.
+ * Use `create(RotateApplicationSecretResponseSchema)` to create a new message.
+ */
+export const RotateApplicationSecretResponseSchema: GenMessage<RotateApplicationSecretResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 13);
+
+/**
  * User is a local account. Password hashes are never returned.
  *
  * @generated from message identity.v1.User
@@ -467,7 +510,7 @@ export type User = Message<"identity.v1.User"> & {
  * Use `create(UserSchema)` to create a new message.
  */
 export const UserSchema: GenMessage<User> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 12);
+  messageDesc(file_identity_v1_admin, 14);
 
 /**
  * UserInput holds the writable fields; unset fields are left alone.
@@ -531,7 +574,7 @@ export type UserInput = Message<"identity.v1.UserInput"> & {
  * Use `create(UserInputSchema)` to create a new message.
  */
 export const UserInputSchema: GenMessage<UserInput> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 13);
+  messageDesc(file_identity_v1_admin, 15);
 
 /**
  * CreateUserRequest holds the new user.
@@ -550,7 +593,7 @@ export type CreateUserRequest = Message<"identity.v1.CreateUserRequest"> & {
  * Use `create(CreateUserRequestSchema)` to create a new message.
  */
 export const CreateUserRequestSchema: GenMessage<CreateUserRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 14);
+  messageDesc(file_identity_v1_admin, 16);
 
 /**
  * CreateUserResponse holds the created user.
@@ -569,7 +612,7 @@ export type CreateUserResponse = Message<"identity.v1.CreateUserResponse"> & {
  * Use `create(CreateUserResponseSchema)` to create a new message.
  */
 export const CreateUserResponseSchema: GenMessage<CreateUserResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 15);
+  messageDesc(file_identity_v1_admin, 17);
 
 /**
  * GetUserRequest names a user.
@@ -588,7 +631,7 @@ export type GetUserRequest = Message<"identity.v1.GetUserRequest"> & {
  * Use `create(GetUserRequestSchema)` to create a new message.
  */
 export const GetUserRequestSchema: GenMessage<GetUserRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 16);
+  messageDesc(file_identity_v1_admin, 18);
 
 /**
  * GetUserResponse holds the user.
@@ -607,14 +650,35 @@ export type GetUserResponse = Message<"identity.v1.GetUserResponse"> & {
  * Use `create(GetUserResponseSchema)` to create a new message.
  */
 export const GetUserResponseSchema: GenMessage<GetUserResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 17);
+  messageDesc(file_identity_v1_admin, 19);
 
 /**
- * ListUsersRequest takes no parameters.
+ * ListUsersRequest filters and pages the users, ordered by name.
  *
  * @generated from message identity.v1.ListUsersRequest
  */
 export type ListUsersRequest = Message<"identity.v1.ListUsersRequest"> & {
+  /**
+   * Keeps users whose name, display name or email contains it, ignoring
+   * case; empty keeps all.
+   *
+   * @generated from field: string search = 1;
+   */
+  search: string;
+
+  /**
+   * At most this many users (up to 1000); 0 returns every match at once.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of the previous page; empty starts at the first.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
 };
 
 /**
@@ -622,10 +686,10 @@ export type ListUsersRequest = Message<"identity.v1.ListUsersRequest"> & {
  * Use `create(ListUsersRequestSchema)` to create a new message.
  */
 export const ListUsersRequestSchema: GenMessage<ListUsersRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 18);
+  messageDesc(file_identity_v1_admin, 20);
 
 /**
- * ListUsersResponse holds every user.
+ * ListUsersResponse holds a page of users.
  *
  * @generated from message identity.v1.ListUsersResponse
  */
@@ -634,6 +698,20 @@ export type ListUsersResponse = Message<"identity.v1.ListUsersResponse"> & {
    * @generated from field: repeated identity.v1.User users = 1;
    */
   users: User[];
+
+  /**
+   * Asks for the next page; empty on the last one.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+
+  /**
+   * How many users match the search, over all pages.
+   *
+   * @generated from field: int32 total_size = 3;
+   */
+  totalSize: number;
 };
 
 /**
@@ -641,7 +719,7 @@ export type ListUsersResponse = Message<"identity.v1.ListUsersResponse"> & {
  * Use `create(ListUsersResponseSchema)` to create a new message.
  */
 export const ListUsersResponseSchema: GenMessage<ListUsersResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 19);
+  messageDesc(file_identity_v1_admin, 21);
 
 /**
  * UpdateUserRequest changes a user found by name.
@@ -660,7 +738,7 @@ export type UpdateUserRequest = Message<"identity.v1.UpdateUserRequest"> & {
  * Use `create(UpdateUserRequestSchema)` to create a new message.
  */
 export const UpdateUserRequestSchema: GenMessage<UpdateUserRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 20);
+  messageDesc(file_identity_v1_admin, 22);
 
 /**
  * UpdateUserResponse holds the updated user.
@@ -679,7 +757,7 @@ export type UpdateUserResponse = Message<"identity.v1.UpdateUserResponse"> & {
  * Use `create(UpdateUserResponseSchema)` to create a new message.
  */
 export const UpdateUserResponseSchema: GenMessage<UpdateUserResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 21);
+  messageDesc(file_identity_v1_admin, 23);
 
 /**
  * DeleteUserRequest names a user.
@@ -698,7 +776,7 @@ export type DeleteUserRequest = Message<"identity.v1.DeleteUserRequest"> & {
  * Use `create(DeleteUserRequestSchema)` to create a new message.
  */
 export const DeleteUserRequestSchema: GenMessage<DeleteUserRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 22);
+  messageDesc(file_identity_v1_admin, 24);
 
 /**
  * DeleteUserResponse is empty.
@@ -713,7 +791,7 @@ export type DeleteUserResponse = Message<"identity.v1.DeleteUserResponse"> & {
  * Use `create(DeleteUserResponseSchema)` to create a new message.
  */
 export const DeleteUserResponseSchema: GenMessage<DeleteUserResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 23);
+  messageDesc(file_identity_v1_admin, 25);
 
 /**
  * SigningKey describes one key without its private part.
@@ -763,7 +841,7 @@ export type SigningKey = Message<"identity.v1.SigningKey"> & {
  * Use `create(SigningKeySchema)` to create a new message.
  */
 export const SigningKeySchema: GenMessage<SigningKey> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 24);
+  messageDesc(file_identity_v1_admin, 26);
 
 /**
  * ListKeysRequest takes no parameters.
@@ -778,7 +856,7 @@ export type ListKeysRequest = Message<"identity.v1.ListKeysRequest"> & {
  * Use `create(ListKeysRequestSchema)` to create a new message.
  */
 export const ListKeysRequestSchema: GenMessage<ListKeysRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 25);
+  messageDesc(file_identity_v1_admin, 27);
 
 /**
  * ListKeysResponse holds the keys, newest first.
@@ -797,7 +875,7 @@ export type ListKeysResponse = Message<"identity.v1.ListKeysResponse"> & {
  * Use `create(ListKeysResponseSchema)` to create a new message.
  */
 export const ListKeysResponseSchema: GenMessage<ListKeysResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 26);
+  messageDesc(file_identity_v1_admin, 28);
 
 /**
  * RotateKeyRequest names the algorithm whose key is rotated.
@@ -818,7 +896,7 @@ export type RotateKeyRequest = Message<"identity.v1.RotateKeyRequest"> & {
  * Use `create(RotateKeyRequestSchema)` to create a new message.
  */
 export const RotateKeyRequestSchema: GenMessage<RotateKeyRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 27);
+  messageDesc(file_identity_v1_admin, 29);
 
 /**
  * RotateKeyResponse holds the new key.
@@ -837,7 +915,7 @@ export type RotateKeyResponse = Message<"identity.v1.RotateKeyResponse"> & {
  * Use `create(RotateKeyResponseSchema)` to create a new message.
  */
 export const RotateKeyResponseSchema: GenMessage<RotateKeyResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 28);
+  messageDesc(file_identity_v1_admin, 30);
 
 /**
  * ExportKeyRequest names a key; empty means the one signing now.
@@ -863,7 +941,7 @@ export type ExportKeyRequest = Message<"identity.v1.ExportKeyRequest"> & {
  * Use `create(ExportKeyRequestSchema)` to create a new message.
  */
 export const ExportKeyRequestSchema: GenMessage<ExportKeyRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 29);
+  messageDesc(file_identity_v1_admin, 31);
 
 /**
  * ExportKeyResponse holds the public key.
@@ -892,7 +970,304 @@ export type ExportKeyResponse = Message<"identity.v1.ExportKeyResponse"> & {
  * Use `create(ExportKeyResponseSchema)` to create a new message.
  */
 export const ExportKeyResponseSchema: GenMessage<ExportKeyResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 30);
+  messageDesc(file_identity_v1_admin, 32);
+
+/**
+ * BrowserSession is a sign-in at the login page (its cookie is never shown).
+ *
+ * @generated from message identity.v1.BrowserSession
+ */
+export type BrowserSession = Message<"identity.v1.BrowserSession"> & {
+  /**
+   * Names the session for RevokeSession; it is not the cookie.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Epoch seconds.
+   *
+   * @generated from field: int64 created_time = 2;
+   */
+  createdTime: bigint;
+
+  /**
+   * Epoch seconds of the sign-in.
+   *
+   * @generated from field: int64 auth_time = 3;
+   */
+  authTime: bigint;
+
+  /**
+   * Epoch seconds.
+   *
+   * @generated from field: int64 expire_time = 4;
+   */
+  expireTime: bigint;
+};
+
+/**
+ * Describes the message identity.v1.BrowserSession.
+ * Use `create(BrowserSessionSchema)` to create a new message.
+ */
+export const BrowserSessionSchema: GenMessage<BrowserSession> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 33);
+
+/**
+ * RefreshTokenGrant is a refresh token an application holds for the user:
+ * the live one of its grant (each use replaces it with a new one).
+ *
+ * @generated from message identity.v1.RefreshTokenGrant
+ */
+export type RefreshTokenGrant = Message<"identity.v1.RefreshTokenGrant"> & {
+  /**
+   * Names the grant for RevokeRefreshToken; it is not the token.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string client_id = 2;
+   */
+  clientId: string;
+
+  /**
+   * The application's name; empty if it was deleted.
+   *
+   * @generated from field: string application = 3;
+   */
+  application: string;
+
+  /**
+   * @generated from field: string scope = 4;
+   */
+  scope: string;
+
+  /**
+   * Epoch seconds of the sign-in the grant began with.
+   *
+   * @generated from field: int64 auth_time = 5;
+   */
+  authTime: bigint;
+
+  /**
+   * Epoch seconds when the current token was issued.
+   *
+   * @generated from field: int64 issued_time = 6;
+   */
+  issuedTime: bigint;
+
+  /**
+   * Epoch seconds.
+   *
+   * @generated from field: int64 expire_time = 7;
+   */
+  expireTime: bigint;
+};
+
+/**
+ * Describes the message identity.v1.RefreshTokenGrant.
+ * Use `create(RefreshTokenGrantSchema)` to create a new message.
+ */
+export const RefreshTokenGrantSchema: GenMessage<RefreshTokenGrant> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 34);
+
+/**
+ * ListUserSessionsRequest names a user.
+ *
+ * @generated from message identity.v1.ListUserSessionsRequest
+ */
+export type ListUserSessionsRequest = Message<"identity.v1.ListUserSessionsRequest"> & {
+  /**
+   * @generated from field: string user = 1;
+   */
+  user: string;
+};
+
+/**
+ * Describes the message identity.v1.ListUserSessionsRequest.
+ * Use `create(ListUserSessionsRequestSchema)` to create a new message.
+ */
+export const ListUserSessionsRequestSchema: GenMessage<ListUserSessionsRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 35);
+
+/**
+ * ListUserSessionsResponse holds the user's live sessions and refresh tokens, newest first.
+ *
+ * @generated from message identity.v1.ListUserSessionsResponse
+ */
+export type ListUserSessionsResponse = Message<"identity.v1.ListUserSessionsResponse"> & {
+  /**
+   * @generated from field: repeated identity.v1.BrowserSession sessions = 1;
+   */
+  sessions: BrowserSession[];
+
+  /**
+   * @generated from field: repeated identity.v1.RefreshTokenGrant refresh_tokens = 2;
+   */
+  refreshTokens: RefreshTokenGrant[];
+};
+
+/**
+ * Describes the message identity.v1.ListUserSessionsResponse.
+ * Use `create(ListUserSessionsResponseSchema)` to create a new message.
+ */
+export const ListUserSessionsResponseSchema: GenMessage<ListUserSessionsResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 36);
+
+/**
+ * RevokeSessionRequest names a user and one of its sessions.
+ *
+ * @generated from message identity.v1.RevokeSessionRequest
+ */
+export type RevokeSessionRequest = Message<"identity.v1.RevokeSessionRequest"> & {
+  /**
+   * @generated from field: string user = 1;
+   */
+  user: string;
+
+  /**
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message identity.v1.RevokeSessionRequest.
+ * Use `create(RevokeSessionRequestSchema)` to create a new message.
+ */
+export const RevokeSessionRequestSchema: GenMessage<RevokeSessionRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 37);
+
+/**
+ * RevokeSessionResponse is empty.
+ *
+ * @generated from message identity.v1.RevokeSessionResponse
+ */
+export type RevokeSessionResponse = Message<"identity.v1.RevokeSessionResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.RevokeSessionResponse.
+ * Use `create(RevokeSessionResponseSchema)` to create a new message.
+ */
+export const RevokeSessionResponseSchema: GenMessage<RevokeSessionResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 38);
+
+/**
+ * RevokeRefreshTokenRequest names a user and one of its refresh tokens.
+ *
+ * @generated from message identity.v1.RevokeRefreshTokenRequest
+ */
+export type RevokeRefreshTokenRequest = Message<"identity.v1.RevokeRefreshTokenRequest"> & {
+  /**
+   * @generated from field: string user = 1;
+   */
+  user: string;
+
+  /**
+   * @generated from field: string refresh_token_id = 2;
+   */
+  refreshTokenId: string;
+};
+
+/**
+ * Describes the message identity.v1.RevokeRefreshTokenRequest.
+ * Use `create(RevokeRefreshTokenRequestSchema)` to create a new message.
+ */
+export const RevokeRefreshTokenRequestSchema: GenMessage<RevokeRefreshTokenRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 39);
+
+/**
+ * RevokeRefreshTokenResponse is empty.
+ *
+ * @generated from message identity.v1.RevokeRefreshTokenResponse
+ */
+export type RevokeRefreshTokenResponse = Message<"identity.v1.RevokeRefreshTokenResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.RevokeRefreshTokenResponse.
+ * Use `create(RevokeRefreshTokenResponseSchema)` to create a new message.
+ */
+export const RevokeRefreshTokenResponseSchema: GenMessage<RevokeRefreshTokenResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 40);
+
+/**
+ * RevokeAllUserSessionsRequest names a user.
+ *
+ * @generated from message identity.v1.RevokeAllUserSessionsRequest
+ */
+export type RevokeAllUserSessionsRequest = Message<"identity.v1.RevokeAllUserSessionsRequest"> & {
+  /**
+   * @generated from field: string user = 1;
+   */
+  user: string;
+};
+
+/**
+ * Describes the message identity.v1.RevokeAllUserSessionsRequest.
+ * Use `create(RevokeAllUserSessionsRequestSchema)` to create a new message.
+ */
+export const RevokeAllUserSessionsRequestSchema: GenMessage<RevokeAllUserSessionsRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 41);
+
+/**
+ * RevokeAllUserSessionsResponse counts what was ended.
+ *
+ * @generated from message identity.v1.RevokeAllUserSessionsResponse
+ */
+export type RevokeAllUserSessionsResponse = Message<"identity.v1.RevokeAllUserSessionsResponse"> & {
+  /**
+   * @generated from field: int32 sessions_revoked = 1;
+   */
+  sessionsRevoked: number;
+
+  /**
+   * @generated from field: int32 refresh_tokens_revoked = 2;
+   */
+  refreshTokensRevoked: number;
+};
+
+/**
+ * Describes the message identity.v1.RevokeAllUserSessionsResponse.
+ * Use `create(RevokeAllUserSessionsResponseSchema)` to create a new message.
+ */
+export const RevokeAllUserSessionsResponseSchema: GenMessage<RevokeAllUserSessionsResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 42);
+
+/**
+ * FieldViolation is the error detail of invalid input: which field, and
+ * what is wrong with it. Admin and provider calls attach one to an
+ * INVALID_ARGUMENT error about a field.
+ *
+ * @generated from message identity.v1.FieldViolation
+ */
+export type FieldViolation = Message<"identity.v1.FieldViolation"> & {
+  /**
+   * The field's JSON name (`authUrl`, `redirectUris`; nested ones joined by
+   * dots: `userMapping.email`).
+   *
+   * @generated from field: string field = 1;
+   */
+  field: string;
+
+  /**
+   * What is wrong, without the field's name.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message identity.v1.FieldViolation.
+ * Use `create(FieldViolationSchema)` to create a new message.
+ */
+export const FieldViolationSchema: GenMessage<FieldViolation> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 43);
 
 /**
  * ApplicationAdminService manages OAuth client applications.
@@ -951,6 +1326,17 @@ export const ApplicationAdminService: GenService<{
     input: typeof DeleteApplicationRequestSchema;
     output: typeof DeleteApplicationResponseSchema;
   },
+  /**
+   * Replaces the client secret with a new generated one, returned once here;
+   * the old secret stops working at once.
+   *
+   * @generated from rpc identity.v1.ApplicationAdminService.RotateApplicationSecret
+   */
+  rotateApplicationSecret: {
+    methodKind: "unary";
+    input: typeof RotateApplicationSecretRequestSchema;
+    output: typeof RotateApplicationSecretResponseSchema;
+  },
 }> = /*@__PURE__*/
   serviceDesc(file_identity_v1_admin, 0);
 
@@ -981,7 +1367,7 @@ export const UserAdminService: GenService<{
     output: typeof GetUserResponseSchema;
   },
   /**
-   * Lists all users.
+   * Lists users by name, optionally matching a search, a page at a time.
    *
    * @generated from rpc identity.v1.UserAdminService.ListUsers
    */
@@ -1012,6 +1398,57 @@ export const UserAdminService: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_identity_v1_admin, 1);
+
+/**
+ * SessionAdminService shows and ends a user's sign-ins: browser sessions at
+ * the login page, and refresh tokens held by applications. No secret is ever
+ * returned: each is named by an id that only revokes it.
+ *
+ * @generated from service identity.v1.SessionAdminService
+ */
+export const SessionAdminService: GenService<{
+  /**
+   * Lists a user's live browser sessions and refresh tokens.
+   *
+   * @generated from rpc identity.v1.SessionAdminService.ListUserSessions
+   */
+  listUserSessions: {
+    methodKind: "unary";
+    input: typeof ListUserSessionsRequestSchema;
+    output: typeof ListUserSessionsResponseSchema;
+  },
+  /**
+   * Ends one browser session: the next authorize request asks to sign in.
+   *
+   * @generated from rpc identity.v1.SessionAdminService.RevokeSession
+   */
+  revokeSession: {
+    methodKind: "unary";
+    input: typeof RevokeSessionRequestSchema;
+    output: typeof RevokeSessionResponseSchema;
+  },
+  /**
+   * Revokes one refresh token, and every access token issued with it.
+   *
+   * @generated from rpc identity.v1.SessionAdminService.RevokeRefreshToken
+   */
+  revokeRefreshToken: {
+    methodKind: "unary";
+    input: typeof RevokeRefreshTokenRequestSchema;
+    output: typeof RevokeRefreshTokenResponseSchema;
+  },
+  /**
+   * Ends every browser session and revokes every refresh and access token of the user.
+   *
+   * @generated from rpc identity.v1.SessionAdminService.RevokeAllUserSessions
+   */
+  revokeAllUserSessions: {
+    methodKind: "unary";
+    input: typeof RevokeAllUserSessionsRequestSchema;
+    output: typeof RevokeAllUserSessionsResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_identity_v1_admin, 2);
 
 /**
  * KeyAdminService manages the token signing keys.
@@ -1051,5 +1488,5 @@ export const KeyAdminService: GenService<{
     output: typeof ExportKeyResponseSchema;
   },
 }> = /*@__PURE__*/
-  serviceDesc(file_identity_v1_admin, 2);
+  serviceDesc(file_identity_v1_admin, 3);
 

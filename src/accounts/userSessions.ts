@@ -1,0 +1,71 @@
+import type { Clock } from "../shared/clock.js";
+import { echo, OAuthError } from "../oauth/errors.js";
+import { sha256 } from "../oauth/secrets.js";
+import type { Store } from "../store/index.js";
+import type { SessionRecord } from "../store/sessions.js";
+import type { RefreshGrantRecord } from "../store/userSignIns.js";
+import type { UserRecord } from "../shared/model.js";
+
+/** A browser session as administration sees it: a handle in place of its cookie's hash. */
+export interface SessionView extends Omit<SessionRecord, "idHash" | "userId"> {
+  id: string;
+}
+
+/**
+ * A user's sign-ins, listed and ended by administration. A session is named
+ * by a handle derived from the hash of its cookie, so neither the cookie nor
+ * the key it is stored under leaves the service; a refresh token is named by
+ * its grant (family) id, which revokes the grant's every token.
+ */
+export class UserSessions {
+  constructor(
+    private readonly store: Pick<Store, "users" | "userSignIns">,
+    private readonly clock: Clock,
+  ) {}
+
+  async list(userName: string): Promise<{ user: UserRecord; sessions: SessionView[]; refreshTokens: RefreshGrantRecord[] }> {
+    const user = await this.user(userName);
+    const now = this.clock.now();
+    const [sessions, refreshTokens] = await Promise.all([
+      this.store.userSignIns.sessions(user.id, now),
+      this.store.userSignIns.refreshGrants(user.id, now),
+    ]);
+    return {
+      user,
+      sessions: sessions.map(({ idHash, userId: _user, ...rest }) => ({ id: sessionHandle(idHash), ...rest })),
+      refreshTokens,
+    };
+  }
+
+  async revokeSession(userName: string, sessionId: string): Promise<UserRecord> {
+    const user = await this.user(userName);
+    const session = (await this.store.userSignIns.sessions(user.id, this.clock.now())).find((s) => sessionHandle(s.idHash) === sessionId);
+    if (!session || !(await this.store.userSignIns.endSession(user.id, session.idHash))) {
+      throw new OAuthError("not_found", `${echo(userName)} has no session ${echo(sessionId)}`);
+    }
+    return user;
+  }
+
+  async revokeRefreshToken(userName: string, grantId: string): Promise<UserRecord> {
+    const user = await this.user(userName);
+    if (!grantId || !(await this.store.userSignIns.revokeGrant(user.id, grantId, this.clock.now()))) {
+      throw new OAuthError("not_found", `${echo(userName)} has no refresh token ${echo(grantId)}`);
+    }
+    return user;
+  }
+
+  async revokeAll(userName: string): Promise<{ user: UserRecord; sessions: number; refreshTokens: number }> {
+    const user = await this.user(userName);
+    const ended = await this.store.userSignIns.endAll(user.id, this.clock.now());
+    return { user, sessions: ended.sessions, refreshTokens: ended.grants };
+  }
+
+  private async user(name: string): Promise<UserRecord> {
+    const user = name ? await this.store.users.findByName(name) : undefined;
+    if (!user) throw new OAuthError("not_found", `no user named ${echo(name)}`);
+    return user;
+  }
+}
+
+// A prefix of its own, so the handle is no hash used anywhere else.
+const sessionHandle = (idHash: string) => sha256(`session handle:${idHash}`);

@@ -1,0 +1,235 @@
+import assert from "node:assert/strict";
+import { toJsonString } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import {
+  ApplicationAdminService,
+  FieldViolationSchema,
+  GetApplicationResponseSchema,
+  ListApplicationsResponseSchema,
+  ListUserSessionsResponseSchema,
+  SessionAdminService,
+  UserAdminService,
+} from "../../gen/identity/v1/admin_pb.js";
+import { FederationService, GetProviderResponseSchema, ListProvidersResponseSchema } from "../../gen/identity/v1/federation_pb.js";
+import type { RunningServer } from "../../src/app/server.js";
+import { SESSION_COOKIE } from "../../src/oauth/sessions.js";
+import { authorizeUrl, browse, CookieJar } from "../support/browserless.js";
+import { describeEachDatabase } from "../support/databases.js";
+import { isActive, passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
+import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";
+
+const admin = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
+const REFRESHING_APP = { ...TEST_APP, name: "refreshing", clientId: "client-refreshing", clientSecret: "secret-of-client-refreshing", refreshExpireInHours: 24 };
+
+async function refused(promise: Promise<unknown>): Promise<ConnectError> {
+  return promise.then(
+    () => assert.fail("the call must be refused"),
+    (err: unknown) => ConnectError.from(err),
+  );
+}
+
+/** The field violations a refusal carries, as [field, description] pairs. */
+const violations = (err: ConnectError) => err.findDetails(FieldViolationSchema).map((v) => [v.field, v.description]);
+
+describeEachDatabase("admin contract for the console", (db) => {
+  let server: RunningServer;
+  let apps: Client<typeof ApplicationAdminService>;
+  let users: Client<typeof UserAdminService>;
+  let sessions: Client<typeof SessionAdminService>;
+  let grpcSessions: Client<typeof SessionAdminService>;
+  let providers: Client<typeof FederationService>;
+
+  before(async () => {
+    server = await startTestServer({
+      database: db.url,
+      config: { applications: [TEST_APP, REFRESHING_APP], users: [TEST_USER], providers: [TEST_PROVIDER] },
+    });
+    const transport = createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" });
+    apps = createClient(ApplicationAdminService, transport);
+    users = createClient(UserAdminService, transport);
+    sessions = createClient(SessionAdminService, transport);
+    grpcSessions = createClient(SessionAdminService, createGrpcTransport({ baseUrl: server.url }));
+    providers = createClient(FederationService, transport);
+  });
+  after(() => server?.close());
+
+  describe("applications: the client secret is shown once", () => {
+    it("at creation and at rotation, never by get or list, and a rotation ends the old secret", async () => {
+      const created = await apps.createApplication({ application: { name: "svc", grantTypes: ["client_credentials"] } }, admin);
+      const clientId = created.application!.clientId;
+      const cc = (secret: string) => postForm(server.url + TOKEN_PATH, { grant_type: "client_credentials" }, { authorization: basicAuth(clientId, secret) });
+      assert.equal((await cc(created.clientSecret)).status, 200);
+
+      const rotated = await apps.rotateApplicationSecret({ name: "svc" }, admin);
+      assert.match(rotated.clientSecret, /^[A-Za-z0-9_-]{43}$/);
+      assert.notEqual(rotated.clientSecret, created.clientSecret);
+      assert.equal(rotated.application?.clientId, clientId);
+      assert.equal((await cc(created.clientSecret)).status, 401, "the old secret is refused");
+      assert.equal((await cc(rotated.clientSecret)).status, 200);
+
+      const shown = [
+        toJsonString(GetApplicationResponseSchema, await apps.getApplication({ name: "svc" }, admin)),
+        toJsonString(ListApplicationsResponseSchema, await apps.listApplications({}, admin)),
+      ].join("\n");
+      for (const secret of [created.clientSecret, rotated.clientSecret]) assert.ok(!shown.includes(secret), shown);
+      assert.equal((await refused(apps.rotateApplicationSecret({ name: "nope" }, admin))).code, Code.NotFound);
+      await apps.deleteApplication({ name: "svc" }, admin);
+    });
+  });
+
+  describe("providers: the client secret is write-only", () => {
+    it("is never returned, says whether one is set, and an update with it empty keeps it", async () => {
+      const secret = "provider-secret-0123456789";
+      const created = await providers.createProvider({ provider: { ...TEST_PROVIDER, name: "wo", clientSecret: secret } }, admin);
+      assert.equal(created.provider?.clientSecretSet, true);
+      const required = await refused(providers.createProvider({ provider: { ...TEST_PROVIDER, name: "wo-none", clientSecret: "" } }, admin));
+      assert.deepEqual(violations(required), [["clientSecret", "is required"]], "a Custom provider needs one");
+
+      const updated = await providers.updateProvider({ provider: { name: "wo", displayName: "Write Only", clientSecret: "" } }, admin);
+      assert.equal(updated.provider?.displayName, "Write Only");
+      assert.equal(updated.provider?.clientSecretSet, true);
+      const stored = await server.domain.providerAdmin.get("wo");
+      assert.equal(server.domain.providerAdmin.clientSecret(stored), secret, "the empty field kept the secret");
+
+      const texts = [
+        toJsonString(GetProviderResponseSchema, await providers.getProvider({ name: "wo" }, admin)),
+        toJsonString(ListProvidersResponseSchema, await providers.listProviders({}, admin)),
+      ];
+      for (const text of texts) assert.ok(!text.includes(secret), text);
+      assert.equal((await providers.getProvider({ name: "wo" }, admin)).provider?.clientSecretSet, true);
+
+      const replaced = await providers.updateProvider({ provider: { name: "wo", clientSecret: "another-secret-9876543210" } }, admin);
+      assert.equal(replaced.provider?.clientSecretSet, true);
+      assert.equal(server.domain.providerAdmin.clientSecret(await server.domain.providerAdmin.get("wo")), "another-secret-9876543210");
+      await providers.deleteProvider({ name: "wo" }, admin);
+    });
+  });
+
+  describe("field errors name the field", () => {
+    it("on a provider with a bad Auth URL, over Connect and gRPC", async () => {
+      for (const client of [providers, createClient(FederationService, createGrpcTransport({ baseUrl: server.url }))]) {
+        const err = await refused(client.createProvider({ provider: { ...TEST_PROVIDER, name: "bad", authUrl: "not a url" } }, admin));
+        assert.equal(err.code, Code.InvalidArgument);
+        const [[field, description]] = violations(err) as [[string, string]];
+        assert.equal(field, "authUrl");
+        assert.ok(description && !description.startsWith("authUrl"), description);
+      }
+    });
+
+    it("on applications and users, with the contract's JSON names", async () => {
+      const app = await refused(apps.createApplication({ application: { name: "x", redirectUris: ["ftp://nope"] } }, admin));
+      assert.deepEqual(violations(app).map(([f]) => f), ["redirectUris"]);
+      const user = await refused(users.createUser({ user: { name: "u", email: "not-an-email" } }, admin));
+      assert.deepEqual(violations(user).map(([f]) => f), ["email"]);
+      const name = await refused(users.createUser({ user: { name: "has space" } }, admin));
+      assert.deepEqual(violations(name).map(([f]) => f), ["name"]);
+      const notInput = await refused(apps.getApplication({ name: "missing" }, admin));
+      assert.deepEqual(violations(notInput), [], "a refusal about no field names none");
+    });
+  });
+
+  describe("users: search and paging", () => {
+    before(async () => {
+      for (const [name, displayName, email] of [
+        ["p-anna", "Anna Smith", "anna@one.example"],
+        ["p-bob", "Bob Jones", "bob@two.example"],
+        ["p-carl", "Carl Smith", "carl@one.example"],
+        ["p-dora", "Dora 100%_Real", "dora@three.example"],
+      ]) {
+        await users.createUser({ user: { name, displayName, email } }, admin);
+      }
+    });
+
+    it("searches name, display name and email, ignoring case, and wildcards are plain text", async () => {
+      const names = async (search: string) => (await users.listUsers({ search }, admin)).users.map((u) => u.name);
+      assert.deepEqual(await names("SMITH"), ["p-anna", "p-carl"]);
+      assert.deepEqual(await names("one.example"), ["p-anna", "p-carl"]);
+      assert.deepEqual(await names("p-b"), ["p-bob"]);
+      assert.deepEqual(await names("%_"), ["p-dora"]);
+      assert.deepEqual(await names("_"), ["p-dora"]);
+      assert.deepEqual(await names("nobody"), []);
+    });
+
+    it("pages by name with a token, and counts every match", async () => {
+      const seen: string[] = [];
+      let pageToken = "";
+      let pages = 0;
+      do {
+        const page = await users.listUsers({ search: "p-", pageSize: 3, pageToken }, admin);
+        assert.equal(page.totalSize, 4);
+        assert.ok(page.users.length <= 3);
+        seen.push(...page.users.map((u) => u.name));
+        pageToken = page.nextPageToken;
+        pages++;
+      } while (pageToken);
+      assert.equal(pages, 2);
+      assert.deepEqual(seen, ["p-anna", "p-bob", "p-carl", "p-dora"]);
+      const all = await users.listUsers({}, admin);
+      assert.equal(all.nextPageToken, "", "page_size 0 is every user at once");
+      assert.equal(all.users.length, all.totalSize);
+      const bad = await refused(users.listUsers({ pageToken: "!!" }, admin));
+      assert.deepEqual(violations(bad).map(([f]) => f), ["pageToken"]);
+      assert.deepEqual(violations(await refused(users.listUsers({ pageSize: 5000 }, admin))).map(([f]) => f), ["pageSize"]);
+    });
+  });
+
+  describe("sessions: a user's browser sessions and refresh tokens", () => {
+    const signInCookie = async () => {
+      const user = (await server.domain.store.users.findByName(TEST_USER.name))!;
+      const jar = new CookieJar();
+      jar.set(SESSION_COOKIE, (await server.domain.sessions.create(user)).cookie);
+      return jar;
+    };
+    /** Whether the browser's session still signs it in: authorize answers with a redirect, not the login page. */
+    const signedIn = async (jar: CookieJar) => (await browse(authorizeUrl(server.url), jar)).status !== 200;
+
+    it("lists them without secrets, revokes each one, and then all", async () => {
+      const [first, second] = [await signInCookie(), await signInCookie()];
+      const tokens = await passwordTokens(server, { client: REFRESHING_APP });
+      const other = await passwordTokens(server, { client: REFRESHING_APP });
+      assert.ok(tokens.refresh_token && other.refresh_token);
+
+      const listed = await sessions.listUserSessions({ user: TEST_USER.name }, admin);
+      assert.equal(listed.sessions.length, 2);
+      assert.equal(listed.refreshTokens.length, 2);
+      const text = toJsonString(ListUserSessionsResponseSchema, listed);
+      for (const secret of [first.get(SESSION_COOKIE)!, second.get(SESSION_COOKIE)!, tokens.refresh_token!, other.refresh_token!, tokens.access_token]) {
+        assert.ok(!text.includes(secret), "no secret in the listing");
+      }
+      const grant = listed.refreshTokens[0]!;
+      assert.equal(grant.clientId, REFRESHING_APP.clientId);
+      assert.equal(grant.application, REFRESHING_APP.name);
+      assert.ok(grant.expireTime > grant.issuedTime && grant.issuedTime > 0n);
+
+      // One session: that browser must sign in again, the other stays.
+      assert.ok((await signedIn(first)) && (await signedIn(second)));
+      const target = listed.sessions[0]!;
+      assert.ok(target.expireTime > target.createdTime && target.authTime > 0n);
+      await sessions.revokeSession({ user: TEST_USER.name, sessionId: target.id }, admin);
+      const endedOne = [await signedIn(first), await signedIn(second)];
+      assert.equal(endedOne.filter(Boolean).length, 1, "exactly one session ended");
+      assert.equal((await refused(sessions.revokeSession({ user: TEST_USER.name, sessionId: target.id }, admin))).code, Code.NotFound);
+
+      // One refresh token, over gRPC: it and its access token end, the other grant stays.
+      const revokedGrant = listed.refreshTokens.find((g) => g.id)!;
+      await grpcSessions.revokeRefreshToken({ user: TEST_USER.name, refreshTokenId: revokedGrant.id }, admin);
+      const results = await Promise.all([refresh(server, tokens.refresh_token!, {}, REFRESHING_APP), refresh(server, other.refresh_token!, {}, REFRESHING_APP)]);
+      assert.deepEqual(results.map((r) => r.status).sort(), [200, 400], "one grant revoked, one alive");
+      assert.equal((await sessions.listUserSessions({ user: TEST_USER.name }, admin)).refreshTokens.length, 1);
+
+      // Everything else.
+      const all = await sessions.revokeAllUserSessions({ user: TEST_USER.name }, admin);
+      assert.deepEqual([all.sessionsRevoked, all.refreshTokensRevoked], [1, 1]);
+      assert.deepEqual(await sessions.listUserSessions({ user: TEST_USER.name }, admin).then((l) => [l.sessions.length, l.refreshTokens.length]), [0, 0]);
+      assert.ok(!(await signedIn(first)) && !(await signedIn(second)));
+      assert.equal(await isActive(server, other.access_token, REFRESHING_APP), false, "access tokens end with them");
+    });
+
+    it("refuses an unknown user or id, and a caller without admin rights", async () => {
+      assert.equal((await refused(sessions.listUserSessions({ user: "nobody" }, admin))).code, Code.NotFound);
+      assert.equal((await refused(sessions.revokeRefreshToken({ user: TEST_USER.name, refreshTokenId: "nope" }, admin))).code, Code.NotFound);
+      assert.equal((await refused(sessions.listUserSessions({ user: TEST_USER.name }))).code, Code.Unauthenticated);
+    });
+  });
+});
