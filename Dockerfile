@@ -16,7 +16,8 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm rebuild sqlite3 \
  && npm cache clean --force
 
-# 2. The build: every dependency (TypeScript is a dev dependency), then tsc.
+# 2. The build: every dependency (TypeScript and esbuild are dev
+#    dependencies), then tsc and the admin console's bundle (dist/console).
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -24,6 +25,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY gen ./gen
 COPY src ./src
+COPY console ./console
 RUN npm run build
 
 # 3. What runs: the built JavaScript and the production node_modules, as the

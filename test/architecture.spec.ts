@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { dirname, join, normalize, relative } from "node:path";
+import { dirname, join, normalize, relative, sep } from "node:path";
 import ts from "typescript";
 
 /**
@@ -82,6 +82,20 @@ describe("architecture", () => {
       }
     }
     assert.deepEqual(broken, []);
+  });
+
+  it("keeps the admin console (console/) a client of the contract: it imports gen/ and itself, and src/ never imports it", () => {
+    const consoleFiles = readdirSync("console/src", { recursive: true, encoding: "utf8" })
+      .filter((name) => /\.tsx?$/.test(name))
+      .map((name) => join("console/src", name));
+    assert.ok(consoleFiles.length > 0);
+    const outside = consoleFiles.flatMap((file) =>
+      importsOf(file).filter((target) => !target.startsWith(`console${sep}`) && !target.startsWith(`gen${sep}`)).map((target) => `${file} -> ${target}`),
+    );
+    assert.deepEqual(outside, []);
+    const intoConsole = files.flatMap((file) => importsOf(file).filter((target) => target.startsWith(`console${sep}`)).map((target) => `${file} -> ${target}`));
+    assert.deepEqual(intoConsole, []);
+    assert.ok(readFileSync("docs/architecture.md", "utf8").includes("`console/`"), "docs/architecture.md names console/");
   });
 
   it("names every folder of src/ in docs/architecture.md", () => {

@@ -5,6 +5,7 @@ import type { DoorAnswer, PathPattern } from "../http/door.js";
 import { asOAuthError, OAuthError, worthLogging } from "../oauth/errors.js";
 import { collectParams, readBody } from "../http/params.js";
 import { FORM_POST_SCRIPT, FORM_POST_SCRIPT_PATH } from "./authorizationResponse.js";
+import { CONSOLE_PATHS, consoleRoutes } from "./console.js";
 import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
 import { SignInPages } from "./signIn.js";
@@ -35,6 +36,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   CALLBACK_PATH,
   STYLESHEET_PATH,
   FORM_POST_SCRIPT_PATH,
+  ...CONSOLE_PATHS,
   { pattern: PROVIDER_PATH, label: "/login/oauth/provider/{name}" },
 ];
 
@@ -65,6 +67,8 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, await params(req, url)) },
     [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },
     [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },
+    // The admin console at /admin/ (web/console.ts).
+    ...consoleRoutes(domain),
   };
 
   const providerButton: Route = {

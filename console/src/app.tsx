@@ -1,0 +1,88 @@
+import { useEffect, useState } from "preact/hooks";
+import type { ClientOf } from "./rpc.js";
+import { ApplicationsPage } from "./pages/applications.js";
+import { KeysPage } from "./pages/keys.js";
+import { ProvidersPage } from "./pages/providers.js";
+import { SessionsPage } from "./pages/sessions.js";
+import { UsersPage } from "./pages/users.js";
+
+/** The pages, in navigation order: each entry's text is its page's heading. */
+const PAGES = [
+  { path: "providers", title: "Providers", Page: ProvidersPage },
+  { path: "applications", title: "Applications", Page: ApplicationsPage },
+  { path: "users", title: "Users", Page: UsersPage },
+  { path: "keys", title: "Signing keys", Page: KeysPage },
+  { path: "sessions", title: "Sessions", Page: SessionsPage },
+] as const;
+
+export interface PageProps {
+  clients: ClientOf;
+}
+
+/** The hash route (`#/users`); an unknown one shows Providers. */
+function currentPage() {
+  const path = location.hash.replace(/^#\/?/, "").split("?")[0];
+  return PAGES.find((p) => p.path === path) ?? PAGES[0];
+}
+
+export function App(props: { clients: ClientOf; userName: string; onSignOut: () => void }) {
+  const [page, setPage] = useState(currentPage);
+  useEffect(() => {
+    const onHash = () => setPage(currentPage());
+    addEventListener("hashchange", onHash);
+    return () => removeEventListener("hashchange", onHash);
+  }, []);
+  useEffect(() => {
+    document.title = `${page.title} · Identity console`;
+  }, [page]);
+  const { Page } = page;
+  return (
+    <>
+      <a class="skip" href="#main" onClick={(e) => { e.preventDefault(); document.getElementById("main")?.querySelector("h1")?.focus(); }}>Skip to content</a>
+      <header class="top">
+        <span class="brand">Identity console</span>
+        <nav aria-label="Console">
+          <ul>
+            {PAGES.map((p) => (
+              <li key={p.path}>
+                <a href={`#/${p.path}`} aria-current={p === page ? "page" : undefined}>{p.title}</a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <div class="who">
+          <span>{props.userName}</span>
+          <button type="button" class="quiet" onClick={props.onSignOut}>Sign out</button>
+        </div>
+      </header>
+      <main id="main">
+        <Page key={page.path} clients={props.clients} />
+      </main>
+    </>
+  );
+}
+
+/** What a signed-in user who is not an administrator sees. */
+export function NotAdministrator(props: { userName: string; onSignOut: () => void }) {
+  return (
+    <main class="refused">
+      <h1>Not an administrator</h1>
+      <p>
+        {props.userName ? <>You are signed in as <strong>{props.userName}</strong>, who</> : "The account you signed in with"} is not an administrator of this
+        service. Only users with administrator rights can use the console.
+      </p>
+      <button type="button" class="primary" onClick={props.onSignOut}>Sign out</button>
+    </main>
+  );
+}
+
+/** A sign-in that could not finish (a refused consent, a lost state). */
+export function SignInFailed(props: { message: string; onRetry: () => void }) {
+  return (
+    <main class="refused">
+      <h1>Sign-in failed</h1>
+      <p role="alert">{props.message}</p>
+      <button type="button" class="primary" onClick={props.onRetry}>Sign in again</button>
+    </main>
+  );
+}

@@ -1,0 +1,42 @@
+import { render } from "preact";
+import { FederationService } from "../../gen/identity/v1/federation_pb.js";
+import { App, NotAdministrator, SignInFailed } from "./app.js";
+import { createClients, failureOf, isRefused, isSignedOut } from "./rpc.js";
+import { readShellSettings } from "./shell.js";
+import { ConsoleSignIn, type Session } from "./signIn.js";
+import "./console.css";
+
+/**
+ * The console starts here. Without a token it leaves at once for the
+ * service's authorization endpoint (the shell has drawn nothing); back with a
+ * code, it exchanges it, checks the user may administer, and draws the app.
+ */
+async function start(): Promise<void> {
+  const signIn = new ConsoleSignIn(readShellSettings());
+  const root = document.getElementById("app")!;
+  const url = new URL(location.href);
+  let session: Session | undefined;
+  try {
+    session = signIn.isCallback(url) ? await signIn.complete(url) : signIn.current();
+  } catch (err) {
+    render(<SignInFailed message={err instanceof Error ? err.message : String(err)} onRetry={() => void signIn.redirect("")} />, root);
+    return;
+  }
+  if (!session) return void (await signIn.redirect());
+  const token = session.accessToken;
+  const clients = createClients(() => token, () => void signIn.redirect());
+  const onSignOut = () => signIn.signOut();
+  try {
+    // One cheap admin call: the service decides who is an administrator.
+    await clients(FederationService).listProviders({});
+  } catch (err) {
+    const failure = failureOf(err);
+    if (isSignedOut(failure)) return;
+    if (isRefused(failure)) return render(<NotAdministrator userName={session.userName} onSignOut={onSignOut} />, root);
+    render(<SignInFailed message={failure.message} onRetry={() => location.reload()} />, root);
+    return;
+  }
+  render(<App clients={clients} userName={session.userName} onSignOut={onSignOut} />, root);
+}
+
+void start();

@@ -1,0 +1,193 @@
+import { useState } from "preact/hooks";
+import type { TargetedEvent } from "preact";
+import { ApplicationAdminService, type Application } from "../../../gen/identity/v1/admin_pb.js";
+import { FederationService } from "../../../gen/identity/v1/federation_pb.js";
+import type { PageProps } from "../app.js";
+import { ACCESS_TOKEN_STRATEGIES, GRANT_TYPES, SIGNING_ALGS, TOKEN_FORMATS } from "../choices.js";
+import {
+  CheckboxGroup, Confirm, Dialog, FormActions, formErrorsOf, Notice, NO_ERRORS, PageHeading, SelectField, ShownOnce, TextField, useLoad,
+  type FormErrors,
+} from "../ui.js";
+
+interface ApplicationForm {
+  name: string;
+  clientId: string;
+  redirectUris: string;
+  grantTypes: string[];
+  expireInHours: string;
+  refreshExpireInHours: string;
+  providers: string[];
+  allowedOrigins: string;
+  tokenFormat: string;
+  signingAlg: string;
+  accessTokenStrategy: string;
+}
+
+const FORM_FIELDS: readonly (keyof ApplicationForm)[] = [
+  "name", "clientId", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers", "allowedOrigins", "tokenFormat",
+  "signingAlg", "accessTokenStrategy",
+];
+
+function formOf(a?: Application): ApplicationForm {
+  return {
+    name: a?.name ?? "", clientId: a?.clientId ?? "", redirectUris: a?.redirectUris.join("\n") ?? "",
+    grantTypes: a?.grantTypes ?? ["authorization_code"], expireInHours: String(a?.expireInHours ?? 168),
+    refreshExpireInHours: String(a?.refreshExpireInHours ?? 0), providers: a?.providers ?? [], allowedOrigins: a?.allowedOrigins.join("\n") ?? "",
+    tokenFormat: a?.tokenFormat || TOKEN_FORMATS[0], signingAlg: a?.signingAlg || SIGNING_ALGS[0], accessTokenStrategy: a?.accessTokenStrategy || ACCESS_TOKEN_STRATEGIES[0],
+  };
+}
+
+const lines = (text: string) => text.split(/\s*\n\s*/).map((l) => l.trim()).filter(Boolean);
+/** A whole number of hours, or NaN so the service names the field. */
+const hours = (text: string) => (/^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN);
+
+function inputOf(form: ApplicationForm, editing: boolean) {
+  return {
+    name: form.name.trim(),
+    clientId: form.clientId.trim() || undefined,
+    redirectUris: lines(form.redirectUris),
+    grantTypes: form.grantTypes,
+    expireInHours: hours(form.expireInHours),
+    refreshExpireInHours: hours(form.refreshExpireInHours),
+    providers: form.providers,
+    allowedOrigins: lines(form.allowedOrigins),
+    tokenFormat: form.tokenFormat,
+    signingAlg: form.signingAlg,
+    accessTokenStrategy: form.accessTokenStrategy,
+    // The form shows every list: an emptied one is meant empty.
+    replaceLists: editing,
+  };
+}
+
+export function ApplicationsPage({ clients }: PageProps) {
+  const applications = clients(ApplicationAdminService);
+  const federation = clients(FederationService);
+  const list = useLoad(async () => (await applications.listApplications({})).applications);
+  const providers = useLoad(async () => (await federation.listProviders({})).providers);
+  const [editing, setEditing] = useState<{ application?: Application }>();
+  const [deleting, setDeleting] = useState<Application>();
+  const [rotating, setRotating] = useState<Application>();
+  const [secret, setSecret] = useState<{ name: string; value: string }>();
+  const providerName = (name: string) => providers.data?.find((p) => p.name === name)?.displayName || name;
+  return (
+    <>
+      <PageHeading title="Applications">
+        <button type="button" class="primary" onClick={() => setEditing({})}>New application</button>
+      </PageHeading>
+      <p class="lead">OAuth clients of this service.</p>
+      <Notice error={list.error} />
+      {list.data && list.data.length === 0 && <p>No applications yet.</p>}
+      {list.data && list.data.length > 0 && (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr><th scope="col">Name</th><th scope="col">Client ID</th><th scope="col">Redirect URIs</th><th scope="col">Grant types</th><th scope="col">Providers</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr>
+            </thead>
+            <tbody>
+              {list.data.map((a) => (
+                <tr key={a.name}>
+                  <td>{a.name}</td>
+                  <td class="mono">{a.clientId}</td>
+                  <td class="wrap">{a.redirectUris.join(" ")}</td>
+                  <td>{a.grantTypes.join(", ")}</td>
+                  <td>{a.providers.map(providerName).join(", ") || "—"}</td>
+                  <td class="row-actions">
+                    <button type="button" onClick={() => setEditing({ application: a })} aria-label={`Edit ${a.name}`}>Edit</button>
+                    <button type="button" onClick={() => setRotating(a)} aria-label={`Rotate the secret of ${a.name}`}>Rotate secret</button>
+                    <button type="button" class="danger" onClick={() => setDeleting(a)} aria-label={`Delete ${a.name}`}>Delete</button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {editing && (
+        <ApplicationDialog application={editing.application} providers={(providers.data ?? []).map((p) => ({ value: p.name, label: p.displayName || p.name }))}
+          onClose={() => setEditing(undefined)}
+          onSave={async (input) => {
+            if (editing.application) {
+              await applications.updateApplication({ application: input });
+            } else {
+              const created = await applications.createApplication({ application: input });
+              setSecret({ name: created.application?.name ?? input.name, value: created.clientSecret });
+            }
+            setEditing(undefined);
+            list.reload();
+          }} />
+      )}
+      {secret && <ShownOnce title={`Client secret of ${secret.name}`} label="Client Secret" value={secret.value} onClose={() => setSecret(undefined)} />}
+      {rotating && (
+        <Confirm title="Rotate client secret" action="Rotate" message={`Give ${rotating.name} a new client secret? The current one stops working at once.`}
+          onClose={() => setRotating(undefined)}
+          onConfirm={async () => {
+            const rotated = await applications.rotateApplicationSecret({ name: rotating.name });
+            setSecret({ name: rotating.name, value: rotated.clientSecret });
+          }} />
+      )}
+      {deleting && (
+        <Confirm title="Delete application" action="Delete" message={`Delete the application ${deleting.name}? Its tokens stop working.`}
+          onClose={() => setDeleting(undefined)}
+          onConfirm={async () => {
+            await applications.deleteApplication({ name: deleting.name });
+            list.reload();
+          }} />
+      )}
+    </>
+  );
+}
+
+function ApplicationDialog(props: {
+  application?: Application;
+  providers: { value: string; label: string }[];
+  onClose: () => void;
+  onSave: (input: ReturnType<typeof inputOf>) => Promise<void>;
+}) {
+  const [form, setForm] = useState(() => formOf(props.application));
+  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
+  const [busy, setBusy] = useState(false);
+  const editing = props.application !== undefined;
+  const set = <K extends keyof ApplicationForm>(key: K) => (value: ApplicationForm[K]) => setForm((f) => ({ ...f, [key]: value }));
+  const submit = async (e: TargetedEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const input = inputOf(form, editing);
+    // Checked here: a number that is not one cannot be put in the request at all.
+    const notHours = (["expireInHours", "refreshExpireInHours"] as const).filter((key) => Number.isNaN(input[key]));
+    if (notHours.length) return setErrors({ fields: Object.fromEntries(notHours.map((key) => [key, "must be a whole number of hours"])) });
+    setBusy(true);
+    try {
+      await props.onSave(input);
+    } catch (err) {
+      setErrors(formErrorsOf(err, FORM_FIELDS));
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog title={editing ? `Edit application ${props.application!.name}` : "New application"} onClose={props.onClose}>
+      <form onSubmit={submit} noValidate>
+        <div class="grid">
+          <TextField id="app-name" label="Name" value={form.name} onValue={set("name")} error={errors.fields.name} required disabled={editing} />
+          <TextField id="app-clientId" label="Client ID" value={form.clientId} onValue={set("clientId")} error={errors.fields.clientId}
+            note={editing ? undefined : "Empty: the service makes one."} />
+          <TextField id="app-redirectUris" label="Redirect URIs" multiline value={form.redirectUris} onValue={set("redirectUris")}
+            error={errors.fields.redirectUris} note="One per line." />
+          <TextField id="app-allowedOrigins" label="Allowed origins" multiline value={form.allowedOrigins} onValue={set("allowedOrigins")}
+            error={errors.fields.allowedOrigins} note="Browser origins that may call the service across origins; one per line." />
+          <TextField id="app-expireInHours" label="Token lifetime (hours)" type="number" value={form.expireInHours} onValue={set("expireInHours")}
+            error={errors.fields.expireInHours} />
+          <TextField id="app-refreshExpireInHours" label="Refresh expiry (hours)" type="number" value={form.refreshExpireInHours}
+            onValue={set("refreshExpireInHours")} error={errors.fields.refreshExpireInHours} note="0: refresh tokens do not expire by time." />
+          <SelectField id="app-tokenFormat" label="Token format" value={form.tokenFormat} options={TOKEN_FORMATS} onValue={set("tokenFormat")} error={errors.fields.tokenFormat} />
+          <SelectField id="app-signingAlg" label="Signing algorithm" value={form.signingAlg} options={SIGNING_ALGS} onValue={set("signingAlg")} error={errors.fields.signingAlg} />
+          <SelectField id="app-accessTokenStrategy" label="Access token strategy" value={form.accessTokenStrategy} options={ACCESS_TOKEN_STRATEGIES}
+            onValue={set("accessTokenStrategy")} error={errors.fields.accessTokenStrategy} />
+        </div>
+        <CheckboxGroup id="app-grantTypes" legend="Grant types" options={GRANT_TYPES.map((g) => ({ value: g, label: g }))} values={form.grantTypes}
+          onValues={set("grantTypes")} error={errors.fields.grantTypes} />
+        <CheckboxGroup id="app-providers" legend="Providers on its login page" options={props.providers} values={form.providers} onValues={set("providers")}
+          error={errors.fields.providers} />
+        <FormActions busy={busy} submit={editing ? "Save" : "Create"} onCancel={props.onClose} error={errors.form} />
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,52 @@
+import type { DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { FieldViolationSchema } from "../../gen/identity/v1/admin_pb.js";
+
+/**
+ * The one way the console reaches the service: the generated Protobuf
+ * clients over Connect, on this page's origin, carrying the access token.
+ */
+export function createClients(accessToken: () => string, onSignedOut: () => void) {
+  const bearer: Interceptor = (next) => async (req) => {
+    req.header.set("authorization", `Bearer ${accessToken()}`);
+    try {
+      return await next(req);
+    } catch (err) {
+      // An expired or revoked token: sign in again rather than show every page failing.
+      if (ConnectError.from(err).code === Code.Unauthenticated) onSignedOut();
+      throw err;
+    }
+  };
+  const transport = createConnectTransport({ baseUrl: location.origin, interceptors: [bearer] });
+  return <S extends DescService>(service: S): Client<S> => createClient(service, transport);
+}
+
+export type ClientOf = ReturnType<typeof createClients>;
+
+/** A failed call, as the console shows it: its message, and the form field it names, if any. */
+export interface Failure {
+  code: Code;
+  message: string;
+  field?: string;
+}
+
+/**
+ * Invalid input carries a FieldViolation detail naming the field by its JSON
+ * name (`authUrl`, `userMapping.email`): that field is where the console
+ * shows it. A message `field: problem` names it too, for any call that has
+ * no detail.
+ */
+export function failureOf(err: unknown): Failure {
+  const error = ConnectError.from(err);
+  const [violation] = error.findDetails(FieldViolationSchema);
+  if (violation?.field) return { code: error.code, field: violation.field, message: violation.description || error.rawMessage };
+  const named = /^([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)?): (.+)$/s.exec(error.rawMessage);
+  if (named) return { code: error.code, field: named[1], message: named[2]! };
+  return { code: error.code, message: error.rawMessage || "The call failed." };
+}
+
+/** Whether the caller's token no longer works (expired, revoked): time to sign in again. */
+export const isSignedOut = (failure: Failure) => failure.code === Code.Unauthenticated;
+/** Whether the signed-in user is not an administrator. */
+export const isRefused = (failure: Failure) => failure.code === Code.PermissionDenied;

@@ -1,0 +1,385 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import type { Browser, BrowserContext, Page, Response } from "playwright-core";
+import * as choices from "../../console/src/choices.js";
+import type { RunningServer } from "../../src/app/server.js";
+import { GRANT_TYPES } from "../../src/accounts/applications.js";
+import { PROVIDER_TYPES } from "../../src/federation/providerTypes/index.js";
+import { ACCESS_TOKEN_STRATEGIES, PROVIDER_TOKEN_AUTH_METHODS, SIGNING_ALGS, TOKEN_FORMATS } from "../../src/shared/model.js";
+import { authorizeUrl } from "../support/browserless.js";
+import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
+import { freshPage, launchChromium } from "../support/chromium.js";
+import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+
+const ROOT = { name: "root", password: "pw-root-123456", displayName: "Root", isAdmin: true };
+const SCREENSHOT = "docs/images/console-providers.png";
+// The DOM is not in this project's TypeScript lib; these run in the page.
+declare const document: any;
+declare function getComputedStyle(element: unknown): { outlineStyle: string };
+
+const RPC_PATH = /\/identity\.v1\.[A-Za-z]+\/[A-Za-z]+$/;
+
+/**
+ * The admin console at /admin in Debian's headless Chromium, against the real
+ * server: sign-in through the service itself, every page, and what an
+ * administrator does there. Every page must keep to its CSP.
+ */
+describe("admin console in headless Chromium", function () {
+  this.timeout(90_000);
+  let browser: Browser;
+  let server: RunningServer;
+  let upstream: CallbackServer;
+  let context: BrowserContext;
+  let page: Page;
+  let cspViolations: string[];
+  /** Every RPC answer the page received, as text. */
+  let rpcAnswers: Promise<string>[];
+  let origin: string;
+
+  before(async () => {
+    // The bundle the server reads at start: built from the current source.
+    execFileSync("npm", ["run", "--silent", "build:console"], { stdio: "ignore" });
+    upstream = await startCallbackServer();
+    origin = new URL(upstream.url).origin;
+    const acme = {
+      name: "acme", type: "Custom", displayName: "Acme", clientId: "acme", clientSecret: "acme-secret", scope: "openid",
+      authUrl: `${origin}/authorize`, tokenUrl: `${origin}/token`, userInfoUrl: `${origin}/userinfo`, favicon: `${origin}/favicon.svg`,
+    };
+    server = await startTestServer({
+      config: {
+        applications: [{ ...TEST_APP, redirectUris: [upstream.url], providers: ["acme"] }],
+        users: [TEST_USER, ROOT],
+        providers: [acme],
+      },
+    });
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    await upstream?.close();
+  });
+
+  beforeEach(async () => {
+    ({ context, page, cspViolations } = await freshPage(browser));
+    rpcAnswers = [];
+    page.on("response", (response: Response) => {
+      if (RPC_PATH.test(new URL(response.url()).pathname)) rpcAnswers.push(response.text().catch(() => ""));
+    });
+  });
+  afterEach(async () => {
+    await context.close();
+    assert.deepEqual(cspViolations, [], "the console works under its own CSP");
+  });
+
+  async function signInToConsole(user: { name: string; password: string }): Promise<void> {
+    await page.goto(`${server.url}/admin`);
+    // Straight to the service's login page: the shell drew nothing on the way.
+    await page.waitForURL((url) => url.pathname === "/login/oauth/authorize");
+    const authorize = new URL(page.url());
+    assert.equal(authorize.searchParams.get("client_id"), server.domain.console.clientId);
+    assert.equal(authorize.searchParams.get("redirect_uri"), `${server.issuer}/admin/`);
+    assert.equal(authorize.searchParams.get("code_challenge_method"), "S256");
+    assert.equal(authorize.searchParams.get("scope"), "openid profile identity:admin");
+    assert.ok(authorize.searchParams.get("state"));
+    await page.getByLabel("Username").fill(user.name);
+    await page.getByLabel("Password").fill(user.password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.waitForURL((url) => url.pathname === "/admin/" && !url.searchParams.has("code"));
+  }
+
+  const heading = () => page.getByRole("heading", { level: 1 });
+  const nav = () => page.getByRole("navigation", { name: "Console" });
+
+  async function openPage(title: string): Promise<void> {
+    await nav().getByRole("link", { name: title, exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: title, exact: true }).waitFor();
+  }
+
+  it("serves an empty shell under a strict CSP, and /admin leads to it", async () => {
+    const res = await fetch(`${server.url}/admin/`);
+    const shell = { status: res.status, headers: res.headers, text: await res.text() };
+    assert.equal(shell.status, 200);
+    assert.match(shell.text, /<body><div id="app"><\/div><\/body>/, "nothing to see before the redirect");
+    assert.doesNotMatch(shell.text, /<script>|<style|style=/);
+    const csp = shell.headers.get("content-security-policy")!;
+    for (const rule of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"]) {
+      assert.ok(csp.includes(rule), `${rule} in ${csp}`);
+    }
+    const bare = await fetch(`${server.url}/admin`, { redirect: "manual" });
+    assert.equal(bare.headers.get("location"), "/admin/");
+    const script = /src="(\/admin\/console\.js\?v=[\w-]+)"/.exec(shell.text)?.[1];
+    assert.ok(script, "the shell loads the bundle by its content hash");
+    const bundle = await fetch(server.url + script);
+    assert.equal(bundle.status, 200);
+    assert.match(bundle.headers.get("content-type")!, /javascript/);
+  });
+
+  it("signs an admin in through the service's own login page, and every page is in the navigation", async () => {
+    await signInToConsole(ROOT);
+    assert.equal(await heading().textContent(), "Providers");
+    const entries = await nav().getByRole("link").allTextContents();
+    assert.deepEqual(entries, ["Providers", "Applications", "Users", "Signing keys", "Sessions"]);
+    for (const title of entries) {
+      await openPage(title);
+      assert.equal(await heading().textContent(), title);
+      assert.equal(await nav().getByRole("link", { name: title, exact: true }).getAttribute("aria-current"), "page");
+    }
+    // Reloading keeps the session: no second trip to the login page.
+    await page.reload();
+    await page.getByRole("heading", { level: 1, name: "Sessions" }).waitFor();
+    assert.equal(new URL(page.url()).pathname, "/admin/");
+  });
+
+  it("refuses a user who is not an administrator with a page that says so", async () => {
+    await signInToConsole(TEST_USER);
+    await page.getByRole("heading", { level: 1, name: "Not an administrator" }).waitFor();
+    assert.match((await page.locator("main").textContent())!, new RegExp(`signed in as ${TEST_USER.name}`));
+    assert.equal(await nav().count(), 0, "no console for a non-admin");
+  });
+
+  it("creates a Custom provider and attaches it to an application, whose login page then shows it beside the others", async () => {
+    await signInToConsole(ROOT);
+    await page.getByRole("button", { name: "New provider" }).click();
+    const dialog = page.getByRole("dialog", { name: "New provider" });
+    await dialog.getByLabel("Name", { exact: true }).fill("widget");
+    await dialog.getByLabel("Display name", { exact: true }).fill("Widget Co");
+    assert.deepEqual(await dialog.getByLabel("Type", { exact: true }).locator("option").allTextContents(), Object.keys(PROVIDER_TYPES));
+    await dialog.getByLabel("Type", { exact: true }).selectOption("Custom");
+    await dialog.getByLabel("Client ID", { exact: true }).fill("widget-client");
+    await dialog.getByLabel("Client Secret", { exact: true }).fill("widget-secret-never-shown");
+    await dialog.getByLabel("Auth URL", { exact: true }).fill(`${origin}/widget/authorize`);
+    await dialog.getByLabel("Scope", { exact: true }).fill("openid email");
+    await dialog.getByLabel("Token URL", { exact: true }).fill(`${origin}/widget/token`);
+    await dialog.getByLabel("UserInfo URL", { exact: true }).fill(`${origin}/widget/userinfo`);
+    await dialog.getByLabel("Favicon", { exact: true }).fill(`${origin}/favicon.svg`);
+    // The live preview shows the favicon as the login page will.
+    const preview = dialog.locator(".preview img");
+    await preview.waitFor();
+    assert.equal(await preview.getAttribute("src"), `${origin}/favicon.svg`);
+    await page.waitForFunction(() => document.querySelector(".preview img")?.naturalWidth > 0);
+    await dialog.getByRole("button", { name: "Create" }).click();
+    await dialog.waitFor({ state: "detached" });
+    const row = page.getByRole("row").filter({ hasText: "widget-client" });
+    assert.match((await row.textContent())!, /Widget Co.*widget.*Custom.*Set/);
+
+    await openPage("Applications");
+    await page.getByRole("button", { name: `Edit ${TEST_APP.name}` }).click();
+    const edit = page.getByRole("dialog", { name: `Edit application ${TEST_APP.name}` });
+    const providers = edit.getByRole("group", { name: "Providers on its login page" });
+    assert.equal(await providers.getByLabel("Acme").isChecked(), true);
+    await providers.getByLabel("Widget Co").check();
+    await edit.getByRole("button", { name: "Save" }).click();
+    await edit.waitFor({ state: "detached" });
+    assert.match((await page.getByRole("row").filter({ hasText: TEST_APP.clientId }).textContent())!, /Acme, Widget Co/);
+
+    // Someone else's browser (this one has a session): the application's login page.
+    const visitor = await freshPage(browser);
+    try {
+      const login = visitor.page;
+      await login.goto(authorizeUrl(server.url, { redirect_uri: upstream.url }));
+      const buttons = login.locator("button.provider");
+      assert.deepEqual((await buttons.allTextContents()).map((t) => t.trim()), ["Sign in with Acme", "Sign in with Widget Co"]);
+      const icon = login.getByRole("button", { name: "Sign in with Widget Co" }).locator("img");
+      assert.equal(await icon.getAttribute("src"), `${origin}/favicon.svg`);
+      await login.waitForFunction(() => [...document.querySelectorAll("button.provider img")].every((i: any) => i.naturalWidth > 0));
+      assert.deepEqual(visitor.cspViolations, []);
+    } finally {
+      await visitor.context.close();
+    }
+  });
+
+  it("never shows a provider's client secret once saved: not in the page, not in any RPC answer", async () => {
+    const secret = "a-secret-the-console-must-never-show-9f8e7d";
+    await signInToConsole(ROOT);
+    await page.getByRole("button", { name: "New provider" }).click();
+    let dialog = page.getByRole("dialog", { name: "New provider" });
+    await dialog.getByLabel("Name", { exact: true }).fill("hidden");
+    await dialog.getByLabel("Client ID", { exact: true }).fill("hidden-client");
+    await dialog.getByLabel("Client Secret", { exact: true }).fill(secret);
+    await dialog.getByLabel("Auth URL", { exact: true }).fill(`${origin}/a`);
+    await dialog.getByLabel("Scope", { exact: true }).fill("openid");
+    await dialog.getByLabel("Token URL", { exact: true }).fill(`${origin}/t`);
+    await dialog.getByLabel("UserInfo URL", { exact: true }).fill(`${origin}/u`);
+    await dialog.getByLabel("Favicon", { exact: true }).fill(`${origin}/favicon.svg`);
+    await dialog.getByRole("button", { name: "Create" }).click();
+    await dialog.waitFor({ state: "detached" });
+
+    await page.getByRole("button", { name: "Edit hidden" }).click();
+    dialog = page.getByRole("dialog", { name: "Edit provider hidden" });
+    const field = dialog.getByLabel("Client Secret", { exact: true });
+    assert.equal(await field.inputValue(), "", "the field stays empty");
+    assert.match((await dialog.locator("#provider-clientSecret-note").textContent())!, /A secret is set/);
+    // Saving another field leaves the secret as it was, still unseen.
+    await dialog.getByLabel("Display name", { exact: true }).fill("Hidden");
+    await dialog.getByRole("button", { name: "Save" }).click();
+    await dialog.waitFor({ state: "detached" });
+    await page.getByRole("button", { name: "Edit hidden" }).click();
+    assert.equal(await page.getByLabel("Client Secret", { exact: true }).inputValue(), "");
+
+    assert.ok(!(await page.content()).includes(secret), "not in the DOM");
+    const answers = await Promise.all(rpcAnswers);
+    assert.ok(answers.length >= 4, `the page's RPC answers were seen (${answers.length})`);
+    for (const answer of answers) assert.ok(!answer.includes(secret), "not in an RPC answer");
+    assert.equal(await server.domain.providerAdmin.clientSecret(await server.domain.providerAdmin.get("hidden")), secret, "but stored");
+  });
+
+  it("shows a bad Auth URL's error next to the Auth URL field", async () => {
+    await signInToConsole(ROOT);
+    await page.getByRole("button", { name: "New provider" }).click();
+    const dialog = page.getByRole("dialog", { name: "New provider" });
+    await dialog.getByLabel("Name", { exact: true }).fill("badurl");
+    await dialog.getByLabel("Client ID", { exact: true }).fill("c");
+    await dialog.getByLabel("Client Secret", { exact: true }).fill("s");
+    await dialog.getByLabel("Auth URL", { exact: true }).fill("http://login.example.com/authorize");
+    await dialog.getByLabel("Scope", { exact: true }).fill("openid");
+    await dialog.getByLabel("Token URL", { exact: true }).fill("https://login.example.com/token");
+    await dialog.getByLabel("UserInfo URL", { exact: true }).fill("https://login.example.com/userinfo");
+    await dialog.getByLabel("Favicon", { exact: true }).fill("https://login.example.com/favicon.ico");
+    await dialog.getByRole("button", { name: "Create" }).click();
+    await dialog.locator(".field-error, .error").first().waitFor();
+    const error = dialog.locator("#provider-authUrl-error");
+    assert.equal(await error.count(), 1, `the error is the Auth URL's: ${await dialog.locator(".field-error, .error").allTextContents()}`);
+    assert.match((await error.textContent())!, /must use https/);
+    const authUrl = dialog.getByLabel("Auth URL", { exact: true });
+    assert.equal(await authUrl.getAttribute("aria-invalid"), "true");
+    assert.match((await authUrl.getAttribute("aria-describedby"))!, /provider-authUrl-error/);
+    // Next to its field: inside the same field block as the Auth URL input.
+    assert.equal(await dialog.locator(".field").filter({ has: page.locator("#provider-authUrl") }).locator(".field-error").textContent(), await error.textContent());
+    assert.equal(await dialog.locator(".field-error").count(), 1, "only that field is marked");
+    await dialog.getByLabel("Auth URL", { exact: true }).fill("https://login.example.com/authorize");
+    await dialog.getByRole("button", { name: "Create" }).click();
+    await dialog.waitFor({ state: "detached" });
+    await page.getByRole("row").filter({ hasText: "badurl" }).waitFor();
+  });
+
+  it("manages users: create, search, disable, set a password, delete", async () => {
+    await signInToConsole(ROOT);
+    await openPage("Users");
+    await page.getByRole("button", { name: "New user" }).click();
+    const dialog = page.getByRole("dialog", { name: "New user" });
+    await dialog.getByLabel("Name", { exact: true }).fill("carol");
+    await dialog.getByLabel("Password", { exact: true }).fill("pw-carol-123");
+    await dialog.getByLabel("Display name", { exact: true }).fill("Carol C");
+    await dialog.getByLabel("Email", { exact: true }).fill("carol@example.com");
+    await dialog.getByRole("button", { name: "Create" }).click();
+    await dialog.waitFor({ state: "detached" });
+
+    await page.getByLabel("Search", { exact: true }).fill("carol@");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    await page.waitForFunction(() => document.querySelectorAll("tbody tr").length === 1);
+    assert.match((await page.locator("tbody tr").textContent())!, /carol.*Carol C.*carol@example\.com.*Active/);
+
+    await page.getByRole("button", { name: "Disable carol" }).click();
+    await page.getByRole("button", { name: "Enable carol" }).waitFor();
+    assert.equal((await server.domain.store.users.findByName("carol"))?.disabled, true);
+
+    await page.getByRole("button", { name: "Set password of carol" }).click();
+    const pw = page.getByRole("dialog", { name: "Set password of carol" });
+    await pw.getByLabel("New password", { exact: true }).fill("pw-carol-456-new");
+    await pw.getByRole("button", { name: "Set password" }).click();
+    await pw.waitFor({ state: "detached" });
+
+    await page.getByRole("button", { name: "Delete carol" }).click();
+    await page.getByRole("dialog", { name: "Delete user" }).getByRole("button", { name: "Delete" }).click();
+    await page.getByText("No users found.").waitFor();
+    assert.equal(await server.domain.store.users.findByName("carol"), undefined);
+  });
+
+  it("lists signing keys by kid and alg, and rotates one algorithm's key", async () => {
+    await signInToConsole(ROOT);
+    await openPage("Signing keys");
+    const kids = async () => (await page.locator("tbody tr td:first-child").allTextContents()).filter(Boolean);
+    await page.locator("tbody tr").first().waitFor();
+    const before = await kids();
+    assert.ok(before.length >= 1);
+    await page.getByLabel("Algorithm", { exact: true }).selectOption("ES256");
+    await page.getByRole("button", { name: "Rotate key" }).click();
+    await page.getByRole("status").waitFor();
+    await page.waitForFunction((n) => document.querySelectorAll("tbody tr").length > n, before.length);
+    const newest = page.locator("tbody tr").filter({ hasText: "ES256" }).first();
+    const kid = (await newest.locator("td").first().textContent())!;
+    assert.ok(!before.includes(kid));
+    assert.match((await page.getByRole("status").textContent())!, new RegExp(kid));
+  });
+
+  it("has a label for every form control, named as the field is", async () => {
+    await signInToConsole(ROOT);
+    await page.getByRole("button", { name: "New provider" }).click();
+    const labels = await page.evaluate(() =>
+      [...document.querySelectorAll("dialog input, dialog select, dialog textarea")].map((control: any) => {
+        const label = document.querySelector(`label[for="${control.id}"]`);
+        return { id: control.id as string, label: (label?.textContent ?? null) as string | null };
+      }),
+    );
+    for (const { id, label } of labels) assert.ok(label, `${id} has a <label for>`);
+    const names = labels.map((l) => l.label);
+    for (const name of ["Name", "Display name", "Type", "Client ID", "Client Secret", "Auth URL", "Scope", "Token URL", "UserInfo URL", "Favicon", "Issuer"]) {
+      assert.ok(names.includes(name), `a field labelled ${name}`);
+    }
+  });
+
+  it("works at phone width: no sideways scrolling, the navigation and dialogs fit", async () => {
+    await page.setViewportSize({ width: 375, height: 740 });
+    await signInToConsole(ROOT);
+    const overflow = () => page.evaluate(() => (document.documentElement.scrollWidth - document.documentElement.clientWidth) as number);
+    for (const title of ["Providers", "Applications", "Users", "Signing keys", "Sessions"]) {
+      await openPage(title);
+      assert.ok((await overflow()) <= 0, `${title} fits 375px`);
+    }
+    await openPage("Providers");
+    await page.getByRole("button", { name: "New provider" }).click();
+    const box = (await page.getByRole("dialog").boundingBox())!;
+    assert.ok(box.x >= 0 && box.x + box.width <= 375, `the dialog fits: ${JSON.stringify(box)}`);
+    const field = (await page.getByLabel("Auth URL", { exact: true }).boundingBox())!;
+    assert.ok(field.x + field.width <= 375);
+  });
+
+  it("works with the keyboard alone: links, buttons, focus shown, dialogs that take and give back focus", async () => {
+    await signInToConsole(ROOT);
+    const focused = () =>
+      page.evaluate(() => ({
+        text: document.activeElement?.textContent?.trim() as string | undefined,
+        tag: document.activeElement?.tagName as string | undefined,
+        inDialog: !!document.activeElement?.closest("dialog"),
+      }));
+    // Tab to the Users link and follow it with Enter; focus lands on the page's heading.
+    for (let i = 0; i < 40 && (await focused()).text !== "Users"; i++) await page.keyboard.press("Tab");
+    assert.equal((await focused()).text, "Users");
+    const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+    assert.notEqual(outline, "none", "focus is visible");
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { level: 1, name: "Users" }).waitFor();
+    assert.deepEqual(await focused(), { text: "Users", tag: "H1", inDialog: false });
+    // On to "New user"; Enter opens the dialog with focus inside it.
+    for (let i = 0; i < 40 && (await focused()).text !== "New user"; i++) await page.keyboard.press("Tab");
+    await page.keyboard.press("Enter");
+    await page.getByRole("dialog", { name: "New user" }).waitFor();
+    assert.equal((await focused()).inDialog, true, "focus moved into the dialog");
+    // Tab stays inside the modal dialog, Escape closes it and focus goes back to its button.
+    for (let i = 0; i < 5; i++) await page.keyboard.press("Tab");
+    assert.equal((await focused()).inDialog, true);
+    await page.keyboard.press("Escape");
+    await page.getByRole("dialog").waitFor({ state: "detached" });
+    assert.deepEqual(await focused(), { text: "New user", tag: "BUTTON", inDialog: false });
+  });
+
+  it("offers exactly the choices the service accepts", () => {
+    assert.deepEqual([...choices.PROVIDER_TYPES], Object.keys(PROVIDER_TYPES));
+    assert.deepEqual([...choices.PROVIDER_TOKEN_AUTH_METHODS], [...PROVIDER_TOKEN_AUTH_METHODS]);
+    assert.deepEqual([...choices.GRANT_TYPES], [...GRANT_TYPES]);
+    assert.deepEqual([...choices.TOKEN_FORMATS], [...TOKEN_FORMATS]);
+    assert.deepEqual([...choices.SIGNING_ALGS], [...SIGNING_ALGS]);
+    assert.deepEqual([...choices.ACCESS_TOKEN_STRATEGIES], [...ACCESS_TOKEN_STRATEGIES]);
+  });
+
+  it("draws the Providers page for the README (docs/images/console-providers.png)", async () => {
+    await page.setViewportSize({ width: 1100, height: 560 });
+    await signInToConsole(ROOT);
+    await page.getByRole("row").filter({ hasText: "Acme" }).waitFor();
+    await page.waitForFunction(() => [...document.querySelectorAll("img.favicon")].every((i: any) => i.complete));
+    mkdirSync("docs/images", { recursive: true });
+    await page.screenshot({ path: SCREENSHOT });
+  });
+});
