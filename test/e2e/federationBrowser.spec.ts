@@ -2,12 +2,11 @@ import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import type { Browser, BrowserContext, Page } from "playwright-core";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
-import { freshPage, launchChromium } from "../support/chromium.js";
+import { freshPage, useChromium } from "../support/chromium.js";
 import { getJson } from "../support/oauth.js";
 import { ADMIN_TOKEN, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -23,13 +22,10 @@ const AT_UPSTREAM = { name: "downstream", clientId: "downstream-client", clientS
  */
 describe("federated sign-in in headless Chromium, with this service as the upstream", function () {
   this.timeout(60_000);
-  let browser: Browser;
+  const chromium = useChromium();
   let callback: CallbackServer;
   let ours: RunningServer;
   let upstream: RunningServer;
-  let context: BrowserContext;
-  let page: Page;
-  let cspViolations: string[];
 
   before(async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
@@ -59,21 +55,11 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
       { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
     );
     await ours.domain.applicationAdmin.update({ name: TEST_APP.name, providers: ["upstream"] });
-    browser = await launchChromium();
   });
   after(async () => {
-    await browser?.close();
     await ours?.close();
     await upstream?.close();
     await callback?.close();
-  });
-
-  beforeEach(async () => {
-    ({ context, page, cspViolations } = await freshPage(browser));
-  });
-  afterEach(async () => {
-    assert.deepEqual(cspViolations, [], "the pages work under their own CSP");
-    await context.close();
   });
 
   /**
@@ -83,18 +69,18 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
    */
   async function signInThroughUpstream(state: string, screenshot?: string): Promise<string> {
     // account: the client reads the linked identities at get-account.
-    await page.goto(authorizeUrl(ours.issuer, { redirect_uri: callback.url, scope: "openid profile email account", state }));
-    const button = page.getByRole("button", { name: "Sign in with Upstream ID" });
+    await chromium.page.goto(authorizeUrl(ours.issuer, { redirect_uri: callback.url, scope: "openid profile email account", state }));
+    const button = chromium.page.getByRole("button", { name: "Sign in with Upstream ID" });
     assert.ok(await button.locator("img").evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), "favicon loads");
     await button.click();
-    await page.waitForURL((url) => url.href.startsWith(`${upstream.url}/login/oauth/authorize`));
-    assert.equal(await page.title(), `Sign in to ${AT_UPSTREAM.name}`, "the upstream's own login page");
-    if (screenshot) await page.screenshot({ path: `${SCREENSHOTS}/${screenshot}`, fullPage: true });
-    await page.getByLabel("Username").fill(TEST_USER.name);
-    await page.getByLabel("Password").fill(TEST_USER.password);
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
-    await page.waitForURL((url) => url.href.startsWith(callback.url));
-    const landed = new URL(page.url());
+    await chromium.page.waitForURL((url) => url.href.startsWith(`${upstream.url}/login/oauth/authorize`));
+    assert.equal(await chromium.page.title(), `Sign in to ${AT_UPSTREAM.name}`, "the upstream's own login page");
+    if (screenshot) await chromium.page.screenshot({ path: `${SCREENSHOTS}/${screenshot}`, fullPage: true });
+    await chromium.page.getByLabel("Username").fill(TEST_USER.name);
+    await chromium.page.getByLabel("Password").fill(TEST_USER.password);
+    await chromium.page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await chromium.page.waitForURL((url) => url.href.startsWith(callback.url));
+    const landed = new URL(chromium.page.url());
     assert.equal(landed.searchParams.get("state"), state);
     assert.equal(landed.searchParams.get("iss"), ours.issuer);
     return landed.searchParams.get("code")!;
@@ -121,7 +107,7 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
     const localAlice = await ours.domain.userAdmin.get(TEST_USER.name);
     const usersBefore = (await ours.domain.userAdmin.list()).length;
 
-    const first = await clientSees(await signInThroughUpstream("first-visit", "upstream-login-page.png"));
+    const first = await clientSees(await signInThroughUpstream("first-visit", "upstream-login-chromium.page.png"));
     assert.notEqual(first.userinfo.sub, localAlice.id, "never linked to the local alice by name or email");
     assert.deepEqual(first.userinfo, {
       sub: first.userinfo.sub,
@@ -137,24 +123,24 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
     assert.equal((await ours.domain.userAdmin.list()).length, usersBefore + 1);
 
     // A fresh profile: no session at either service, so both sign-ins happen again.
-    await context.close();
-    ({ context, page, cspViolations } = await freshPage(browser));
+    await chromium.context.close();
+    Object.assign(chromium, await freshPage(chromium.browser));
     const second = await clientSees(await signInThroughUpstream("second-visit"));
     assert.equal(second.userinfo.sub, first.userinfo.sub);
     assert.equal((await ours.domain.userAdmin.list()).length, usersBefore + 1);
   });
 
   it("passes the upstream's refusal on to the client as access_denied, with its state and iss", async () => {
-    await page.goto(authorizeUrl(ours.issuer, { redirect_uri: callback.url, scope: "openid", state: "refused" }));
+    await chromium.page.goto(authorizeUrl(ours.issuer, { redirect_uri: callback.url, scope: "openid", state: "refused" }));
     // The upstream refuses a PKCE method it does not offer, back at our /callback with error=invalid_request.
     // (An unknown scope no longer serves: it is ignored, OIDC Core §3.1.2.1.)
     const authUrl = `${upstream.url}/login/oauth/authorize`;
     await ours.domain.providerAdmin.update({ name: "upstream", authUrl: `${authUrl}?code_challenge_method=plain` });
     try {
-      await page.getByRole("button", { name: "Sign in with Upstream ID" }).click();
+      await chromium.page.getByRole("button", { name: "Sign in with Upstream ID" }).click();
       // Through our /callback, straight on to the client.
-      await page.waitForURL((url) => url.href.startsWith(callback.url));
-      const landed = new URL(page.url());
+      await chromium.page.waitForURL((url) => url.href.startsWith(callback.url));
+      const landed = new URL(chromium.page.url());
       assert.equal(landed.searchParams.get("error"), "access_denied");
       assert.equal(landed.searchParams.get("state"), "refused");
       assert.equal(landed.searchParams.get("iss"), ours.issuer);
