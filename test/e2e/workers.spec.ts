@@ -118,6 +118,23 @@ describeEachDatabase("serve --workers", (ctx) => {
     assert.deepEqual([...servedBy(from, "/.well-known/openid-configuration")].sort(), [...workerPids].sort());
   });
 
+  it("every worker knows the admin console's client, made once at start", async () => {
+    const from = served.stderr().length;
+    const query = new URLSearchParams({
+      client_id: "identity-console",
+      redirect_uri: `${base}/admin/`,
+      response_type: "code",
+      scope: "openid profile identity:admin",
+      state: "s-1",
+      code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+      code_challenge_method: "S256",
+    });
+    for (let i = 0; i < 8; i++) assert.equal((await request("GET", `/login/oauth/authorize?${query}`)).status, 200, "the login page");
+    assert.equal(servedBy(from, "/login/oauth/authorize").size, 2, "both workers served it");
+    const made = served.stderr().split("\n").filter((l) => l.includes("admin console application created"));
+    assert.equal(made.length, 1, "created by the first worker only");
+  });
+
   it("sums the metrics of every worker in one scrape", async () => {
     const count = async () => {
       const text = (await request("GET", "/metrics")).body;
