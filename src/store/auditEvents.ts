@@ -118,6 +118,9 @@ export interface AuditWriterOptions {
 
 export const AUDIT_WRITER_DEFAULTS: AuditWriterOptions = { flushAfterMs: 200, batchSize: 500, maxPending: 100_000 };
 
+/** After the database refused a batch, the next try. */
+const RETRY_AFTER_MS = 1000;
+
 /**
  * Writes audit events off the request's path: `append` only queues, and the
  * queue is written in one INSERT per batch, when it holds `batchSize` events
@@ -169,8 +172,10 @@ export class AuditEventWriter {
     if (this.writing || this.queue.length === 0) return;
     this.writing = this.drain().finally(() => {
       this.writing = undefined;
-      // Events that arrived during the write wait for their own window (or the retry).
-      if (this.queue.length > 0) this.schedule(this.failedAt > 0 ? 1000 : this.options.flushAfterMs);
+      if (this.queue.length === 0) return;
+      // A full batch that arrived during the write goes at once; fewer wait for their window, or the retry.
+      if (this.failedAt === 0 && this.queue.length >= this.options.batchSize) this.write();
+      else this.schedule(this.failedAt > 0 ? RETRY_AFTER_MS : this.options.flushAfterMs);
     });
   }
 

@@ -1,0 +1,132 @@
+import assert from "node:assert/strict";
+import { CleanupJob } from "../../src/app/housekeeping.js";
+import type { AuditEvent } from "../../src/shared/audit.js";
+import { silentLogger } from "../../src/shared/log.js";
+import { AuditEventWriter, type AuditEventRepository } from "../../src/store/auditEvents.js";
+import { FakeClock } from "../support/clock.js";
+import { describeEachBackend } from "../support/databases.js";
+import { RecordingLogger } from "../support/server.js";
+
+const DAY = 24 * 3600 * 1000;
+const T0 = Date.UTC(2026, 0, 1);
+
+function event(n: number, over: Partial<AuditEvent> = {}): AuditEvent {
+  return {
+    event: "token_issued",
+    time: T0 + n * 1000,
+    outcome: "success",
+    actor: { kind: "client", id: `app-${n % 3}`, name: `client-${n % 3}` },
+    clientAddress: "192.0.2.7",
+    clientId: `client-${n % 3}`,
+    userId: null,
+    userName: null,
+    details: { n },
+    ...over,
+  };
+}
+
+describeEachBackend("audit events", (ctx) => {
+  const repo = () => ctx.store.auditEvents;
+  const all = async () => repo().list({}, 10_000);
+
+  beforeEach(async () => {
+    await ctx.db("audit_events").delete();
+  });
+
+  it("stores every event of a batch, larger than one INSERT takes", async () => {
+    const batch = Array.from({ length: 1234 }, (_, i) => event(i));
+    await repo().insertMany(batch);
+    const stored = await all();
+    assert.equal(stored.length, 1234);
+    assert.deepEqual(stored.map((e) => (e.details as { n: number }).n), batch.map((_, i) => 1233 - i), "newest first");
+    const { id: _id, ...first } = stored[stored.length - 1]!;
+    assert.deepEqual(first, batch[0]);
+  });
+
+  it("pages through newest first, neither repeating nor skipping events of one millisecond", async () => {
+    // Three events share each millisecond: the id orders them.
+    await repo().insertMany(Array.from({ length: 30 }, (_, i) => event(Math.floor(i / 3), { details: { i } })));
+    const seen: number[] = [];
+    let before: { time: number; id: string } | undefined;
+    for (;;) {
+      const page = await repo().list({ before }, 7);
+      if (page.length === 0) break;
+      seen.push(...page.map((e) => (e.details as { i: number }).i));
+      const last = page[page.length - 1]!;
+      before = { time: last.time, id: last.id };
+    }
+    assert.deepEqual(seen, Array.from({ length: 30 }, (_, i) => 29 - i));
+  });
+
+  it("filters by user, client, type and time", async () => {
+    await repo().insertMany([
+      event(1, { event: "sign_in", actor: { kind: "user", id: "u1", name: "alice" }, userId: "u1", userName: "alice", clientId: null }),
+      event(2, { event: "user_updated", actor: { kind: "admin", id: "admin", name: "admin" }, userId: "u1", userName: "alice", clientId: null }),
+      event(3, { event: "application_updated", actor: { kind: "user", id: "u1", name: "alice" }, clientId: "client-9" }),
+      event(4, { event: "sign_in", actor: { kind: "user", id: "u2", name: "bob" }, userId: "u2", userName: "bob", clientId: null }),
+      event(5),
+    ]);
+    const names = async (filter: Parameters<AuditEventRepository["list"]>[0]) => (await repo().list(filter, 100)).map((e) => e.event);
+    assert.deepEqual(await names({ userName: "alice" }), ["application_updated", "user_updated", "sign_in"]);
+    assert.deepEqual(await names({ clientId: "client-9" }), ["application_updated"]);
+    assert.deepEqual(await names({ event: "sign_in" }), ["sign_in", "sign_in"]);
+    assert.deepEqual(await names({ since: T0 + 4000 }), ["token_issued", "sign_in"]);
+    assert.deepEqual(await names({ event: "sign_in", userName: "bob", since: T0 }), ["sign_in"]);
+    assert.deepEqual(await names({ userName: "nobody" }), []);
+  });
+
+  it("prunes events past the retention in the cleanup job, and nothing newer", async () => {
+    const clock = new FakeClock(T0 + 100 * DAY);
+    await repo().insertMany([event(0, { time: T0 }), event(1, { time: T0 + 9 * DAY }), event(2, { time: T0 + 11 * DAY }), event(3, { time: T0 + 99 * DAY })]);
+    const limits = { intervalMs: 60_000, batchSize: 1, maxBatches: 10 };
+    const deleted = await new CleanupJob(ctx.db, clock, silentLogger, { ...limits, auditRetentionMs: 90 * DAY }).runOnce();
+    assert.equal(deleted.audit_events, 2);
+    assert.deepEqual((await all()).map((e) => e.time), [T0 + 99 * DAY, T0 + 11 * DAY]);
+    // Without a retention (0 or absent) nothing is pruned.
+    clock.advanceSeconds(365 * 24 * 3600);
+    const none = await new CleanupJob(ctx.db, clock, silentLogger, { ...limits, auditRetentionMs: 0 }).runOnce();
+    assert.equal(none.audit_events, undefined);
+    assert.equal((await all()).length, 2);
+  });
+
+  it("writes a full batch at once, fewer events at the end of their window or by flush()", async () => {
+    const writer = new AuditEventWriter(repo(), silentLogger, { flushAfterMs: 60_000, batchSize: 50, maxPending: 1000 });
+    for (let i = 0; i < 120; i++) writer.append(event(i));
+    // Past a batch, the events written at once and those that arrived meanwhile go without waiting.
+    await waitFor(async () => (await all()).length === 120);
+    for (let i = 120; i < 130; i++) writer.append(event(i));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal((await all()).length, 120, "ten events wait for their window of a minute");
+    await writer.flush();
+    assert.equal((await all()).length, 130);
+  });
+
+  it("keeps events the database refused, in order, and writes them once it takes them", async () => {
+    let refuse = true;
+    const writes: number[] = [];
+    const flaky = {
+      insertMany: async (events: readonly AuditEvent[]) => {
+        if (refuse) throw new Error("database is down");
+        writes.push(events.length);
+        await repo().insertMany(events);
+      },
+    };
+    const logs = new RecordingLogger();
+    const writer = new AuditEventWriter(flaky, logs, { flushAfterMs: 5, batchSize: 1000, maxPending: 8 });
+    for (let i = 0; i < 10; i++) writer.append(event(i));
+    await assert.rejects(writer.flush(), /8 audit events not written/);
+    assert.ok(logs.lines.some((l) => l.message === "audit events not written yet; retrying" && l.fields?.dropped === 2), logs.text());
+    refuse = false;
+    writer.append(event(10));
+    await writer.flush();
+    assert.deepEqual((await all()).map((e) => (e.details as { n: number }).n).reverse(), [2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+});
+
+async function waitFor(condition: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.fail("condition not met within 2 s");
+}
