@@ -192,7 +192,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: "adminToken", flag: "admin-token", env: "IDENTITY_ADMIN_TOKEN", default: "",
-    description: `bearer token for the admin RPCs, at least ${MIN_ADMIN_TOKEN_LENGTH} characters; unset keeps them closed`, parse: adminToken,
+    description: `bearer token for the admin RPCs, at least ${MIN_ADMIN_TOKEN_LENGTH} characters; unset, only admin users' tokens open them`, parse: adminToken,
   },
   {
     key: "maxBodyBytes", flag: "max-body-bytes", env: "IDENTITY_MAX_BODY_BYTES", default: "65536",

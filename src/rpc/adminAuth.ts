@@ -32,11 +32,9 @@ async function adminActorFor(domain: Domain, bearer: string | undefined): Promis
     found = await requireUserToken(domain.store, domain.clock, bearer);
   } catch (err) {
     if (!(err instanceof OAuthError)) throw err;
-    // With no admin token configured, that way in is closed rather than failed.
-    if (!domain.adminToken) {
-      throw new OAuthError("access_denied", `admin RPCs take no admin token (IDENTITY_ADMIN_TOKEN is not set), and ${err.description}`);
-    }
-    throw new OAuthError("invalid_token", `neither the admin token nor a valid access token: ${err.description}`);
+    // UNAUTHENTICATED either way: a client whose token ended signs in again.
+    const adminTokenState = domain.adminToken ? "not the admin token" : "no admin token is configured";
+    throw new OAuthError("invalid_token", `${adminTokenState}, and ${err.description}`);
   }
   const { record, user } = found;
   if (!record.scope.split(" ").includes(ADMIN_SCOPE)) {
