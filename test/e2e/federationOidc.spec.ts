@@ -63,6 +63,25 @@ describe("sign-in through an OIDC provider (discovery, JWKS, ID token)", () => {
     assert.deepEqual([user.displayName, user.email, user.emailVerified], ["Olive OIDC", "oidc@example.com", true]);
   });
 
+  it("with trustEmail, links by email only when the ID token says email_verified: true", async () => {
+    const email = `shared-${fake.plan.claims.sub}@example.com`;
+    const local = await server.domain.userAdmin.create({ name: `local-${fake.plan.claims.sub}`, password: "pw-local-123", email, emailVerified: true });
+    const linkedTo = async () => (await server.domain.store.federatedIdentities.find({ provider: "oidc", externalIdType: "sub", externalId: String(fake.plan.claims.sub) }))!.userId;
+
+    // Without email_verified the email is not known to be the user's: a new user, its email not verified.
+    delete fake.plan.claims.email_verified;
+    fake.plan.claims.email = email;
+    assert.equal((await roundTrip()).callback.status, 303);
+    const unverified = (await server.domain.store.users.findById(await linkedTo()))!;
+    assert.notEqual(unverified.id, local.id);
+    assert.equal(unverified.emailVerified, false);
+
+    fake.reset();
+    fake.plan.claims.email = email;
+    assert.equal((await roundTrip()).callback.status, 303);
+    assert.equal(await linkedTo(), local.id, "email_verified: true links to the local user with that verified email");
+  });
+
   it("reads the JWKS again for an unknown kid (key rotation)", async () => {
     const rotated = await newKey();
     fake.published = [rotated, ...fake.published];

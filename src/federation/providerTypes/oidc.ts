@@ -5,7 +5,7 @@ import { insecureUrlProblem } from "../urlRule.js";
 import { customType, requestTokens } from "./custom.js";
 import type { ProviderConfig, ProviderType } from "./providerType.js";
 
-/** How long a discovery document is used before it is read again. */
+/** How long a discovery document or a JWKS is used before it is read again (a key the provider withdrew stops verifying). */
 const DISCOVERY_TTL_MS = 60 * 60 * 1000;
 /** Asymmetric algorithms only: a client secret never verifies an ID token here. */
 const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
@@ -24,7 +24,9 @@ const keySets = new Map<string, { jwks: JSONWebKeySet; readAt: number }>();
 
 /** OpenID Connect Discovery 1.0 §4: the document at the issuer, whose `issuer` must be the configured one. */
 async function discover(upstream: UpstreamClient, config: ProviderConfig): Promise<Discovery> {
-  const cached = discoveries.get(config.issuer);
+  // Keyed by the https rule too: a provider held to https never uses endpoints another provider was allowed over http.
+  const key = `${config.allowInsecureUrls ? "insecure" : "https"} ${config.issuer}`;
+  const cached = discoveries.get(key);
   if (cached && Date.now() - cached.readAt < DISCOVERY_TTL_MS) return cached;
   const url = `${config.issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
   const body = await upstream.requestJson("discovery", url, { method: "GET" });
@@ -44,7 +46,7 @@ async function discover(upstream: UpstreamClient, config: ProviderConfig): Promi
     issParameterSupported: body.authorization_response_iss_parameter_supported === true,
     readAt: Date.now(),
   };
-  discoveries.set(config.issuer, found);
+  discoveries.set(key, found);
   return found;
 }
 
@@ -60,7 +62,8 @@ async function readKeys(upstream: UpstreamClient, jwksUri: string): Promise<JSON
 async function verifyIdToken(upstream: UpstreamClient, config: ProviderConfig, discovery: Discovery, idToken: string): Promise<JWTPayload> {
   // OIDC Core §2: exp and iat are required (jose checks exp only when present); sub is the link's key.
   const options = { issuer: discovery.issuer, audience: config.clientId, algorithms: ALGORITHMS, clockTolerance: 60, requiredClaims: ["exp", "iat", "sub"] };
-  const cached = keySets.get(discovery.jwksUri);
+  const stored = keySets.get(discovery.jwksUri);
+  const cached = stored && Date.now() - stored.readAt < DISCOVERY_TTL_MS ? stored : undefined;
   const jwks = cached?.jwks ?? (await readKeys(upstream, discovery.jwksUri));
   try {
     try {
@@ -140,6 +143,9 @@ export const oidcType: ProviderType = {
       if (userinfo.sub !== claims.sub) throw new UpstreamError("userinfo", "describes another user than the ID token", "invalid");
       merged = { ...userinfo, ...claims };
     }
-    return mapProfile(merged, config.userMapping);
+    const profile = mapProfile(merged, config.userMapping);
+    // OIDC Core §5.1: an email without email_verified: true is not known to be the user's, so trustEmail does not link by it.
+    profile.emailVerified = merged.email_verified === true;
+    return profile;
   },
 };
