@@ -448,6 +448,11 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
         (f) => (f.token = (_q, res) => res.writeHead(302, { location: "/token" }).end()),
         /token endpoint answered with a redirect \(HTTP 302\), which is not followed/,
       ],
+      [
+        "a redirect to another host",
+        (f) => (f.token = (_q, res) => res.writeHead(307, { location: `${f.origin.replace("127.0.0.1", "localhost")}/elsewhere` }).end()),
+        /token endpoint answered with a redirect \(HTTP 307\), which is not followed/,
+      ],
       ["an oversized body", (f) => (f.userinfo = oversized), /UserInfo endpoint answered with more than 1048576 bytes/],
     ];
 
@@ -461,6 +466,7 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
         assert.equal(jar.get("identity_session"), undefined, "not signed in");
         const tokenCalls = fake.requests.filter((r) => r.path === "/token").length;
         assert.equal(tokenCalls, 1, "one call to Token URL, never a redirect followed");
+        assert.ok(!fake.requests.some((r) => r.path === "/elsewhere"), "nothing at the redirect's target");
       });
     }
 
