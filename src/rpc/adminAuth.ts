@@ -37,10 +37,11 @@ async function adminActorFor(domain: Domain, bearer: string | undefined): Promis
     throw new OAuthError("invalid_token", `${adminTokenState}, and ${err.description}`);
   }
   const { record, user } = found;
+  // Who the user is comes first: a non-admin's token never has the scope, and "not an administrator" says why.
+  if (!user.isAdmin) throw new OAuthError("access_denied", `not an administrator: ${user.name}`);
   if (!record.scope.split(" ").includes(ADMIN_SCOPE)) {
     throw new OAuthError("insufficient_scope", `the access token lacks the ${ADMIN_SCOPE} scope`);
   }
-  if (!user.isAdmin) throw new OAuthError("access_denied", `not an administrator: ${user.name}`);
   return { kind: "user", id: user.id, name: user.name };
 }
 
