@@ -212,6 +212,7 @@ export class ApplicationAdmin {
     const clientSecret = randomToken();
     const app: ApplicationRecord = { ...current, clientSecretHash: hashGeneratedSecret(clientSecret), updatedAt: this.clock.now() };
     await conflictsAsErrors(() => this.repo.update(app));
+    this.recordChange("application_updated", app, current, app);
     return { app, clientSecret };
   }
 

@@ -1,3 +1,4 @@
+import { noAudit, recordAdminAction, type AuditTrail } from "../shared/audit.js";
 import type { Clock } from "../shared/clock.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import { sha256 } from "../oauth/secrets.js";
@@ -21,6 +22,7 @@ export class UserSessions {
   constructor(
     private readonly store: Pick<Store, "users" | "userSignIns">,
     private readonly clock: Clock,
+    private readonly audit: AuditTrail = noAudit,
   ) {}
 
   async list(userName: string): Promise<{ user: UserRecord; sessions: SessionView[]; refreshTokens: RefreshGrantRecord[] }> {
@@ -43,6 +45,7 @@ export class UserSessions {
     if (!session || !(await this.store.userSignIns.endSession(user.id, session.idHash))) {
       throw new OAuthError("not_found", `${echo(userName)} has no session ${echo(sessionId)}`);
     }
+    this.recordRevoked(user, { sessions: 1, refreshTokens: 0 });
     return user;
   }
 
@@ -51,13 +54,20 @@ export class UserSessions {
     if (!grantId || !(await this.store.userSignIns.revokeGrant(user.id, grantId, this.clock.now()))) {
       throw new OAuthError("not_found", `${echo(userName)} has no refresh token ${echo(grantId)}`);
     }
+    this.recordRevoked(user, { sessions: 0, refreshTokens: 1 });
     return user;
   }
 
   async revokeAll(userName: string): Promise<{ user: UserRecord; sessions: number; refreshTokens: number }> {
     const user = await this.user(userName);
     const ended = await this.store.userSignIns.endAll(user.id, this.clock.now());
+    this.recordRevoked(user, { sessions: ended.sessions, refreshTokens: ended.grants });
     return { user, sessions: ended.sessions, refreshTokens: ended.grants };
+  }
+
+  // Counts only: a session's handle and a grant's id stay out of the audit trail.
+  private recordRevoked(user: UserRecord, ended: { sessions: number; refreshTokens: number }): void {
+    recordAdminAction(this.audit, "sessions_revoked", { name: user.name, userId: user.id, userName: user.name }, ended);
   }
 
   private async user(name: string): Promise<UserRecord> {

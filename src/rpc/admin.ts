@@ -141,7 +141,7 @@ export function keyAdminService(domain: Domain): ServiceImpl<typeof KeyAdminServ
 }
 
 export function sessionAdminService(domain: Domain): ServiceImpl<typeof SessionAdminService> {
-  const sessions = new UserSessions(domain.store, domain.clock);
+  const sessions = new UserSessions(domain.store, domain.clock, domain.audit);
   return {
     async listUserSessions(req) {
       const listed = await sessions.list(req.user);

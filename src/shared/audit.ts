@@ -152,7 +152,12 @@ export function recordAdminChange(
 ): void {
   const diff = changeDiff(before, after, secretFields);
   if (before && after && Object.keys(diff.changes).length === 0 && diff.secretsChanged.length === 0) return;
+  recordAdminAction(audit, event, target, { ...diff });
+}
+
+/** Record what the caller of the admin call under way did to `target`, as `{ target, ...details }`. */
+export function recordAdminAction(audit: AuditTrail, event: AuditEventName, target: ChangeTarget, details: Record<string, unknown>): void {
   const caller = adminCaller.current();
   const { name, ...subject } = target;
-  audit.record({ event, outcome: "success", actor: caller.actor, clientAddress: caller.clientAddress, ...subject, details: { target: name, ...diff } });
+  audit.record({ event, outcome: "success", actor: caller.actor, clientAddress: caller.clientAddress, ...subject, details: { target: name, ...details } });
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { ApplicationAdminService, KeyAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
+import { ApplicationAdminService, KeyAdminService, SessionAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import { EventAdminService } from "../../gen/identity/v1/events_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
@@ -23,6 +23,7 @@ describeEachDatabase("audit trail", (ctx) => {
   let apps: Client<typeof ApplicationAdminService>;
   let users: Client<typeof UserAdminService>;
   let keys: Client<typeof KeyAdminService>;
+  let sessions: Client<typeof SessionAdminService>;
   let federation: Client<typeof FederationService>;
   let events: Client<typeof EventAdminService>;
   const admin = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
@@ -53,6 +54,7 @@ describeEachDatabase("audit trail", (ctx) => {
     apps = createClient(ApplicationAdminService, transport);
     users = createClient(UserAdminService, transport);
     keys = createClient(KeyAdminService, transport);
+    sessions = createClient(SessionAdminService, transport);
     federation = createClient(FederationService, transport);
     events = createClient(EventAdminService, transport);
     secrets.add(fake.provider("x").clientSecret as string);
@@ -83,6 +85,8 @@ describeEachDatabase("audit trail", (ctx) => {
     const newSecret = "a-chosen-secret-of-the-audited-app-0123";
     secrets.add(newSecret);
     await apps.updateApplication({ application: { name: "audited", clientSecret: newSecret, expireInHours: 2 } }, admin);
+    const rotatedSecret = await apps.rotateApplicationSecret({ name: "audited" }, admin);
+    secrets.add(rotatedSecret.clientSecret);
     await apps.deleteApplication({ name: "audited" }, admin);
     const bobPassword = "bob-first-password-123";
     const bobNewPassword = "bob-second-password-456";
@@ -109,6 +113,8 @@ describeEachDatabase("audit trail", (ctx) => {
     for (const t of fake.issuedTokens) secrets.add(t);
     await federation.deleteProvider({ name: "audited-idp" }, admin);
     const rotated = await keys.rotateKey({}, admin);
+    // Alice's refresh token from the password grant above is the grant to end.
+    const ended = await sessions.revokeAllUserSessions({ user: TEST_USER.name }, admin);
 
     const all = await stored();
     const lines = auditLines();
@@ -119,9 +125,9 @@ describeEachDatabase("audit trail", (ctx) => {
       return found[0]!;
     };
 
-    // Every event kind but sessions_revoked (no admin call revokes sessions yet) happened.
+    // Every event kind happened.
     const seen = new Set(all.map((e) => e.event));
-    assert.deepEqual(AUDIT_EVENTS.filter((name) => !seen.has(name)), ["sessions_revoked"]);
+    assert.deepEqual(AUDIT_EVENTS.filter((name) => !seen.has(name)), []);
 
     const cc = one("token_issued", (e) => e.details?.grantType === "client_credentials");
     assert.deepEqual(cc.actor, { kind: "client", id: cc.actor.id, name: APP.clientId });
@@ -157,7 +163,9 @@ describeEachDatabase("audit trail", (ctx) => {
     assert.deepEqual([revocation.actor.name, revocation.details?.tokenType, revocation.userId], [APP.clientId, "access_token", alice.id]);
 
     const adminActor = { kind: "admin", id: "admin", name: "admin" };
-    const appUpdate = one("application_updated", (e) => e.details?.target === "audited");
+    const [secretRotation, appUpdate] = byName("application_updated").filter((e) => e.details?.target === "audited");
+    assert.ok(secretRotation && appUpdate);
+    assert.deepEqual([secretRotation.details?.changes, secretRotation.details?.secretsChanged], [{}, ["clientSecretHash"]]);
     assert.deepEqual(appUpdate.actor, adminActor);
     assert.equal(appUpdate.clientAddress, "127.0.0.1");
     assert.deepEqual(appUpdate.details?.changes, { expireInHours: { before: 1, after: 2 } });
@@ -175,6 +183,9 @@ describeEachDatabase("audit trail", (ctx) => {
     assert.deepEqual(one("provider_updated").details?.changes, { displayName: { before: "Fake IdP", after: "Audited IdP" } });
     one("provider_deleted");
     assert.equal(one("key_rotated").details?.target, rotated.key!.kid);
+    const revokedSessions = one("sessions_revoked");
+    assert.deepEqual([revokedSessions.userName, revokedSessions.actor.name], [TEST_USER.name, "admin"]);
+    assert.deepEqual(revokedSessions.details, { target: TEST_USER.name, sessions: ended.sessionsRevoked, refreshTokens: ended.refreshTokensRevoked });
 
     const federated = one("federated_sign_in", (e) => e.outcome === "success");
     assert.equal(federated.actor.kind, "user");
