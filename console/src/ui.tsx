@@ -1,5 +1,5 @@
 import type { ComponentChildren, TargetedEvent } from "preact";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { failureOf, type Failure } from "./rpc.js";
 
 /** Field errors by the server's field name (`authUrl`, `userMapping.email`), and one for the form as a whole. */
@@ -124,13 +124,14 @@ export function CheckboxGroup(props: { id: string; legend: string; options: read
  */
 export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
-  useEffect(() => {
+  // A layout effect: it runs as the dialog is added, while focus is still on what opened it.
+  useLayoutEffect(() => {
     const dialog = ref.current!;
     const opener = document.activeElement as HTMLElement | null;
     dialog.showModal();
     return () => {
       if (dialog.open) dialog.close();
-      opener?.focus();
+      if (opener?.isConnected) opener.focus();
     };
   }, []);
   const titleId = `dialog-${props.title.replace(/\W+/g, "-").toLowerCase()}`;

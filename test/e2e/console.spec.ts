@@ -10,7 +10,8 @@ import { ACCESS_TOKEN_STRATEGIES, PROVIDER_TOKEN_AUTH_METHODS, SIGNING_ALGS, TOK
 import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
 import { freshPage, launchChromium } from "../support/chromium.js";
-import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
+import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const ROOT = { name: "root", password: "pw-root-123456", displayName: "Root", isAdmin: true };
 const SCREENSHOT = "docs/images/console-providers.png";
@@ -48,7 +49,7 @@ describe("admin console in headless Chromium", function () {
     };
     server = await startTestServer({
       config: {
-        applications: [{ ...TEST_APP, redirectUris: [upstream.url], providers: ["acme"] }],
+        applications: [{ ...TEST_APP, redirectUris: [upstream.url], providers: ["acme"], refreshExpireInHours: 24 }],
         users: [TEST_USER, ROOT],
         providers: [acme],
       },
@@ -172,7 +173,7 @@ describe("admin console in headless Chromium", function () {
     await providers.getByLabel("Widget Co").check();
     await edit.getByRole("button", { name: "Save" }).click();
     await edit.waitFor({ state: "detached" });
-    assert.match((await page.getByRole("row").filter({ hasText: TEST_APP.clientId }).textContent())!, /Acme, Widget Co/);
+    await page.getByRole("row").filter({ hasText: TEST_APP.clientId }).filter({ hasText: "Acme, Widget Co" }).waitFor();
 
     // Someone else's browser (this one has a session): the application's login page.
     const visitor = await freshPage(browser);
@@ -285,6 +286,82 @@ describe("admin console in headless Chromium", function () {
     await page.getByRole("dialog", { name: "Delete user" }).getByRole("button", { name: "Delete" }).click();
     await page.getByText("No users found.").waitFor();
     assert.equal(await server.domain.store.users.findByName("carol"), undefined);
+  });
+
+  it("creates an application whose client secret is shown once, and rotates it", async () => {
+    await signInToConsole(ROOT);
+    await openPage("Applications");
+    await page.getByRole("button", { name: "New application" }).click();
+    const dialog = page.getByRole("dialog", { name: "New application" });
+    await dialog.getByLabel("Name", { exact: true }).fill("reports");
+    await dialog.getByLabel("Redirect URIs", { exact: true }).fill("https://reports.example.com/callback\nhttps://reports.example.com/other");
+    await dialog.getByRole("group", { name: "Grant types" }).getByLabel("client_credentials").check();
+    await dialog.getByLabel("Token lifetime (hours)", { exact: true }).fill("2");
+    await dialog.getByLabel("Signing algorithm", { exact: true }).selectOption("ES256");
+    await dialog.getByRole("button", { name: "Create" }).click();
+    const shown = page.getByRole("dialog", { name: "Client secret of reports" });
+    const first = await shown.getByLabel("Client Secret", { exact: true }).inputValue();
+    assert.ok(first.length >= 16, first);
+    await shown.getByRole("button", { name: "Done" }).click();
+    await shown.waitFor({ state: "detached" });
+    assert.ok(!(await page.content()).includes(first), "shown once, then gone");
+    const stored = await server.domain.store.applications.findByName("reports");
+    assert.deepEqual(stored?.redirectUris, ["https://reports.example.com/callback", "https://reports.example.com/other"]);
+    assert.equal(stored?.expireInHours, 2);
+    assert.equal(stored?.signingAlg, "ES256");
+    const clientCredentials = (secret: string) =>
+      postForm(server.url + TOKEN_PATH, { grant_type: "client_credentials" }, { authorization: basicAuth(stored!.clientId, secret) });
+    assert.equal((await clientCredentials(first)).status, 200);
+
+    await page.getByRole("button", { name: "Rotate the secret of reports" }).click();
+    await page.getByRole("dialog", { name: "Rotate client secret" }).getByRole("button", { name: "Rotate" }).click();
+    const rotated = page.getByRole("dialog", { name: "Client secret of reports" });
+    const second = await rotated.getByLabel("Client Secret", { exact: true }).inputValue();
+    assert.notEqual(second, first);
+    await rotated.getByRole("button", { name: "Done" }).click();
+    assert.equal((await clientCredentials(second)).status, 200);
+    assert.equal((await clientCredentials(first)).status, 401, "the old secret stops working");
+  });
+
+  it("shows a user's sessions and refresh tokens, and revokes each", async () => {
+    const tokens = await passwordTokens(server, { scope: "openid offline_access" });
+    assert.ok(tokens.refresh_token);
+    await signInToConsole(ROOT);
+    await openPage("Users");
+    await page.getByRole("button", { name: "Sessions of alice" }).or(page.getByRole("link", { name: "Sessions of alice" })).click();
+    await page.getByRole("heading", { level: 1, name: "Sessions" }).waitFor();
+    assert.equal(await page.getByLabel("User", { exact: true }).inputValue(), TEST_USER.name);
+    const refreshRows = page.getByRole("region", { name: `Refresh tokens of ${TEST_USER.name}` }).locator("tbody tr");
+    await refreshRows.first().waitFor();
+    assert.match((await refreshRows.first().textContent())!, new RegExp(TEST_APP.name));
+    const count = await refreshRows.count();
+    await refreshRows.first().getByRole("button", { name: /^Revoke refresh token/ }).click();
+    await page.getByRole("dialog", { name: "Revoke" }).getByRole("button", { name: "Revoke" }).click();
+    await page.waitForFunction(
+      (n) => document.querySelectorAll("[aria-labelledby=refresh-tokens] tbody tr").length === n - 1,
+      count,
+    );
+    if (count === 1) assert.notEqual((await refresh(server, tokens.refresh_token!)).status, 200, "the revoked token no longer refreshes");
+
+    // A browser session of alice's, from signing in at the application's login page elsewhere.
+    const elsewhere = await freshPage(browser);
+    try {
+      await elsewhere.page.goto(authorizeUrl(server.url, { redirect_uri: upstream.url }));
+      await elsewhere.page.getByLabel("Username").fill(TEST_USER.name);
+      await elsewhere.page.getByLabel("Password").fill(TEST_USER.password);
+      await elsewhere.page.getByRole("button", { name: "Sign in", exact: true }).click();
+      await elsewhere.page.waitForURL((url) => url.href.startsWith(upstream.url));
+    } finally {
+      await elsewhere.context.close();
+    }
+    await page.getByRole("button", { name: "Show sessions" }).click();
+    const sessionRows = page.getByRole("region", { name: `Sessions of ${TEST_USER.name}` }).locator("tbody tr");
+    await sessionRows.first().waitFor();
+    await page.getByRole("button", { name: `Revoke all of ${TEST_USER.name}` }).click();
+    await page.getByRole("dialog", { name: "Revoke" }).getByRole("button", { name: "Revoke" }).click();
+    await page.getByRole("status").filter({ hasText: new RegExp(`Ended [1-9]\\d* sessions? and \\d+ refresh tokens? of ${TEST_USER.name}`) }).waitFor();
+    await page.getByText("No active sessions.").waitFor();
+    await page.getByText("No live refresh tokens.").waitFor();
   });
 
   it("lists signing keys by kid and alg, and rotates one algorithm's key", async () => {

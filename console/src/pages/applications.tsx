@@ -31,7 +31,7 @@ const FORM_FIELDS: readonly (keyof ApplicationForm)[] = [
 function formOf(a?: Application): ApplicationForm {
   return {
     name: a?.name ?? "", clientId: a?.clientId ?? "", redirectUris: a?.redirectUris.join("\n") ?? "",
-    grantTypes: a?.grantTypes ?? ["authorization_code"], expireInHours: String(a?.expireInHours ?? 168),
+    grantTypes: a?.grantTypes ?? ["authorization_code"], expireInHours: String(a?.expireInHours ?? 1),
     refreshExpireInHours: String(a?.refreshExpireInHours ?? 0), providers: a?.providers ?? [], allowedOrigins: a?.allowedOrigins.join("\n") ?? "",
     tokenFormat: a?.tokenFormat || TOKEN_FORMATS[0], signingAlg: a?.signingAlg || SIGNING_ALGS[0], accessTokenStrategy: a?.accessTokenStrategy || ACCESS_TOKEN_STRATEGIES[0],
   };
@@ -176,7 +176,7 @@ function ApplicationDialog(props: {
           <TextField id="app-expireInHours" label="Token lifetime (hours)" type="number" value={form.expireInHours} onValue={set("expireInHours")}
             error={errors.fields.expireInHours} />
           <TextField id="app-refreshExpireInHours" label="Refresh expiry (hours)" type="number" value={form.refreshExpireInHours}
-            onValue={set("refreshExpireInHours")} error={errors.fields.refreshExpireInHours} note="0: refresh tokens do not expire by time." />
+            onValue={set("refreshExpireInHours")} error={errors.fields.refreshExpireInHours} note="0: refresh tokens expire at once; above 0 to use them." />
           <SelectField id="app-tokenFormat" label="Token format" value={form.tokenFormat} options={TOKEN_FORMATS} onValue={set("tokenFormat")} error={errors.fields.tokenFormat} />
           <SelectField id="app-signingAlg" label="Signing algorithm" value={form.signingAlg} options={SIGNING_ALGS} onValue={set("signingAlg")} error={errors.fields.signingAlg} />
           <SelectField id="app-accessTokenStrategy" label="Access token strategy" value={form.accessTokenStrategy} options={ACCESS_TOKEN_STRATEGIES}

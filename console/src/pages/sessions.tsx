@@ -3,6 +3,8 @@ import { SessionAdminService, type BrowserSession, type RefreshTokenGrant } from
 import type { PageProps } from "../app.js";
 import { Confirm, formatTime, Notice, PageHeading, TextField, useLoad } from "../ui.js";
 
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
 type Revoking =
   | { kind: "session"; item: BrowserSession }
   | { kind: "refresh"; item: RefreshTokenGrant }
@@ -22,7 +24,7 @@ export function SessionsPage({ clients }: PageProps) {
     else if (what.kind === "refresh") await sessions.revokeRefreshToken({ user, refreshTokenId: what.item.id });
     else {
       const counts = await sessions.revokeAllUserSessions({ user });
-      setDone(`Ended ${counts.sessionsRevoked} sessions and ${counts.refreshTokensRevoked} refresh tokens of ${user}.`);
+      setDone(`Ended ${count(counts.sessionsRevoked, "session")} and ${count(counts.refreshTokensRevoked, "refresh token")} of ${user}.`);
       return list.reload();
     }
     setDone(undefined);
