@@ -20,6 +20,16 @@ export interface RefreshGrantRecord {
  * tokens applications hold, over the sessions and refresh_tokens tables
  * (both indexed by user). What revokes them is revocations.ts's and
  * tokens.ts's, as everywhere else. Times are epoch ms.
+ *
+ * The contract (test/store/contract.spec.ts, every backend, "a user's
+ * sign-ins, for administration"):
+ * - only live rows are listed (sessions unexpired; refresh tokens
+ *   unconsumed, unrevoked, unexpired: one per grant), newest first
+ *   ("lists live sessions and the live refresh token of each grant, ...");
+ * - endSession and revokeGrant touch only the named user's rows and say
+ *   whether there was one; a grant goes with its access tokens; endAll ends
+ *   every session and token of the user ("ends one session or grant of
+ *   that user only, and everything at once").
  */
 export class UserSignInRepository {
   constructor(private readonly db: Db) {}

@@ -113,7 +113,7 @@ export class UserRepository {
   /**
    * Users by name after `afterName` (exclusive), at most `limit` (none when
    * 0), whose name, display name or email contains `search` ignoring case,
-   * and how many match in all.
+   * and how many match in all (contract: "users: search and pages").
    */
   async page(query: { search: string; limit: number; afterName?: string }): Promise<{ users: UserRecord[]; total: number }> {
     const matching = () => {
