@@ -10,6 +10,8 @@ export type AccessTokenClaims = Readonly<JWTPayload & { scope?: string; preferre
 
 export interface ActiveAccessToken {
   record: AccessTokenRecord;
+  /** The user's name, from the same read as the token; undefined for a client's token. */
+  username?: string;
   /** A JWT's payload; for an opaque token, what its row says (sub, aud, client_id, times, jti, scope). */
   claims: AccessTokenClaims;
   /** An opaque token (accessTokenStrategy): its claims lack iss and the user's names. */
@@ -42,7 +44,7 @@ export async function findActiveAccessToken(
   if (!found || !isLive(found.token, clock.now()) || !found.applicationExists) return undefined;
   if (found.token.userId !== null && (!found.user || found.user.disabled)) return undefined;
   const opaque = OPAQUE_SHAPE.test(token);
-  return { record: found.token, claims: opaque ? opaqueClaims(found.token) : claimsOf(hash, token), opaque };
+  return { record: found.token, username: found.user?.name, claims: opaque ? opaqueClaims(found.token) : claimsOf(hash, token), opaque };
 }
 
 /**

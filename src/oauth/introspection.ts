@@ -20,15 +20,13 @@ export interface Introspection {
 
 /**
  * `issuer` is the iss of an opaque token, which has no payload to carry it;
- * its username is read from the user's row, as of now.
+ * its username is the user's name as the token's own read found it.
  */
 export async function introspectToken(store: Store, clock: Clock, token: string, issuer?: string): Promise<Introspection> {
   const found = await findActiveAccessToken(store, clock, token);
   if (!found) return { active: false };
   const { record, claims } = found;
-  const username = found.opaque
-    ? (record.userId === null ? undefined : await store.users.findById(record.userId))?.name
-    : claims.preferred_username;
+  const username = found.opaque ? found.username : claims.preferred_username;
   return {
     active: true,
     clientId: record.clientId,

@@ -147,8 +147,8 @@ function tokenWithOwners(name: string, userColumns: readonly string[]): RowQuery
   };
 }
 
-/** Introspection's read: of the user, only whether it exists and is disabled. */
-const STANDING_BY_HASH = tokenWithOwners("access_tokens.token_hash with owners' standing", ["id", "disabled"]);
+/** Introspection's read: of the user, whether it exists and is disabled, and its name (an opaque token's username). */
+const STANDING_BY_HASH = tokenWithOwners("access_tokens.token_hash with owners' standing", ["id", "disabled", "name"]);
 /** Userinfo's and get-account's read: the whole user. */
 const WITH_USER_BY_HASH = tokenWithOwners("access_tokens.token_hash with users and applications", USER_COLUMNS);
 
@@ -206,14 +206,17 @@ export class AccessTokenRepository {
     return r && accessTokenFromRow(r);
   }
 
-  /** The token, whether its user exists and is disabled, and whether its application exists, in one read: introspection's whole lookup. */
-  async findStandingByHash(tokenHash: string): Promise<OwnedAccessToken<{ disabled: boolean }> | undefined> {
+  /**
+   * The token, whether its user exists and is disabled (and its name), and
+   * whether its application exists, in one read: introspection's whole lookup.
+   */
+  async findStandingByHash(tokenHash: string): Promise<OwnedAccessToken<{ disabled: boolean; name: string }> | undefined> {
     const r = await this.reads.first<AccessTokenRow & Record<string, unknown>>(STANDING_BY_HASH, tokenHash);
     if (!r) return undefined;
     const userFound = found(r[`${USER_PREFIX}id`]);
     return {
       token: accessTokenFromRow(r),
-      user: userFound ? { disabled: Boolean(r[`${USER_PREFIX}disabled`]) } : undefined,
+      user: userFound ? { disabled: Boolean(r[`${USER_PREFIX}disabled`]), name: String(r[`${USER_PREFIX}name`]) } : undefined,
       applicationExists: found(r[APPLICATION_CLIENT_ID]),
     };
   }

@@ -568,12 +568,12 @@ describeEachBackend("storage contract", (ctx) => {
       const userToken = anAccessToken({ clientId: app.clientId, userId: user.id });
       const clientToken = anAccessToken({ clientId: app.clientId, userId: null });
       for (const t of [userToken, clientToken]) await ctx.store.accessTokens.insert(t);
-      assert.deepEqual(await ctx.store.accessTokens.findStandingByHash(userToken.tokenHash), { token: userToken, user: { disabled: false }, applicationExists: true });
+      assert.deepEqual(await ctx.store.accessTokens.findStandingByHash(userToken.tokenHash), { token: userToken, user: { disabled: false, name: user.name }, applicationExists: true });
       assert.deepEqual(await ctx.store.accessTokens.findStandingByHash(clientToken.tokenHash), { token: clientToken, user: undefined, applicationExists: true });
       assert.equal((await ctx.store.accessTokens.findWithUserByHash(userToken.tokenHash))?.applicationExists, true);
       assert.equal(await ctx.store.accessTokens.findStandingByHash(hash()), undefined);
       await ctx.store.users.update({ ...user, disabled: true });
-      assert.deepEqual((await ctx.store.accessTokens.findStandingByHash(userToken.tokenHash))?.user, { disabled: true });
+      assert.deepEqual((await ctx.store.accessTokens.findStandingByHash(userToken.tokenHash))?.user, { disabled: true, name: user.name });
       await ctx.store.users.deleteByName(user.name);
       await ctx.store.applications.deleteByName(app.name);
       for (const t of [userToken, clientToken]) {
