@@ -107,7 +107,7 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
     const localAlice = await ours.domain.userAdmin.get(TEST_USER.name);
     const usersBefore = (await ours.domain.userAdmin.list()).length;
 
-    const first = await clientSees(await signInThroughUpstream("first-visit", "upstream-login-chromium.page.png"));
+    const first = await clientSees(await signInThroughUpstream("first-visit", "upstream-login-page.png"));
     assert.notEqual(first.userinfo.sub, localAlice.id, "never linked to the local alice by name or email");
     assert.deepEqual(first.userinfo, {
       sub: first.userinfo.sub,

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
 import * as oauth from "oauth4webapi";
 import type { RunningServer } from "../../src/app/server.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
@@ -7,6 +8,8 @@ import { newSigningKey, OIDC_ACCESS_TOKEN, OIDC_CLIENT, startFakeOidc, type Fake
 import { PRESET_CLIENT, startFakeGitHub, startFakeGoogle, type FakeGitHub, type FakeGoogle } from "../support/fakePresets.js";
 import { decodeBasic, FAKE_CLIENT, pkceHolds, startFakeUpstream, type FakeProvider, type FakeUpstream, type UpstreamRequest } from "../support/fakeUpstream.js";
 import { RecordingLogger, startTestServer, TEST_APP } from "../support/server.js";
+
+const SCREENSHOTS = "test-output/screenshots";
 
 /** A Custom provider whose answer is not the spec's: read through a mapping of nested paths, with a number for the id. */
 const NESTED_MAPPING = {
@@ -277,5 +280,7 @@ describe("every provider type and preset, end to end in headless Chromium", func
     assert.ok(await broken.isVisible());
     assert.equal((await broken.innerText()).trim(), "Sign in with Mismatched IdP");
     assert.ok(custom.requests.some((r) => r.path === "/missing-favicon.ico"), "the browser did ask for the favicon");
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: `${SCREENSHOTS}/login-provider-buttons.png`, fullPage: true });
   });
 });
