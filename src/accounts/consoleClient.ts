@@ -104,6 +104,8 @@ export async function ensureConsoleClient(
   ) {
     return "unchanged";
   }
-  await repo.update({ ...current, ...wanted, updatedAt: now });
+  // A fresh unknown secret hash too: a row found under the console's name or
+  // client id may have been made before, with a secret someone knows.
+  await repo.update({ ...current, ...wanted, clientSecretHash: hashGeneratedSecret(randomToken()), updatedAt: now });
   return "updated";
 }

@@ -193,7 +193,31 @@ describeEachDatabase("admin scope: the console client follows the issuer", (db) 
       const kept = await second.domain.store.applications.findByClientId("identity-console");
       assert.deepEqual(kept?.redirectUris, ["https://id-two.example/admin/"]);
       assert.equal(kept?.id, made?.id, "the same application, updated");
-      assert.equal(kept?.clientSecretHash, made?.clientSecretHash);
+      assert.notEqual(kept?.clientSecretHash, made?.clientSecretHash, "and a new unknown secret hash");
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("puts back a console application that was changed behind its back", async () => {
+    const first = await startTestServer({ database: db.url });
+    const made = (await first.domain.store.applications.findByClientId("identity-console"))!;
+    await first.domain.store.applications.update({
+      ...made,
+      grantTypes: ["authorization_code", "password"],
+      redirectUris: ["https://evil.example/cb"],
+      refreshExpireInHours: 24,
+      clientSecretHash: "scrypt$known",
+    });
+    await first.close();
+
+    const second = await startTestServer({ database: db.url });
+    try {
+      const put = await second.domain.store.applications.findByClientId("identity-console");
+      assert.deepEqual(put?.grantTypes, ["authorization_code"]);
+      assert.deepEqual(put?.redirectUris, [`${second.issuer}/admin/`]);
+      assert.equal(put?.refreshExpireInHours, 0);
+      assert.notEqual(put?.clientSecretHash, "scrypt$known");
     } finally {
       await second.close();
     }
