@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { ApplicationAdminService, KeyAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
+import { EventAdminService } from "../../gen/identity/v1/events_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { pkcePair, signIn } from "../support/browserless.js";
@@ -111,6 +112,8 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
       assert.ok(keys.keys.length > 0, door);
       const providers = await createClient(FederationService, transport).listProviders({}, bearer(tokens.access_token));
       assert.deepEqual(providers.providers, [], door);
+      const events = await createClient(EventAdminService, transport).listEvents({}, bearer(tokens.access_token));
+      assert.ok(Array.isArray(events.events), door); // the audit trail's service lets the admin user in too
     }
   });
 
