@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import type { ClientOf } from "./rpc.js";
 import { ApplicationsPage } from "./pages/applications.js";
+import { EventsPage } from "./pages/events.js";
 import { KeysPage } from "./pages/keys.js";
 import { ProvidersPage } from "./pages/providers.js";
 import { SessionsPage } from "./pages/sessions.js";
@@ -13,6 +14,7 @@ const PAGES = [
   { path: "users", title: "Users", Page: UsersPage },
   { path: "keys", title: "Signing keys", Page: KeysPage },
   { path: "sessions", title: "Sessions", Page: SessionsPage },
+  { path: "events", title: "Events", Page: EventsPage },
 ] as const;
 
 export interface PageProps {

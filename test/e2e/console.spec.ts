@@ -118,10 +118,15 @@ describe("admin console in headless Chromium", function () {
   });
 
   it("signs an admin in through the service's own login page, and every page is in the navigation", async () => {
+    // What the page itself calls: only the token endpoint, then the generated clients' RPC paths.
+    const calls: string[] = [];
+    page.on("request", (request) => {
+      if (["fetch", "xhr"].includes(request.resourceType())) calls.push(`${request.method()} ${new URL(request.url()).pathname}`);
+    });
     await signInToConsole(ROOT);
     assert.equal(await heading().textContent(), "Providers");
     const entries = await nav().getByRole("link").allTextContents();
-    assert.deepEqual(entries, ["Providers", "Applications", "Users", "Signing keys", "Sessions"]);
+    assert.deepEqual(entries, ["Providers", "Applications", "Users", "Signing keys", "Sessions", "Events"]);
     for (const title of entries) {
       await openPage(title);
       assert.equal(await heading().textContent(), title);
@@ -129,8 +134,13 @@ describe("admin console in headless Chromium", function () {
     }
     // Reloading keeps the session: no second trip to the login page.
     await page.reload();
-    await page.getByRole("heading", { level: 1, name: "Sessions" }).waitFor();
+    await page.getByRole("heading", { level: 1, name: "Events" }).waitFor();
     assert.equal(new URL(page.url()).pathname, "/admin/");
+    assert.equal(calls[0], `POST ${TOKEN_PATH}`);
+    assert.equal(calls.filter((c) => c === `POST ${TOKEN_PATH}`).length, 1, "one code exchange");
+    const rpcs = calls.slice(1);
+    assert.ok(rpcs.length >= 6, calls.join(", "));
+    for (const rpc of rpcs) assert.match(rpc, /^POST \/identity\.v1\.(Federation|ApplicationAdmin|UserAdmin|KeyAdmin|SessionAdmin|EventAdmin)Service\/\w+$/);
   });
 
   it("refuses a user who is not an administrator with a page that says so", async () => {
@@ -286,6 +296,14 @@ describe("admin console in headless Chromium", function () {
     await page.getByRole("dialog", { name: "Delete user" }).getByRole("button", { name: "Delete" }).click();
     await page.getByText("No users found.").waitFor();
     assert.equal(await server.domain.store.users.findByName("carol"), undefined);
+
+    // The audit trail names the administrator who made each change.
+    await openPage("Events");
+    await page.getByLabel("Event", { exact: true }).fill("user_created");
+    await page.getByRole("button", { name: "Filter" }).click();
+    const created = page.locator("tbody tr").filter({ hasText: "carol" });
+    await created.first().waitFor();
+    assert.match((await created.first().textContent())!, new RegExp(`user_created.*success.*${ROOT.name}`));
   });
 
   it("creates an application whose client secret is shown once, and rotates it", async () => {
@@ -401,7 +419,7 @@ describe("admin console in headless Chromium", function () {
     await page.setViewportSize({ width: 375, height: 740 });
     await signInToConsole(ROOT);
     const overflow = () => page.evaluate(() => (document.documentElement.scrollWidth - document.documentElement.clientWidth) as number);
-    for (const title of ["Providers", "Applications", "Users", "Signing keys", "Sessions"]) {
+    for (const title of ["Providers", "Applications", "Users", "Signing keys", "Sessions", "Events"]) {
       await openPage(title);
       assert.ok((await overflow()) <= 0, `${title} fits 375px`);
     }
