@@ -10,8 +10,8 @@ export interface UpstreamRequest {
   body: string;
 }
 
-/** How one endpoint answers; the default behaviours follow the spec. */
-export type Behaviour = (req: IncomingMessage, res: ServerResponse) => void;
+/** How one endpoint answers (`body`: the request's, already read); the default behaviours follow the spec. */
+export type Behaviour = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
 /** One endpoint of a fake provider, with the request body already read. */
 export type Route = (req: IncomingMessage, res: ServerResponse, body: string) => void | Promise<void>;
@@ -142,7 +142,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const fake = {} as FakeUpstream;
   const issuedTokens: string[] = [];
 
-  const specToken: Behaviour = (_req, res) => {
+  const specToken: Behaviour = (_req, res, body) => {
+    // RFC 6749 §4.1.3 and RFC 7636 §4.6 for a code its authorize page issued: the same redirect_uri, and the verifier of its challenge.
+    const form = new URLSearchParams(body);
+    const authorization = fake.authorizationOf(form.get("code"));
+    if (authorization && authorization.get("redirect_uri") !== form.get("redirect_uri")) return sendJsonBody(res, 400, { error: "invalid_grant" });
+    if (authorization?.has("code_challenge") && !pkceHolds(authorization, form.get("code_verifier"))) return sendJsonBody(res, 400, { error: "invalid_grant" });
     const accessToken = `upstream-at-${randomBytes(8).toString("hex")}`;
     issuedTokens.push(accessToken);
     sendJsonBody(res, 200, { access_token: accessToken, token_type: "Bearer", expires_in: 3600, refresh_token: "upstream-rt", scope: "openid profile email" });
@@ -154,8 +159,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   };
 
   const provider = await startFakeProvider({
-    "/token": (req, res) => fake.token(req, res),
-    "/userinfo": (req, res) => fake.userinfo(req, res),
+    "/token": (req, res, body) => fake.token(req, res, body),
+    "/userinfo": (req, res, body) => fake.userinfo(req, res, body),
   });
   Object.assign(fake, provider, { issuedTokens });
   fake.reset = () => {
