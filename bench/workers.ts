@@ -1,7 +1,7 @@
 import { httpLoad, measured } from "./load.js";
 import { clientTokens, introspectionRequests, startOurs, tokenRequest } from "./ours.js";
 import { failed, type Row } from "./report.js";
-import { workers } from "./settings.js";
+import { settings, workers } from "./settings.js";
 
 /**
  * `serve --workers N` against one process, both up at once on SQLite files
@@ -12,7 +12,7 @@ import { workers } from "./settings.js";
 export async function workersRows(dir: string): Promise<Row[]> {
   const servers = [await startOurs(dir, "workers-1"), await startOurs(dir, `workers-${workers}`, workers)];
   try {
-    const tokens = await Promise.all(servers.map((server) => clientTokens(server, 100)));
+    const tokens = await Promise.all(servers.map((server) => clientTokens(server, settings.tokens)));
     const label = [`--workers 1`, `--workers ${workers}`];
     const [intro1, introN] = await measured(label.map((l) => `introspection, ${l}`), servers.map((server, i) => httpLoad(server.url, introspectionRequests(tokens[i]!))));
     const [issue1, issueN] = await measured(label.map((l) => `client_credentials RS256, ${l}`), servers.map((server) => httpLoad(server.url, [tokenRequest()])));

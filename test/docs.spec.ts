@@ -4,14 +4,15 @@ import { dirname, join } from "node:path";
 
 /**
  * The documents stay short and true to the tree: the README is a front page
- * (at most 200 lines), each page of docs/ at most 15 KB (the performance page
- * 12 KB: its history lives in git), and every `src/...` or `test/...` path
- * they name exists, so that a move or a rename cannot leave them pointing at
- * nothing.
+ * (at most 200 lines, its Performance section 25), each page of docs/ at
+ * most 15 KB (the performance page 12 KB: its history lives in git), and
+ * every `src/...` or `test/...` path they name exists, so that a move or a
+ * rename cannot leave them pointing at nothing.
  */
 
 const KB = 1024;
 const README_MAX_LINES = 200;
+const README_PERFORMANCE_MAX_LINES = 25;
 const DOC_MAX_BYTES = 15 * KB;
 const PERFORMANCE_MAX_BYTES = 12 * KB;
 
@@ -58,6 +59,13 @@ describe("documents", () => {
   it(`keeps README.md to at most ${README_MAX_LINES} lines`, () => {
     const lines = lineCount(readFileSync("README.md", "utf8"));
     assert.ok(lines <= README_MAX_LINES, `README.md has ${lines} lines; move detail to the doc that owns it`);
+  });
+
+  it(`keeps the README's Performance section to at most ${README_PERFORMANCE_MAX_LINES} lines`, () => {
+    const section = /^## Performance\n[\s\S]*?(?=^## )/m.exec(readFileSync("README.md", "utf8"))?.[0];
+    assert.ok(section, "README.md has no Performance section followed by another");
+    const lines = lineCount(section);
+    assert.ok(lines <= README_PERFORMANCE_MAX_LINES, `its Performance section has ${lines} lines; the detail belongs in docs/performance.md`);
   });
 
   it("keeps every page of docs/ to at most 15 KB, and docs/performance.md to 12 KB", () => {
