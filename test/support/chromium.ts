@@ -46,6 +46,8 @@ export function useChromium(): ChromiumSession {
     Object.assign(session, await freshPage(session.browser));
   });
   afterEach(async () => {
+    // No context when the browser never started: the hook that failed says why.
+    if (!session.context) return;
     await session.context.close();
     if (session.cspViolations.length) throw new Error(`the pages broke their own CSP: ${session.cspViolations.join("; ")}`);
   });
