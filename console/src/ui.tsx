@@ -99,7 +99,7 @@ export function CheckboxField(props: { id: string; label: string; checked: boole
 }
 
 /** Checkboxes for a list of values (grant types, providers), each labelled; a group error shows under the legend. */
-export function CheckboxGroup(props: { id: string; legend: string; options: readonly { value: string; label: string }[]; values: readonly string[]; onValues: (v: string[]) => void; error?: string }) {
+export function CheckboxGroup(props: { id: string; legend: string; options: readonly { value: string; label: string; always?: boolean }[]; values: readonly string[]; onValues: (v: string[]) => void; error?: string }) {
   const toggle = (value: string, on: boolean) =>
     props.onValues(on ? [...props.values, value] : props.values.filter((v) => v !== value));
   return (
@@ -108,9 +108,10 @@ export function CheckboxGroup(props: { id: string; legend: string; options: read
       {props.options.length === 0 && <p class="note">None to choose from.</p>}
       {props.options.map((o, i) => (
         <div class="check" key={o.value}>
-          <input id={`${props.id}-${i}`} type="checkbox" name={props.id} value={o.value} checked={props.values.includes(o.value)}
-            onChange={(e) => toggle(o.value, e.currentTarget.checked)} />
+          <input id={`${props.id}-${i}`} type="checkbox" name={props.id} value={o.value} checked={o.always || props.values.includes(o.value)}
+            disabled={o.always} aria-describedby={o.always ? `${props.id}-${i}-note` : undefined} onChange={(e) => toggle(o.value, e.currentTarget.checked)} />
           <label for={`${props.id}-${i}`}>{o.label}</label>
+          {o.always && <span class="note" id={`${props.id}-${i}-note`}>always on</span>}
         </div>
       ))}
       {props.error && <p class="field-error" id={`${props.id}-error`}>{props.error}</p>}

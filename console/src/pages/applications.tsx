@@ -182,7 +182,7 @@ function ApplicationDialog(props: {
           <SelectField id="app-accessTokenStrategy" label="Access token strategy" value={form.accessTokenStrategy} options={ACCESS_TOKEN_STRATEGIES}
             onValue={set("accessTokenStrategy")} error={errors.fields.accessTokenStrategy} />
         </div>
-        <CheckboxGroup id="app-grantTypes" legend="Grant types" options={GRANT_TYPES.map((g) => ({ value: g, label: g }))} values={form.grantTypes}
+        <CheckboxGroup id="app-grantTypes" legend="Grant types" options={GRANT_TYPES.map((g) => ({ value: g, label: g, always: g === "authorization_code" }))} values={form.grantTypes}
           onValues={set("grantTypes")} error={errors.fields.grantTypes} />
         <CheckboxGroup id="app-providers" legend="Providers on its login page" options={props.providers} values={form.providers} onValues={set("providers")}
           error={errors.fields.providers} />
