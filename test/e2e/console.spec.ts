@@ -293,6 +293,36 @@ describe("admin console in headless Chromium", function () {
     await page.getByRole("row").filter({ hasText: "badurl" }).waitFor();
   });
 
+  it("shows an application's field error next to its field", async () => {
+    await signInToConsole(ROOT);
+    await openPage("Applications");
+    await page.getByRole("button", { name: "New application" }).click();
+    const dialog = page.getByRole("dialog", { name: "New application" });
+    await dialog.getByLabel("Name", { exact: true }).fill("badredirect");
+    await dialog.getByLabel("Redirect URIs", { exact: true }).fill("https://ok.example.com/cb\nnot a url");
+    await dialog.getByRole("button", { name: "Create" }).click();
+    const error = dialog.locator("#app-redirectUris-error");
+    await error.waitFor();
+    assert.match((await error.textContent())!, /not a url/);
+    assert.equal(await dialog.getByLabel("Redirect URIs", { exact: true }).getAttribute("aria-invalid"), "true");
+    assert.equal(await server.domain.store.applications.findByName("badredirect"), undefined);
+  });
+
+  it("signs in again when its token stops working (the admin's sessions were ended)", async () => {
+    await signInToConsole(ROOT);
+    await openPage("Sessions");
+    await page.getByLabel("User", { exact: true }).fill(ROOT.name);
+    await page.getByRole("button", { name: "Show sessions" }).click();
+    await page.getByRole("button", { name: `Revoke all of ${ROOT.name}` }).click();
+    await page.getByRole("dialog", { name: "Revoke" }).getByRole("button", { name: "Revoke" }).click();
+    // The console's own token ended with them: the next call is refused, and the console goes back to the login page.
+    await page.waitForURL((url) => url.pathname === "/login/oauth/authorize");
+    await page.getByLabel("Username").fill(ROOT.name);
+    await page.getByLabel("Password").fill(ROOT.password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: "Sessions" }).waitFor();
+  });
+
   it("manages users: create, search, disable, set a password, delete", async () => {
     await signInToConsole(ROOT);
     await openPage("Users");
