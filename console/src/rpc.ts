@@ -33,16 +33,13 @@ export interface Failure {
 
 /**
  * Invalid input carries a FieldViolation detail naming the field by its JSON
- * name (`authUrl`, `userMapping.email`): that field is where the console
- * shows it. A message `field: problem` names it too, for any call that has
- * no detail.
+ * name (`authUrl`, `userMapping.email`; docs/admin.md): that field is where
+ * the console shows it.
  */
 export function failureOf(err: unknown): Failure {
   const error = ConnectError.from(err);
   const [violation] = error.findDetails(FieldViolationSchema);
   if (violation?.field) return { code: error.code, field: violation.field, message: violation.description || error.rawMessage };
-  const named = /^([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)?): (.+)$/s.exec(error.rawMessage);
-  if (named) return { code: error.code, field: named[1], message: named[2]! };
   return { code: error.code, message: error.rawMessage || "The call failed." };
 }
 

@@ -199,6 +199,18 @@ export function ShownOnce(props: { title: string; label: string; value: string; 
   );
 }
 
+/**
+ * A pager's button: aria-disabled rather than disabled, so the button that
+ * was just used keeps keyboard focus when it reaches the first or last page.
+ */
+export function PagerButton(props: { enabled: boolean; onClick: () => void; children: ComponentChildren }) {
+  return (
+    <button type="button" aria-disabled={props.enabled ? undefined : "true"} onClick={() => props.enabled && props.onClick()}>
+      {props.children}
+    </button>
+  );
+}
+
 export function PageHeading(props: { title: string; children?: ComponentChildren }) {
   const ref = useRef<HTMLHeadingElement>(null);
   // Moving to a page moves focus to its heading, so keyboard and screen reader users start there.
@@ -221,12 +233,22 @@ export function formatTime(epochSeconds: bigint | number): string {
   return n ? new Date(n * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") : "—";
 }
 
-/** Run a load and keep its result, error and a way to run it again. */
+/**
+ * Run a load and keep its result, error and a way to run it again. A reload
+ * keeps showing the old result until the new one comes; new `deps` (another
+ * search, another page) clear it at once, so no old rows stand under a new
+ * heading.
+ */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
   const [data, setData] = useState<T>();
   const [error, setError] = useState<string>();
   const [version, setVersion] = useState(0);
+  const loadedFor = useRef<unknown[]>(deps);
   useEffect(() => {
+    if (deps.some((d, i) => !Object.is(d, loadedFor.current[i]))) {
+      loadedFor.current = deps;
+      setData(undefined);
+    }
     let live = true;
     load().then(
       (value) => live && (setData(value), setError(undefined)),

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Browser, BrowserContext, Page, Response } from "playwright-core";
+import { UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import * as choices from "../../console/src/choices.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { GRANT_TYPES } from "../../src/accounts/applications.js";
@@ -11,7 +14,7 @@ import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
 import { freshPage, launchChromium } from "../support/chromium.js";
 import { passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
-import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const ROOT = { name: "root", password: "pw-root-123456", displayName: "Root", isAdmin: true };
 const SCREENSHOT = "docs/images/console-providers.png";
@@ -438,6 +441,31 @@ describe("admin console in headless Chromium", function () {
     await page.getByRole("status").filter({ hasText: new RegExp(`Ended [1-9]\\d* sessions? and \\d+ refresh tokens? of ${TEST_USER.name}`) }).waitFor();
     await page.getByText("No active sessions.").waitFor();
     await page.getByText("No live refresh tokens.").waitFor();
+  });
+
+  it("pages through the users a search finds", async () => {
+    const users = createClient(UserAdminService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+    const auth = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
+    for (let i = 0; i < 23; i++) await users.createUser({ user: { name: `pager-${String(i).padStart(2, "0")}`, password: "pw-pager-123" } }, auth);
+    await signInToConsole(ROOT);
+    await openPage("Users");
+    await page.getByLabel("Search", { exact: true }).fill("PAGER-");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    const pager = page.getByRole("navigation", { name: "Pages of users" });
+    await pager.getByText("Page 1 of 2 · 23 users").waitFor();
+    const names = () => page.locator("tbody tr td:first-child").allTextContents();
+    assert.deepEqual(await names(), Array.from({ length: 20 }, (_, i) => `pager-${String(i).padStart(2, "0")}`));
+    // By keyboard: Enter on Next; focus stays on it on the last page, where it is marked disabled.
+    await pager.getByRole("button", { name: "Next" }).focus();
+    await page.keyboard.press("Enter");
+    await pager.getByText("Page 2 of 2 · 23 users").waitFor();
+    assert.deepEqual(await names(), ["pager-20", "pager-21", "pager-22"]);
+    assert.equal(await pager.getByRole("button", { name: "Next" }).getAttribute("aria-disabled"), "true");
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent as string), "Next");
+    await page.keyboard.press("Enter");
+    assert.equal(await pager.getByText("Page 2 of 2 · 23 users").count(), 1, "no page after the last");
+    await pager.getByRole("button", { name: "Previous" }).click();
+    await pager.getByText("Page 1 of 2 · 23 users").waitFor();
   });
 
   it("lists signing keys by kid and alg, and rotates one algorithm's key", async () => {

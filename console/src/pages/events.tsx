@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { EventAdminService, type AuditEvent } from "../../../gen/identity/v1/events_pb.js";
 import type { PageProps } from "../app.js";
-import { Notice, PageHeading, TextField, useLoad } from "../ui.js";
+import { Notice, PageHeading, PagerButton, TextField, useLoad } from "../ui.js";
 
 const PAGE_SIZE = 50;
 
@@ -59,12 +59,10 @@ export function EventsPage({ clients }: PageProps) {
           </table>
         </div>
       )}
-      {list.data && (
-        <nav class="pager" aria-label="Pages of events">
-          <button type="button" disabled={tokens.length === 1} onClick={() => setTokens([""])}>Newest</button>
-          <button type="button" disabled={!list.data.nextPageToken} onClick={() => setTokens([...tokens, list.data!.nextPageToken])}>Older</button>
-        </nav>
-      )}
+      <nav class="pager" aria-label="Pages of events">
+        <PagerButton enabled={tokens.length > 1} onClick={() => setTokens([""])}>Newest</PagerButton>
+        <PagerButton enabled={!!list.data?.nextPageToken} onClick={() => setTokens([...tokens, list.data!.nextPageToken])}>Older</PagerButton>
+      </nav>
     </>
   );
 }

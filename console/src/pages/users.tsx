@@ -3,7 +3,7 @@ import type { TargetedEvent } from "preact";
 import { UserAdminService, type User } from "../../../gen/identity/v1/admin_pb.js";
 import type { PageProps } from "../app.js";
 import { failureOf } from "../rpc.js";
-import { CheckboxField, Confirm, Dialog, FormActions, formErrorsOf, Notice, NO_ERRORS, PageHeading, TextField, useLoad, type FormErrors } from "../ui.js";
+import { CheckboxField, Confirm, Dialog, FormActions, formErrorsOf, Notice, NO_ERRORS, PageHeading, PagerButton, TextField, useLoad, type FormErrors } from "../ui.js";
 
 const PAGE_SIZE = 20;
 
@@ -101,13 +101,11 @@ export function UsersPage({ clients }: PageProps) {
           </table>
         </div>
       )}
-      {list.data && (
-        <nav class="pager" aria-label="Pages of users">
-          <button type="button" disabled={pageNumber === 1} onClick={() => setTokens(tokens.slice(0, -1))}>Previous</button>
-          <span>Page {pageNumber} of {pages} · {total} {total === 1 ? "user" : "users"}</span>
-          <button type="button" disabled={!list.data.nextPageToken} onClick={() => setTokens([...tokens, list.data!.nextPageToken])}>Next</button>
-        </nav>
-      )}
+      <nav class="pager" aria-label="Pages of users">
+        <PagerButton enabled={pageNumber > 1} onClick={() => setTokens(tokens.slice(0, -1))}>Previous</PagerButton>
+        <span>{list.data ? `Page ${pageNumber} of ${pages} · ${total} ${total === 1 ? "user" : "users"}` : "Loading…"}</span>
+        <PagerButton enabled={!!list.data?.nextPageToken} onClick={() => setTokens([...tokens, list.data!.nextPageToken])}>Next</PagerButton>
+      </nav>
       {editing && (
         <UserDialog user={editing.user} onClose={() => setEditing(undefined)}
           onSave={async (form) => {
