@@ -146,6 +146,17 @@ describe("admin console in headless Chromium", function () {
     for (const rpc of rpcs) assert.match(rpc, /^POST \/identity\.v1\.(Federation|ApplicationAdmin|UserAdmin|KeyAdmin|SessionAdmin|EventAdmin)Service\/\w+$/);
   });
 
+  it("signs out: the token is forgotten and the service's session ended, so /admin asks for the password again", async () => {
+    await signInToConsole(ROOT);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL((url) => url.pathname === "/api/logout");
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "You have signed out" }).waitFor();
+    await page.goto(`${server.url}/admin/`);
+    await page.waitForURL((url) => url.pathname === "/login/oauth/authorize");
+    await page.getByLabel("Password").waitFor();
+  });
+
   it("refuses a user who is not an administrator with a page that says so", async () => {
     await signInToConsole(TEST_USER);
     await page.getByRole("heading", { level: 1, name: "Not an administrator" }).waitFor();
