@@ -305,6 +305,14 @@ describe("admin console in headless Chromium", function () {
     await dialog.getByRole("button", { name: "Create" }).click();
     await dialog.waitFor({ state: "detached" });
     await page.getByRole("row").filter({ hasText: "badurl" }).waitFor();
+
+    // Emptying a field that must be set is refused under it, not silently kept.
+    await page.getByRole("button", { name: "Edit badurl" }).click();
+    const edit = page.getByRole("dialog", { name: "Edit provider badurl" });
+    await edit.getByLabel("Scope", { exact: true }).fill("");
+    await edit.getByRole("button", { name: "Save" }).click();
+    await edit.locator("#provider-scope-error").waitFor();
+    assert.match((await edit.locator("#provider-scope-error").textContent())!, /required/);
   });
 
   it("shows an application's field error next to its field", async () => {

@@ -57,15 +57,19 @@ function formOf(p?: Provider): ProviderForm {
   };
 }
 
-/** Empty text means "not set": the service keeps (on edit) or defaults (on create) what is left out. */
-const given = (value: string) => (value.trim() === "" ? undefined : value.trim());
-
-function inputOf(form: ProviderForm) {
+function inputOf(form: ProviderForm, before: ProviderForm | undefined) {
+  // Empty text is left out (the service keeps or defaults it), unless it was
+  // set before: then it is sent empty, and the service says whether it may be.
+  const given = (key: StringKey) => {
+    const value = form[key].trim();
+    return value !== "" ? value : before?.[key] ? "" : undefined;
+  };
   return {
-    name: form.name.trim(), type: form.type, displayName: given(form.displayName), clientId: given(form.clientId),
+    name: form.name.trim(), type: form.type, displayName: given("displayName"), clientId: given("clientId"),
+    // Write-only: empty keeps the stored secret.
     clientSecret: form.clientSecret === "" ? undefined : form.clientSecret,
-    authUrl: given(form.authUrl), scope: given(form.scope), tokenUrl: given(form.tokenUrl), userInfoUrl: given(form.userInfoUrl),
-    favicon: given(form.favicon), issuer: given(form.issuer), emailsUrl: given(form.emailsUrl),
+    authUrl: given("authUrl"), scope: given("scope"), tokenUrl: given("tokenUrl"), userInfoUrl: given("userInfoUrl"),
+    favicon: given("favicon"), issuer: given("issuer"), emailsUrl: given("emailsUrl"),
     tokenAuthMethod: form.tokenAuthMethod, trustEmail: form.trustEmail, pkce: form.pkce, allowInsecureUrls: form.allowInsecureUrls,
     userMapping: form.mapping,
   };
@@ -153,7 +157,7 @@ function ProviderDialog(props: { provider?: Provider; onClose: () => void; onSav
     e.preventDefault();
     setBusy(true);
     try {
-      await props.onSave(inputOf(form));
+      await props.onSave(inputOf(form, props.provider && formOf(props.provider)));
     } catch (err) {
       setErrors(formErrorsOf(err, FORM_FIELDS));
       setBusy(false);
