@@ -188,11 +188,19 @@ export function FormActions(props: { busy: boolean; submit: string; onCancel: ()
 
 /** A value shown once (a client secret), selectable for copying. */
 export function ShownOnce(props: { title: string; label: string; value: string; onClose: () => void }) {
+  const [copied, setCopied] = useState<string>();
+  const copy = () =>
+    navigator.clipboard.writeText(props.value).then(
+      () => setCopied("Copied."),
+      () => setCopied("The browser did not allow copying: select the text and copy it."),
+    );
   return (
     <Dialog title={props.title} onClose={props.onClose}>
       <p>Copy it now: the service keeps only a hash and will never show it again.</p>
       <TextField id="shown-once" label={props.label} value={props.value} onValue={() => {}} readOnly />
+      <p class="note" role="status">{copied}</p>
       <div class="actions">
+        <button type="button" onClick={copy}>Copy</button>
         <button type="button" class="primary" onClick={props.onClose}>Done</button>
       </div>
     </Dialog>
