@@ -9,7 +9,7 @@ export const EVENTS_USAGE = `usage: identity events [--user NAME] [--client ID] 
 
   Prints the stored audit events (docs/audit.md), newest first, one JSON object a line.
 
-  --user NAME    events about this user, or made by a user of this name
+  --user NAME    events about this user: their sign-ins and tokens, changes made to them
   --client ID    events about the application with this client_id
   --type EVENT   events of this name (sign_in, token_issued, user_updated ...)
   --since TIME   events at or after TIME: ISO 8601 (2026-11-25T18:00:00Z) or a time ago (30m, 12h, 7d)

@@ -67,7 +67,7 @@ export interface AuditPage {
   nextPageToken: string;
 }
 
-/** Stored events, newest first, a page at a time. The page token names the last event shown. */
+/** Stored events, newest first, a page at a time. The page token names the last event shown, by id. */
 export async function listAuditEvents(repo: Pick<AuditEventRepository, "list">, query: AuditQuery): Promise<AuditPage> {
   if (!Number.isInteger(query.pageSize) || query.pageSize < 1 || query.pageSize > MAX_AUDIT_PAGE) {
     throw new OAuthError("invalid_request", `page size must be 1 to ${MAX_AUDIT_PAGE}`);
@@ -86,12 +86,12 @@ export async function listAuditEvents(repo: Pick<AuditEventRepository, "list">, 
   return { events, nextPageToken: rows.length > query.pageSize && last ? pageToken(last) : "" };
 }
 
-const pageToken = (e: StoredAuditEvent) => Buffer.from(`${e.time}.${e.id}`).toString("base64url");
+const pageToken = (e: StoredAuditEvent) => Buffer.from(`before:${e.id}`).toString("base64url");
 
-function parsePageToken(token: string): { time: number; id: string } {
-  const match = /^(\d{1,16})\.(\d{1,19})$/.exec(Buffer.from(token, "base64url").toString());
+function parsePageToken(token: string): string {
+  const match = /^before:(\d{1,15})$/.exec(Buffer.from(token, "base64url").toString());
   if (!match) throw new OAuthError("invalid_request", "page token is not one this service gave");
-  return { time: Number(match[1]), id: match[2]! };
+  return match[1]!;
 }
 
 /**

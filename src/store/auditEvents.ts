@@ -3,21 +3,21 @@ import type { Db } from "./db.js";
 import type { AuditEvent, AuditEventName, AuditOutcome } from "../shared/audit.js";
 import type { Logger } from "../shared/log.js";
 
-/** A stored event, with the id that orders events of one millisecond. */
+/** A stored event, with its id: the order events were written in. */
 export interface StoredAuditEvent extends AuditEvent {
   id: string;
 }
 
 /** Which events to list; absent fields do not filter. */
 export interface AuditEventFilter {
-  /** Events about this user, or made by a user of this name. */
+  /** Events about the user of this name (their sign-ins and tokens, changes made to them). */
   userName?: string;
   clientId?: string;
   event?: string;
   /** Epoch ms: events at or after it. */
   since?: number;
-  /** The last event of the previous page: events older than it. */
-  before?: { time: number; id: string };
+  /** The id of the last event of the previous page: events written before it. */
+  before?: string;
 }
 
 interface AuditEventRow {
@@ -69,11 +69,12 @@ const ROWS_PER_INSERT = 500;
  * The contract (test/store/auditEvents.spec.ts, every backend):
  * - append-only: insertMany() adds every event it is given, in order, and
  *   nothing changes a stored one ("stores every event of a batch");
- * - ordered: list() answers newest first (time, then id), a page at a time,
- *   and a page starting `before` the last event of the previous one neither
- *   repeats nor skips an event ("pages through newest first");
- * - filtered: list() by user name (the event's user or a user actor), client
- *   id, event name and time ("filters by user, client, type and time");
+ * - ordered: list() answers newest first (by id, the order they were
+ *   written), a page at a time, and a page starting `before` the last event
+ *   of the previous one neither repeats nor skips an event ("pages through
+ *   newest first");
+ * - filtered: list() by user name, client id, event name and time ("filters
+ *   by user, client, type and time");
  * - pruned: the cleanup sweep of auditEventSweep() deletes events older than
  *   the retention and nothing newer ("prunes events past the retention").
  */
@@ -88,23 +89,33 @@ export class AuditEventRepository {
 
   async list(filter: AuditEventFilter, limit: number): Promise<StoredAuditEvent[]> {
     const q = this.db<AuditEventRow>("audit_events").select("*");
-    if (filter.userName !== undefined) {
-      const name = filter.userName;
-      q.where((w) => w.where("user_name", name).orWhere((a) => a.where("actor_kind", "user").where("actor_name", name)));
-    }
+    if (filter.userName !== undefined) q.where("user_name", filter.userName);
     if (filter.clientId !== undefined) q.where("client_id", filter.clientId);
     if (filter.event !== undefined) q.where("event", filter.event);
     if (filter.since !== undefined) q.where("time", ">=", filter.since);
-    const before = filter.before;
-    if (before) q.where((w) => w.where("time", "<", before.time).orWhere((s) => s.where("time", before.time).where("id", "<", before.id)));
-    const rows = await q.orderBy([{ column: "time", order: "desc" }, { column: "id", order: "desc" }]).limit(limit);
+    if (filter.before !== undefined) q.where("id", "<", Number(filter.before));
+    const rows = await q.orderBy("id", "desc").limit(limit);
     return rows.map(fromRow);
   }
 }
 
-/** The cleanup sweep of events older than `retentionMs`. */
+/** How many of the oldest events one sweep statement looks at. */
+const OLDEST_LOOKED_AT = 10_000;
+
+/**
+ * The cleanup sweep of events older than `retentionMs`. Ids follow time, so
+ * the events past it are the first ids: each statement looks at the oldest
+ * few thousand by the primary key, with no index on time to keep up.
+ */
 export function auditEventSweep(retentionMs: number): Sweep {
-  return { table: "audit_events", key: "id", expired: (rows, now) => rows.where("t.time", "<", now - retentionMs) };
+  return {
+    table: "audit_events",
+    key: "id",
+    expired: (rows, now, db) =>
+      rows
+        .whereIn("t.id", db.select("id").from(db("audit_events").select("id").orderBy("id").limit(OLDEST_LOOKED_AT).as("oldest")))
+        .where("t.time", "<", now - retentionMs),
+  };
 }
 
 export interface AuditWriterOptions {

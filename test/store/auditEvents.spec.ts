@@ -47,13 +47,12 @@ describeEachBackend("audit events", (ctx) => {
     // Three events share each millisecond: the id orders them.
     await repo().insertMany(Array.from({ length: 30 }, (_, i) => event(Math.floor(i / 3), { details: { i } })));
     const seen: number[] = [];
-    let before: { time: number; id: string } | undefined;
+    let before: string | undefined;
     for (;;) {
       const page = await repo().list({ before }, 7);
       if (page.length === 0) break;
       seen.push(...page.map((e) => (e.details as { i: number }).i));
-      const last = page[page.length - 1]!;
-      before = { time: last.time, id: last.id };
+      before = page[page.length - 1]!.id;
     }
     assert.deepEqual(seen, Array.from({ length: 30 }, (_, i) => 29 - i));
   });
@@ -67,7 +66,8 @@ describeEachBackend("audit events", (ctx) => {
       event(5),
     ]);
     const names = async (filter: Parameters<AuditEventRepository["list"]>[0]) => (await repo().list(filter, 100)).map((e) => e.event);
-    assert.deepEqual(await names({ userName: "alice" }), ["application_updated", "user_updated", "sign_in"]);
+    // The user's events; what alice did as an admin (application_updated) is about the application.
+    assert.deepEqual(await names({ userName: "alice" }), ["user_updated", "sign_in"]);
     assert.deepEqual(await names({ clientId: "client-9" }), ["application_updated"]);
     assert.deepEqual(await names({ event: "sign_in" }), ["sign_in", "sign_in"]);
     assert.deepEqual(await names({ since: T0 + 4000 }), ["token_issued", "sign_in"]);

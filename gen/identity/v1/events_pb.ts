@@ -17,7 +17,8 @@ export const file_identity_v1_events: GenFile = /*@__PURE__*/
  */
 export type ListEventsRequest = Message<"identity.v1.ListEventsRequest"> & {
   /**
-   * Events about this user (by user name), or made by a user of this name.
+   * Events about this user, by user name: their sign-ins and tokens, and
+   * the changes made to them.
    *
    * @generated from field: string user = 1;
    */
