@@ -76,6 +76,7 @@ export function ApplicationsPage({ clients }: PageProps) {
       </PageHeading>
       <p class="lead">OAuth clients of this service.</p>
       <Notice error={list.error} />
+      {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && list.data.length === 0 && <p>No applications yet.</p>}
       {list.data && list.data.length > 0 && (
         <div class="table-wrap">

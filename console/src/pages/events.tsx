@@ -35,6 +35,7 @@ export function EventsPage({ clients }: PageProps) {
         <button type="submit" class="primary">Filter</button>
       </form>
       <Notice error={list.error} />
+      {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && shown.length === 0 && <p>No events.</p>}
       {shown.length > 0 && (
         <div class="table-wrap">

@@ -33,6 +33,7 @@ export function KeysPage({ clients }: PageProps) {
       <Notice error={status.error} />
       {status.done && <p class="ok" role="status">{status.done}</p>}
       <Notice error={list.error} />
+      {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && (
         <div class="table-wrap">
           <table>

@@ -97,6 +97,7 @@ export function ProvidersPage({ clients }: PageProps) {
       </PageHeading>
       <p class="lead">Upstream sign-in providers. An application shows the ones it lists on its login page.</p>
       <Notice error={list.error} />
+      {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && list.data.length === 0 && <p>No providers yet.</p>}
       {list.data && list.data.length > 0 && (
         <div class="table-wrap">

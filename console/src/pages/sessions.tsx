@@ -40,6 +40,7 @@ export function SessionsPage({ clients }: PageProps) {
         <button type="submit" class="primary">Show sessions</button>
       </form>
       <Notice error={list.error} />
+      {user && !list.data && !list.error && <p class="note">Loading…</p>}
       {done && <p class="ok" role="status">{done}</p>}
       {list.data && (
         <>
