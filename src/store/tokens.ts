@@ -122,6 +122,11 @@ const BY_HASH = rowBy("access_tokens", "token_hash");
 
 // Aliased columns of the joined rows: both tables have an `id`, and the token's own `user_id` starts with `user_`.
 const USER_PREFIX = "u__";
+/** Each user column and its alias in a joined row, built once: not a string concatenation per column per lookup. */
+const USER_ALIASES = USER_COLUMNS.map((c) => [c, `${USER_PREFIX}${c}`] as const);
+const USER_ID = `${USER_PREFIX}id`;
+const USER_DISABLED = `${USER_PREFIX}disabled`;
+const USER_NAME = `${USER_PREFIX}name`;
 const APPLICATION_CLIENT_ID = "a__client_id";
 
 /**
@@ -213,10 +218,10 @@ export class AccessTokenRepository {
   async findStandingByHash(tokenHash: string): Promise<OwnedAccessToken<{ disabled: boolean; name: string }> | undefined> {
     const r = await this.reads.first<AccessTokenRow & Record<string, unknown>>(STANDING_BY_HASH, tokenHash);
     if (!r) return undefined;
-    const userFound = found(r[`${USER_PREFIX}id`]);
+    const userFound = found(r[USER_ID]);
     return {
       token: accessTokenFromRow(r),
-      user: userFound ? { disabled: Boolean(r[`${USER_PREFIX}disabled`]), name: String(r[`${USER_PREFIX}name`]) } : undefined,
+      user: userFound ? { disabled: Boolean(r[USER_DISABLED]), name: String(r[USER_NAME]) } : undefined,
       applicationExists: found(r[APPLICATION_CLIENT_ID]),
     };
   }
@@ -225,10 +230,11 @@ export class AccessTokenRepository {
   async findWithUserByHash(tokenHash: string): Promise<OwnedAccessToken<UserRecord> | undefined> {
     const r = await this.reads.first<AccessTokenRow & Record<string, unknown>>(WITH_USER_BY_HASH, tokenHash);
     if (!r) return undefined;
-    const user = Object.fromEntries(USER_COLUMNS.map((c) => [c, r[USER_PREFIX + c]])) as unknown as UserRow;
+    const user: Record<string, unknown> = {};
+    for (const [column, alias] of USER_ALIASES) user[column] = r[alias];
     return {
       token: accessTokenFromRow(r),
-      user: found(user.id) ? userFromRow(user) : undefined,
+      user: found(user.id) ? userFromRow(user as unknown as UserRow) : undefined,
       applicationExists: found(r[APPLICATION_CLIENT_ID]),
     };
   }
