@@ -37,6 +37,13 @@ describeEachBackend(
 
     const displayName = async () => (await reads.first<UserRow>(byId, id))?.display_name;
 
+    it("answers with the row it read while nothing commits", async () => {
+      await reads.first(byId, id); // opens the read connections, after which rows are kept
+      const row = await reads.first<UserRow>(byId, id);
+      assert.equal(await reads.first(byId, id), row, "the same row, not read again");
+      assert.ok(Object.isFrozen(row), "a row shared by lookups cannot be changed by one of them");
+    });
+
     it("reads again after a commit on the server's own connection", async () => {
       await displayName();
       await ctx.db("users").where({ id }).update({ display_name: "Renamed" });
