@@ -94,15 +94,16 @@ export async function userTokens(server: OurServer, count: number): Promise<stri
  * random hashes, so the index has the shape real SHA-256 keys give it.
  */
 export async function seedStoredTokens(file: string, count: number): Promise<void> {
-  const db = await openDb({ url: file });
+  // A batch of 20,000 rows takes seconds on a busy machine: past the default per-call deadline.
+  const db = await openDb({ url: file, queryTimeoutMs: 600_000 });
   try {
     const now = Date.now();
-    for (let done = 0; done < count; done += 100_000) {
+    for (let done = 0; done < count; done += 20_000) {
       await db.raw(
         `with recursive seq(n) as (select 1 union all select n + 1 from seq where n < ?)
          insert into access_tokens (token_hash, jti, family_id, client_id, user_id, scope, issued_at, expires_at, revoked_at)
          select substr(hex(randomblob(32)), 1, 43), lower(hex(randomblob(16))), lower(hex(randomblob(16))), ?, null, '', ?, ?, null from seq`,
-        [Math.min(100_000, count - done), clientId("RS256"), now, now + 24 * 3600_000],
+        [Math.min(20_000, count - done), clientId("RS256"), now, now + 24 * 3600_000],
       );
     }
     await db.raw("pragma wal_checkpoint(truncate)");
