@@ -191,6 +191,18 @@ describe("container image (Dockerfile, compose.yaml, README)", () => {
       }
     });
 
+    it("copies into the stage that runs `npm run build` every folder the build reads, the admin console's included", () => {
+      const builder = stages.find((stage) => all(stage, "RUN").some((run) => run.includes("npm run build")));
+      assert.ok(builder, "a stage runs npm run build");
+      const copied = all(builder, "COPY").flatMap((args) => args.split(" ").slice(0, -1));
+      // tsc reads tsconfig*.json, src and gen; esbuild bundles console/ (package.json build:console).
+      for (const needed of ["tsconfig.json", "tsconfig.build.json", "src", "gen", "console"]) {
+        assert.ok(copied.includes(needed), `the build stage copies ${needed}`);
+      }
+      assert.match(pkg.scripts["build:console"]!, /console\/src\/main\.tsx/);
+      assert.ok(all(final, "COPY").some((args) => /--from=\S+ \/app\/dist /.test(args)), "the final image takes dist/, console bundle and all");
+    });
+
     it("starts identity serve as `npm start` does, with real options only", () => {
       assert.deepEqual(argv.slice(0, 3), ["node", "dist/src/main.js", "serve"]);
       assert.ok(pkg.scripts.start!.startsWith("node dist/src/main.js serve"), "the same entry point as npm start");
