@@ -31,6 +31,7 @@ async function start(): Promise<void> {
     await clients(FederationService).listProviders({});
   } catch (err) {
     const failure = failureOf(err);
+    // A dead token: the clients' interceptor is already on its way to sign in again.
     if (isSignedOut(failure)) return;
     if (isRefused(failure)) return render(<NotAdministrator userName={session.userName} onSignOut={onSignOut} />, root);
     render(<SignInFailed message={failure.message} onRetry={() => location.reload()} />, root);
