@@ -222,7 +222,7 @@ export function PagerButton(props: { enabled: boolean; onClick: () => void; chil
 export function PageHeading(props: { title: string; children?: ComponentChildren }) {
   const ref = useRef<HTMLHeadingElement>(null);
   // Moving to a page moves focus to its heading, so keyboard and screen reader users start there.
-  useEffect(() => ref.current?.focus(), [props.title]);
+  useLayoutEffect(() => ref.current?.focus(), [props.title]);
   return (
     <div class="page-head">
       <h1 ref={ref} tabIndex={-1}>{props.title}</h1>

@@ -551,6 +551,7 @@ describe("admin console in headless Chromium", function () {
     assert.notEqual(outline, "none", "focus is visible");
     await page.keyboard.press("Enter");
     await page.getByRole("heading", { level: 1, name: "Users" }).waitFor();
+    await page.waitForFunction(() => document.activeElement?.tagName === "H1");
     assert.deepEqual(await focused(), { text: "Users", tag: "H1", inDialog: false });
     // On to "New user"; Enter opens the dialog with focus inside it.
     for (let i = 0; i < 40 && (await focused()).text !== "New user"; i++) await page.keyboard.press("Tab");
