@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, httpLoad, inTurns, type TurnLoad } from "./load.js";
+import { httpLoad, inTurns, rateText, type TurnLoad } from "./load.js";
 import { clientTokens, introspectionRequests, startOurs, userinfoRequests, userTokens, type OurServer } from "./ours.js";
 import { log, settings } from "./settings.js";
 import { grpcLoad, grpcNotOk } from "./verification.js";
@@ -32,7 +32,7 @@ export async function measureFastPaths(dir: string): Promise<void> {
       const results = await inTurns(names.map((name) => loadOf(variants.get(name)!)));
       for (const [i, name] of names.entries()) {
         const r = { ...results[i]!, failures: results[i]!.failures + (await grpcNotOk(servers[i]!.url)) - notOkBefore[i]! };
-        log(`  ${name}: ${describe(r)}${i > 0 ? `; ${names[i - 1]} is ${(results[i - 1]!.rps / r.rps).toFixed(2)}x this` : ""}`);
+        log(`  ${name}: ${rateText(r)}${i > 0 ? `; ${names[i - 1]} is ${(results[i - 1]!.rps / r.rps).toFixed(2)}x this` : ""}`);
       }
     }
   } finally {

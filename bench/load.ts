@@ -77,13 +77,13 @@ export async function inTurns(loads: readonly TurnLoad[]): Promise<LoadResult[]>
   return runs.map(combined);
 }
 
-export const describe = (r: LoadResult) =>
+export const rateText = (r: LoadResult) =>
   `${Math.round(r.rps).toLocaleString("en-US")} req/s, p99 ${r.p99Ms.toFixed(1)} ms${r.failures ? `, ${r.failures} FAILED` : ""}`;
 
 /** inTurns, each result logged under its name. */
 export async function measured(names: readonly string[], loads: readonly TurnLoad[]): Promise<LoadResult[]> {
   log(`${names.join(", ")}: in ${settings.turns} turns`);
   const results = await inTurns(loads);
-  for (const [i, r] of results.entries()) log(`  ${names[i]}: ${describe(r)}`);
+  for (const [i, r] of results.entries()) log(`  ${names[i]}: ${rateText(r)}`);
   return results;
 }
