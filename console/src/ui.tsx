@@ -243,28 +243,24 @@ export function formatTime(epochSeconds: bigint | number): string {
 
 /**
  * Run a load and keep its result, error and a way to run it again. A reload
- * keeps showing the old result until the new one comes; new `deps` (another
- * search, another page) clear it at once, so no old rows stand under a new
- * heading.
+ * keeps showing the old result until the new one comes; a result loaded for
+ * other `deps` (another search, another page) is never shown, so no old rows
+ * stand under a new heading.
  */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
-  const [data, setData] = useState<T>();
+  const [loaded, setLoaded] = useState<{ deps: unknown[]; data: T }>();
   const [error, setError] = useState<string>();
   const [version, setVersion] = useState(0);
-  const loadedFor = useRef<unknown[]>(deps);
   useEffect(() => {
-    if (deps.some((d, i) => !Object.is(d, loadedFor.current[i]))) {
-      loadedFor.current = deps;
-      setData(undefined);
-    }
     let live = true;
     load().then(
-      (value) => live && (setData(value), setError(undefined)),
+      (data) => live && (setLoaded({ deps, data }), setError(undefined)),
       (err) => live && setError(failureOf(err).message),
     );
     return () => {
       live = false;
     };
   }, [version, ...deps]);
-  return { data, error, reload: () => setVersion((v) => v + 1) };
+  const current = loaded && loaded.deps.length === deps.length && loaded.deps.every((d, i) => Object.is(d, deps[i]));
+  return { data: current ? loaded.data : undefined, error, reload: () => setVersion((v) => v + 1) };
 }
