@@ -10,7 +10,7 @@ import {
 } from "../accounts/validation.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import type { ProviderRepository } from "../store/providers.js";
-import { isProviderType, PROVIDER_TYPES, providerTypeOf, type ProviderTypeName } from "./providerTypes/index.js";
+import { effectiveProvider, isProviderType, PROVIDER_TYPES, providerTypeOf, type ProviderTypeName } from "./providerTypes/index.js";
 import type { ProviderField } from "./providerTypes/providerType.js";
 import { SecretBox, SecretBoxError } from "./secretBox.js";
 import { insecureUrlProblem } from "./urlRule.js";
@@ -133,6 +133,22 @@ export function parseProviderInput(raw: Record<string, unknown>): ProviderInput 
   return patch as ProviderInput;
 }
 
+/**
+ * The secret is write-only: an update that keeps it must not send it
+ * somewhere else (another token URL, or the token endpoint of another
+ * issuer's discovery, or in clear over http), or whoever may edit the
+ * provider could read it there. Such a change must bring the secret again.
+ */
+function checkSecretStays(before: ProviderRecord, after: ProviderRecord): void {
+  const destination = (record: ProviderRecord) => {
+    const effective = effectiveProvider(record);
+    return `${effective.tokenUrl} ${record.type === "OIDC" ? record.issuer : ""}`;
+  };
+  if (destination(before) !== destination(after) || (after.allowInsecureUrls && !before.allowInsecureUrls)) {
+    throw new InvalidInputError("clientSecret", "must be given again when the token URL, type or issuer changes, or plain http is allowed: it would be sent there");
+  }
+}
+
 /** What seals a provider's secret: the provider's name, so a sealed value opens only in its own row. */
 const secretContext = (name: string) => `provider/${name}`;
 
@@ -190,6 +206,7 @@ export class ProviderAdmin {
     };
     checkRequired(record);
     checkProviderUrls(record);
+    if (patch.clientSecret === undefined) checkSecretStays(current, record);
     await this.repo.update(record);
     this.recordChange("provider_updated", record.name, current, record);
     return record;

@@ -104,6 +104,34 @@ describeEachDatabase("admin contract for the console", (db) => {
       assert.equal(server.domain.providerAdmin.clientSecret(await server.domain.providerAdmin.get("wo")), "another-secret-9876543210");
       await providers.deleteProvider({ name: "wo" }, admin);
     });
+
+    it("must be given again where it would go somewhere else: another token URL, type or issuer, or plain http allowed", async () => {
+      const secret = "provider-secret-staying-0123456789";
+      await providers.createProvider({ provider: { ...TEST_PROVIDER, name: "stays", tokenUrl: undefined, type: "GitHub", clientSecret: secret } }, admin);
+      const elsewhere = "https://collector.example/token";
+      const moves = [{ tokenUrl: elsewhere }, { type: "Custom", tokenUrl: TEST_PROVIDER.tokenUrl }, { allowInsecureUrls: true }];
+      for (const move of moves) {
+        for (const clientSecret of [undefined, ""]) {
+          const err = await refused(providers.updateProvider({ provider: { name: "stays", ...move, clientSecret } }, admin));
+          assert.deepEqual(violations(err).map(([f]) => f), ["clientSecret"], JSON.stringify(move));
+        }
+      }
+      const kept = await server.domain.providerAdmin.get("stays");
+      assert.deepEqual([kept.type, kept.tokenUrl, kept.allowInsecureUrls], ["GitHub", "", false], "nothing was changed");
+      assert.equal(server.domain.providerAdmin.clientSecret(kept), secret);
+
+      // The preset's own token URL written out is no move; a new secret with a move is taken.
+      await providers.updateProvider({ provider: { name: "stays", tokenUrl: "https://github.com/login/oauth/access_token" } }, admin);
+      const moved = await providers.updateProvider({ provider: { name: "stays", tokenUrl: elsewhere, clientSecret: "the-collector-secret-0123" } }, admin);
+      assert.equal(moved.provider?.tokenUrl, elsewhere);
+      await providers.updateProvider({ provider: { name: "stays", tokenUrl: elsewhere, displayName: "Stays" } }, admin);
+
+      const oidc = { name: "stays-oidc", type: "OIDC", clientId: "c", clientSecret: secret, issuer: "https://sso.example" };
+      await providers.createProvider({ provider: oidc }, admin);
+      const err = await refused(providers.updateProvider({ provider: { name: "stays-oidc", issuer: "https://collector.example" } }, admin));
+      assert.deepEqual(violations(err).map(([f]) => f), ["clientSecret"], "an OIDC provider's token endpoint is its issuer's");
+      for (const name of ["stays", "stays-oidc"]) await providers.deleteProvider({ name }, admin);
+    });
   });
 
   describe("field errors name the field", () => {

@@ -210,7 +210,11 @@ describe("command line", function () {
       await assert.rejects(provider("update", "--name", "idp", "--user-mapping", '{"uid":"x"}'), /uid: is not a known field/);
       await assert.rejects(provider("update", "--name", "idp", "--token-auth-method", "private_key_jwt"), /tokenAuthMethod: must be/);
       await assert.rejects(provider("update", "--name", "idp", "--token-url", "http://idp.example/token"), /tokenUrl: must use https/);
-      const insecure = JSON.parse(await provider("update", "--name", "idp", "--token-url", "http://idp.example/token", "--allow-insecure-urls"));
+      // The secret is sent to the token URL: moving it, or allowing plain http, takes the secret again.
+      await assert.rejects(provider("update", "--name", "idp", "--token-url", "http://idp.example/token", "--allow-insecure-urls"), /clientSecret: must be given again/);
+      const insecure = JSON.parse(
+        await provider("update", "--name", "idp", "--token-url", "http://idp.example/token", "--allow-insecure-urls", "--client-secret", secret),
+      );
       assert.deepEqual([insecure.tokenUrl, insecure.allowInsecureUrls], ["http://idp.example/token", true]);
       await assert.rejects(provider("update", "--name", "idp", "--no-allow-insecure-urls"), /tokenUrl: must use https/);
       await assert.rejects(provider("create", "--name", "half", "--type", "Custom", "--client-id", "x"), /clientSecret: is required/);
