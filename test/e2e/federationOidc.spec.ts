@@ -19,10 +19,11 @@ describe("sign-in through an OIDC provider (discovery, JWKS, ID token)", () => {
     server = await startTestServer({
       logger: logs,
       config: {
-        applications: [{ ...TEST_APP, providers: ["oidc", "oidc-userinfo"] }],
+        applications: [{ ...TEST_APP, providers: ["oidc", "oidc-userinfo", "oidc-mail"] }],
         providers: [
           { name: "oidc", type: "OIDC", displayName: "Acme OIDC", ...CLIENT, issuer: origin, trustEmail: true },
           { name: "oidc-userinfo", type: "OIDC", ...CLIENT, issuer: origin, userInfoUrl: `${origin}/userinfo` },
+          { name: "oidc-mail", type: "OIDC", ...CLIENT, issuer: origin, trustEmail: true, userMapping: { email: "mail" } },
         ],
       },
     });
@@ -80,6 +81,20 @@ describe("sign-in through an OIDC provider (discovery, JWKS, ID token)", () => {
     fake.plan.claims.email = email;
     assert.equal((await roundTrip()).callback.status, 303);
     assert.equal(await linkedTo(), local.id, "email_verified: true links to the local user with that verified email");
+  });
+
+  it("with trustEmail, email_verified vouches only for the email claim, not for an email mapped from another claim", async () => {
+    const email = `mapped-${fake.plan.claims.sub}@example.com`;
+    const local = await server.domain.userAdmin.create({ name: `mapped-${fake.plan.claims.sub}`, password: "pw-local-123", email, emailVerified: true });
+    // The provider verified the account's own address; `mail` is another claim, which nothing says was verified.
+    fake.plan.claims.email = `own-${fake.plan.claims.sub}@example.com`;
+    fake.plan.claims.email_verified = true;
+    fake.plan.claims.mail = email;
+    assert.equal((await roundTrip(undefined, "oidc-mail")).callback.status, 303);
+    const link = await server.domain.store.federatedIdentities.find({ provider: "oidc-mail", externalIdType: "sub", externalId: String(fake.plan.claims.sub) });
+    const user = (await server.domain.store.users.findById(link!.userId))!;
+    assert.notEqual(user.id, local.id, "not linked to the local user with that verified email");
+    assert.deepEqual([user.email, user.emailVerified], [email, false]);
   });
 
   it("reads the JWKS again for an unknown kid (key rotation)", async () => {

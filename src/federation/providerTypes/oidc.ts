@@ -1,5 +1,5 @@
 import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from "jose";
-import { mapProfile } from "../userMapping.js";
+import { DEFAULT_USER_MAPPING, mapProfile } from "../userMapping.js";
 import { UpstreamError, type UpstreamClient } from "../upstream.js";
 import { insecureUrlProblem } from "../urlRule.js";
 import { customType, requestTokens } from "./custom.js";
@@ -145,7 +145,9 @@ export const oidcType: ProviderType = {
     }
     const profile = mapProfile(merged, config.userMapping);
     // OIDC Core §5.1: an email without email_verified: true is not known to be the user's, so trustEmail does not link by it.
-    profile.emailVerified = merged.email_verified === true;
+    // email_verified speaks of the `email` claim only: an email mapped from another claim is not known to be verified.
+    const emailPath = config.userMapping.email || DEFAULT_USER_MAPPING.email;
+    profile.emailVerified = emailPath === "email" && merged.email_verified === true;
     return profile;
   },
 };
