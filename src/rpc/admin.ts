@@ -65,7 +65,7 @@ function userInput(input: UserInputMessage | undefined) {
   return parseUserInput(Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)));
 }
 
-// Every admin call needs the admin token: the guard runs before each method (guards.ts).
+// Every admin call needs the admin token or an admin user's identity:admin token: the guard runs before each method (guards.ts).
 export const applicationAdminGuards = everyMethod(ApplicationAdminService, ["noStore", "admin"]);
 export const userAdminGuards = everyMethod(UserAdminService, ["noStore", "admin"]);
 export const keyAdminGuards = everyMethod(KeyAdminService, ["noStore", "admin"]);
