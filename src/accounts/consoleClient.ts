@@ -51,6 +51,11 @@ function consoleFields(client: ConsoleClient) {
     providers: [] as string[],
     // Served from the issuer's own origin: no cross-origin calls to allow.
     allowedOrigins: [] as string[],
+    // Short-lived JWTs: an admin's token is worth the least to whoever finds it.
+    expireInHours: 1,
+    tokenFormat: DEFAULT_TOKEN_FORMAT,
+    signingAlg: DEFAULT_SIGNING_ALG,
+    accessTokenStrategy: DEFAULT_ACCESS_TOKEN_STRATEGY,
   };
 }
 
@@ -75,10 +80,6 @@ export async function ensureConsoleClient(
       // A public client has no secret; the column wants a hash, so it holds
       // that of 256 random bits nobody ever sees: no secret can match it.
       clientSecretHash: hashGeneratedSecret(randomToken()),
-      expireInHours: 1,
-      tokenFormat: DEFAULT_TOKEN_FORMAT,
-      signingAlg: DEFAULT_SIGNING_ALG,
-      accessTokenStrategy: DEFAULT_ACCESS_TOKEN_STRATEGY,
       createdAt: now,
       updatedAt: now,
     };
@@ -100,7 +101,11 @@ export async function ensureConsoleClient(
     same(current.grantTypes, wanted.grantTypes) &&
     current.refreshExpireInHours === wanted.refreshExpireInHours &&
     same(current.providers, wanted.providers) &&
-    same(current.allowedOrigins, wanted.allowedOrigins)
+    same(current.allowedOrigins, wanted.allowedOrigins) &&
+    current.expireInHours === wanted.expireInHours &&
+    current.tokenFormat === wanted.tokenFormat &&
+    current.signingAlg === wanted.signingAlg &&
+    current.accessTokenStrategy === wanted.accessTokenStrategy
   ) {
     return "unchanged";
   }

@@ -225,5 +225,21 @@ describeEachDatabase("admin scope: the console client follows the issuer", (db) 
       await second.close();
     }
   });
+
+  it("puts back its tokens' lifetime and kind too, when only they were changed", async () => {
+    const first = await startTestServer({ database: db.url });
+    const made = (await first.domain.store.applications.findByClientId("identity-console"))!;
+    await first.domain.store.applications.update({ ...made, expireInHours: 8760, accessTokenStrategy: "opaque", signingAlg: "ES256", tokenFormat: "JWT" });
+    await first.close();
+
+    const second = await startTestServer({ database: db.url });
+    try {
+      const put = await second.domain.store.applications.findByClientId("identity-console");
+      // As docs/admin.md says: 1 hour, JWT, RS256.
+      assert.deepEqual([put?.expireInHours, put?.accessTokenStrategy, put?.signingAlg, put?.tokenFormat], [1, "jwt", "RS256", "JWT-Standard"]);
+    } finally {
+      await second.close();
+    }
+  });
   // Each start on :memory: is a new database: nothing to find again.
 }, BACKENDS.filter((b) => b.name !== "SQLite :memory:"));
