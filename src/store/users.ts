@@ -120,9 +120,10 @@ export class UserRepository {
       const rows = this.db<UserRow>("users");
       if (!query.search) return rows;
       // LIKE with the caller's text as a literal: its wildcards and the escape character escaped.
-      const pattern = `%${query.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      // Both sides are folded by the database's lower(), so they fold alike (SQLite's folds ASCII only).
+      const pattern = `%${query.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       return rows.where((q) => {
-        for (const column of ["name", "display_name", "email"]) q.orWhereRaw("lower(??) like ? escape '\\'", [column, pattern]);
+        for (const column of ["name", "display_name", "email"]) q.orWhereRaw("lower(??) like lower(?) escape '\\'", [column, pattern]);
       });
     };
     const counted = await matching().count<{ n: number | string }[]>({ n: "*" });

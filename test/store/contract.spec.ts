@@ -775,6 +775,15 @@ describeEachBackend("storage contract", (ctx) => {
       const second = await ctx.store.users.page({ search: tag, limit: 1, afterName: `${tag}-a` });
       assert.deepEqual([names(second), second.total], [[`${tag}-b`], 3]);
     });
+
+    it("finds a display name outside ASCII by its own text, whatever case the backend can fold", async () => {
+      const tag = `pu${id()}`.toLowerCase();
+      const user = aUser({ name: `${tag}-e`, displayName: `Élodie Ørsted ${tag}` });
+      await ctx.store.users.insert(user);
+      const names = (page: { users: UserRecord[] }) => page.users.map((u) => u.name);
+      // SQLite's lower() folds ASCII only: the text as written must still match there (its ASCII in any case).
+      assert.deepEqual(names(await ctx.store.users.page({ search: `Élodie Ørsted ${tag.toUpperCase()}`, limit: 0 })), [user.name]);
+    });
   });
 
   describe("login failures", () => {
