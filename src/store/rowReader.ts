@@ -159,7 +159,7 @@ const KEPT_ROWS_LIMIT = 10_000;
  * Rows kept while their source's version stays the same (on a SQLite file:
  * until the next commit, by any connection or process), so a read-mostly
  * load (userinfo, introspection) skips the query and its hop to the pool
- * thread: ~12% of a userinfo's CPU. A turn's lookups share one look at the
+ * thread: ~30% of a userinfo's or an introspection's instructions. A turn's lookups share one look at the
  * version, and a kept row answers them without a query. A row is kept with
  * the version looked at before its query started, so a commit during the
  * query makes it look stale, never the other way round: a revocation, a
