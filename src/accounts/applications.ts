@@ -173,7 +173,8 @@ export class ApplicationAdmin {
       accessTokenStrategy: input.accessTokenStrategy ?? current.accessTokenStrategy,
       updatedAt: this.clock.now(),
     };
-    await conflictsAsErrors(() => this.repo.update(app));
+    // Without a new secret the stored hash is left alone: a rotation since our read stays.
+    await conflictsAsErrors(() => this.repo.update(app, { keepSecretHash: !input.clientSecret }));
     this.recordChange("application_updated", app, current, app);
     return { app, clientSecret: input.clientSecret };
   }
@@ -211,9 +212,12 @@ export class ApplicationAdmin {
     const current = await this.get(name);
     const clientSecret = randomToken();
     const app: ApplicationRecord = { ...current, clientSecretHash: hashGeneratedSecret(clientSecret), updatedAt: this.clock.now() };
-    await conflictsAsErrors(() => this.repo.update(app));
+    // The hash alone: an update since our read keeps its fields.
+    if (!(await this.repo.updateSecretHash(app.id, app.clientSecretHash, app.updatedAt))) {
+      throw new OAuthError("not_found", `no application named ${echo(name)}`);
+    }
     this.recordChange("application_updated", app, current, app);
-    return { app, clientSecret };
+    return { app: (await this.repo.findByName(name)) ?? app, clientSecret };
   }
 
   // Re-applying a config file at every start must not re-hash an unchanged

@@ -148,10 +148,22 @@ export class ApplicationRepository {
     await this.changing(() => guardUnique("application", "name or client id", () => this.db("applications").insert(toRow(app))));
   }
 
-  async update(app: ApplicationRecord): Promise<void> {
+  /**
+   * Writes every field but, with `keepSecretHash`, the secret hash: an update
+   * that sets no secret then cannot bring back one a rotation replaced
+   * between its read and this write.
+   */
+  async update(app: ApplicationRecord, options: { keepSecretHash?: boolean } = {}): Promise<void> {
+    const { client_secret_hash: secretHash, ...fields } = toRow(app);
+    const row = options.keepSecretHash ? fields : { ...fields, client_secret_hash: secretHash };
     await this.changing(() =>
-      guardUnique("application", "client id", () => this.db("applications").where({ id: app.id }).update(toRow(app))),
+      guardUnique("application", "client id", () => this.db("applications").where({ id: app.id }).update(row)),
     );
+  }
+
+  /** Replaces the secret hash alone, so no other field is written back as it was read; false when no application has the id. */
+  async updateSecretHash(id: string, clientSecretHash: string, updatedAt: number): Promise<boolean> {
+    return this.changing(async () => (await this.db("applications").where({ id }).update({ client_secret_hash: clientSecretHash, updated_at: updatedAt })) > 0);
   }
 
   /**

@@ -76,6 +76,53 @@ describeEachDatabase("admin contract for the console", (db) => {
       assert.equal((await refused(apps.rotateApplicationSecret({ name: "nope" }, admin))).code, Code.NotFound);
       await apps.deleteApplication({ name: "svc" }, admin);
     });
+
+    it("a rotation and an update at the same time keep both: the old secret stays ended, the update's fields stay", async () => {
+      const created = await apps.createApplication({ application: { name: "raced", grantTypes: ["client_credentials"], redirectUris: ["https://a.example/cb"] } }, admin);
+      const clientId = created.application!.clientId;
+      const cc = (secret: string) => postForm(server.url + TOKEN_PATH, { grant_type: "client_credentials" }, { authorization: basicAuth(clientId, secret) });
+      const repo = server.domain.store.applications;
+      const read = repo.findByName;
+      // The next read of the application waits until `release`: the call that made it is between its read and its write.
+      const pauseNextRead = () => {
+        let release!: () => void;
+        let reached!: () => void;
+        const gate = new Promise<void>((resolve) => (release = resolve));
+        const paused = new Promise<void>((resolve) => (reached = resolve));
+        repo.findByName = async (name) => {
+          repo.findByName = read;
+          const found = await read.call(repo, name);
+          reached();
+          await gate;
+          return found;
+        };
+        return { paused, release };
+      };
+      try {
+        // An update read the row before the rotation and writes after it: the old secret must not come back.
+        let pause = pauseNextRead();
+        const update = apps.updateApplication({ application: { name: "raced", redirectUris: ["https://b.example/cb"] } }, admin);
+        await pause.paused;
+        const rotated = await apps.rotateApplicationSecret({ name: "raced" }, admin);
+        pause.release();
+        await update;
+        assert.equal((await cc(created.clientSecret)).status, 401, "the rotated-away secret stays ended");
+        assert.equal((await cc(rotated.clientSecret)).status, 200);
+
+        // A rotation read the row before an update and writes after it: the update's change must not be undone.
+        pause = pauseNextRead();
+        const rotation = apps.rotateApplicationSecret({ name: "raced" }, admin);
+        await pause.paused;
+        await apps.updateApplication({ application: { name: "raced", redirectUris: ["https://c.example/cb"] } }, admin);
+        pause.release();
+        const second = await rotation;
+        assert.deepEqual((await repo.findByName("raced"))?.redirectUris, ["https://c.example/cb"], "the update's redirect URIs stay");
+        assert.equal((await cc(second.clientSecret)).status, 200);
+      } finally {
+        repo.findByName = read;
+      }
+      await apps.deleteApplication({ name: "raced" }, admin);
+    });
   });
 
   describe("providers: the client secret is write-only", () => {
