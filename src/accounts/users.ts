@@ -104,7 +104,8 @@ export class UserAdmin {
     const disabling = user.disabled && !current.disabled;
     const passwordChanged = user.passwordHash !== current.passwordHash;
     const ends = disabling || passwordChanged ? { at: user.updatedAt, signIns: true, accessTokens: disabling } : undefined;
-    await conflictsAsErrors(() => this.repo.update(user, ends));
+    // Only what this update changed is written: a demotion or disabling since our read stays.
+    await conflictsAsErrors(() => this.repo.update(user, ends, current));
     // The password is its own event, without its hash; the other fields are the update's diff.
     if (passwordChanged) this.recordChange("password_set", user, undefined, undefined);
     this.recordChange("user_updated", user, { ...current, passwordHash: null }, { ...user, passwordHash: null });

@@ -47,6 +47,13 @@ export const userFromRow = (r: UserRow): UserRecord => ({
   updatedAt: Number(r.updated_at),
 });
 
+/** The columns of `after` that differ from `before`, and updated_at always. */
+function changedColumns(before: UserRow, after: UserRow): Partial<UserRow> {
+  return Object.fromEntries(
+    Object.entries(after).filter(([column, value]) => column === "updated_at" || value !== before[column as keyof UserRow]),
+  ) as Partial<UserRow>;
+}
+
 const toRow = (u: UserRecord): UserRow => ({
   id: u.id,
   name: u.name,
@@ -148,14 +155,20 @@ export class UserRepository {
     await guardUnique("user", "name", () => conn("users").insert(toRow(user)));
   }
 
-  async update(user: UserRecord, ends?: UserUpdateEnds): Promise<void> {
+  /**
+   * With `before`, the user as the caller read it, only the columns that
+   * differ from it are written (and updated_at): a field another call
+   * changed meanwhile (a demotion, a disabling) is not written back as it was.
+   */
+  async update(user: UserRecord, ends?: UserUpdateEnds, before?: UserRecord): Promise<void> {
+    const row = before ? changedColumns(toRow(before), toRow(user)) : toRow(user);
     if (!ends?.signIns && !ends?.accessTokens) {
-      await guardUnique("user", "name", () => this.db("users").where({ id: user.id }).update(toRow(user)));
+      await guardUnique("user", "name", () => this.db("users").where({ id: user.id }).update(row));
       return;
     }
     await guardUnique("user", "name", () =>
       this.db.transaction(async (trx) => {
-        await trx("users").where({ id: user.id }).update(toRow(user));
+        await trx("users").where({ id: user.id }).update(row);
         if (ends.signIns) await endSignIns(trx, user.id, ends.at);
         if (ends.accessTokens) await revokeUserAccessTokens(trx, user.id, ends.at);
       }),

@@ -175,6 +175,40 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
     assert.equal((await refusal(grpcUsers.listUsers({}, bearer(access_token)))).code, Code.Unauthenticated);
   });
 
+  it("keeps a demotion and a disabling that land while an update of the same user is under way", async () => {
+    await server.domain.userAdmin.create({ name: "raced-admin", password: "pw-raced-123456", isAdmin: true });
+    const users = createClient(UserAdminService, transports.connect);
+    const repo = server.domain.store.users;
+    const read = repo.findByName;
+    try {
+      for (const change of [{ isAdmin: false }, { disabled: true }]) {
+        // The next read of the user (the update's) waits: the demotion or disabling lands between its read and its write.
+        let release!: () => void;
+        let reached!: () => void;
+        const gate = new Promise<void>((resolve) => (release = resolve));
+        const paused = new Promise<void>((resolve) => (reached = resolve));
+        repo.findByName = async (...args) => {
+          repo.findByName = read;
+          const found = await read.apply(repo, args);
+          reached();
+          await gate;
+          return found;
+        };
+        const update = users.updateUser({ user: { name: "raced-admin", displayName: "Raced" } }, adminToken);
+        await paused;
+        await users.updateUser({ user: { name: "raced-admin", ...change } }, adminToken);
+        release();
+        await update;
+        const stored = (await read.call(repo, "raced-admin"))!;
+        assert.equal(stored.displayName, "Raced");
+        assert.deepEqual(Object.keys(change).map((k) => stored[k as keyof typeof change]), Object.values(change), JSON.stringify(change));
+      }
+    } finally {
+      repo.findByName = read;
+    }
+    await users.deleteUser({ name: "raced-admin" }, adminToken);
+  });
+
   it("still takes the admin token, and refuses a missing or wrong bearer as unauthenticated", async () => {
     const apps = createClient(ApplicationAdminService, transports.grpc);
     await apps.listApplications({}, adminToken);
