@@ -1,5 +1,5 @@
 import type { Sweep } from "./cleanup.js";
-import type { Db } from "./db.js";
+import { isPostgres, type Db } from "./db.js";
 import type { AuditEvent, AuditEventName, AuditOutcome } from "../shared/audit.js";
 import type { Logger } from "../shared/log.js";
 
@@ -62,8 +62,25 @@ const fromRow = (r: AuditEventRow): StoredAuditEvent => ({
   details: r.details === null ? null : (JSON.parse(r.details) as Record<string, unknown>),
 });
 
-/** Rows per INSERT: 11 columns each stays far below both backends' limit on bound values. */
-const ROWS_PER_INSERT = 500;
+const COLUMNS = [
+  "time", "event", "outcome", "actor_kind", "actor_id", "actor_name", "client_address", "client_id", "user_id", "user_name", "details",
+] as const satisfies readonly (keyof AuditEventRow)[];
+const COLUMN_LIST = COLUMNS.join(", ");
+
+/**
+ * A batch is one INSERT with one bound value, the rows as a JSON array the
+ * database takes apart (SQLite's json_each, PostgreSQL's
+ * json_array_elements), in order. Binding eleven values a row cost ~7 µs of
+ * the event loop per event, through Knex's insert builder and the driver;
+ * JSON.stringify of the batch costs ~1.
+ */
+const INSERT_SQLITE =
+  `insert into audit_events (${COLUMN_LIST}) ` +
+  `select ${COLUMNS.map((c) => `json_extract(value, '$.${c}')`).join(", ")} from json_each(?) order by key`;
+const INSERT_POSTGRES =
+  `insert into audit_events (${COLUMN_LIST}) ` +
+  `select ${COLUMNS.map((c) => (c === "time" ? "(e.item->>'time')::bigint" : `e.item->>'${c}'`)).join(", ")} ` +
+  "from json_array_elements(?::json) with ordinality as e(item, n) order by e.n";
 
 /**
  * The contract (test/store/auditEvents.spec.ts, every backend):
@@ -82,9 +99,8 @@ export class AuditEventRepository {
   constructor(private readonly db: Db) {}
 
   async insertMany(events: readonly AuditEvent[]): Promise<void> {
-    for (let i = 0; i < events.length; i += ROWS_PER_INSERT) {
-      await this.db("audit_events").insert(events.slice(i, i + ROWS_PER_INSERT).map(toRow));
-    }
+    if (events.length === 0) return;
+    await this.db.raw(isPostgres(this.db) ? INSERT_POSTGRES : INSERT_SQLITE, [JSON.stringify(events.map(toRow))]);
   }
 
   async list(filter: AuditEventFilter, limit: number): Promise<StoredAuditEvent[]> {

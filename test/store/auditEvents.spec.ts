@@ -33,7 +33,7 @@ describeEachBackend("audit events", (ctx) => {
     await ctx.db("audit_events").delete();
   });
 
-  it("stores every event of a batch, larger than one INSERT takes", async () => {
+  it("stores every event of a large batch, in order, in one INSERT", async () => {
     const batch = Array.from({ length: 1234 }, (_, i) => event(i));
     await repo().insertMany(batch);
     const stored = await all();
