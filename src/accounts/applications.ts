@@ -173,8 +173,8 @@ export class ApplicationAdmin {
       accessTokenStrategy: input.accessTokenStrategy ?? current.accessTokenStrategy,
       updatedAt: this.clock.now(),
     };
-    // Without a new secret the stored hash is left alone: a rotation since our read stays.
-    await conflictsAsErrors(() => this.repo.update(app, { keepSecretHash: !input.clientSecret }));
+    // Only what this update changed is written: a rotation or another update since our read stays.
+    await conflictsAsErrors(() => this.repo.update(app, current));
     this.recordChange("application_updated", app, current, app);
     return { app, clientSecret: input.clientSecret };
   }

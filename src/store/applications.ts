@@ -3,6 +3,7 @@ import { guardUnique } from "./errors.js";
 import { revokeClientTokens } from "./revocations.js";
 import { rowBy, type RowReader } from "./rowReader.js";
 import type { AccessTokenStrategy, ApplicationRecord, SigningAlg, TokenFormat } from "../shared/model.js";
+import { changedColumns } from "./changedColumns.js";
 
 const BY_CLIENT_ID = rowBy("applications", "client_id");
 
@@ -149,13 +150,12 @@ export class ApplicationRepository {
   }
 
   /**
-   * Writes every field but, with `keepSecretHash`, the secret hash: an update
-   * that sets no secret then cannot bring back one a rotation replaced
-   * between its read and this write.
+   * With `before`, the application as the caller read it, only the columns
+   * that differ from it are written (and updated_at): a field another call
+   * changed meanwhile (a rotated secret, redirect URIs) is not written back.
    */
-  async update(app: ApplicationRecord, options: { keepSecretHash?: boolean } = {}): Promise<void> {
-    const { client_secret_hash: secretHash, ...fields } = toRow(app);
-    const row = options.keepSecretHash ? fields : { ...fields, client_secret_hash: secretHash };
+  async update(app: ApplicationRecord, before?: ApplicationRecord): Promise<void> {
+    const row = before ? changedColumns(toRow(before), toRow(app)) : toRow(app);
     await this.changing(() =>
       guardUnique("application", "client id", () => this.db("applications").where({ id: app.id }).update(row)),
     );

@@ -3,6 +3,7 @@ import { guardUnique } from "./errors.js";
 import { endSignIns, revokeUserAccessTokens } from "./revocations.js";
 import { rowBy, type RowReader } from "./rowReader.js";
 import type { UserRecord } from "../shared/model.js";
+import { changedColumns } from "./changedColumns.js";
 
 
 export interface UserRow {
@@ -46,13 +47,6 @@ export const userFromRow = (r: UserRow): UserRecord => ({
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
-
-/** The columns of `after` that differ from `before`, and updated_at always. */
-function changedColumns(before: UserRow, after: UserRow): Partial<UserRow> {
-  return Object.fromEntries(
-    Object.entries(after).filter(([column, value]) => column === "updated_at" || value !== before[column as keyof UserRow]),
-  ) as Partial<UserRow>;
-}
 
 const toRow = (u: UserRecord): UserRow => ({
   id: u.id,

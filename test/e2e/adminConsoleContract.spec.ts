@@ -77,7 +77,7 @@ describeEachDatabase("admin contract for the console", (db) => {
       await apps.deleteApplication({ name: "svc" }, admin);
     });
 
-    it("a rotation and an update at the same time keep both: the old secret stays ended, the update's fields stay", async () => {
+    it("a rotation and an update, or two updates, at the same time keep both: the old secret stays ended, each update's fields stay", async () => {
       const created = await apps.createApplication({ application: { name: "raced", grantTypes: ["client_credentials"], redirectUris: ["https://a.example/cb"] } }, admin);
       const clientId = created.application!.clientId;
       const cc = (secret: string) => postForm(server.url + TOKEN_PATH, { grant_type: "client_credentials" }, { authorization: basicAuth(clientId, secret) });
@@ -118,6 +118,16 @@ describeEachDatabase("admin contract for the console", (db) => {
         const second = await rotation;
         assert.deepEqual((await repo.findByName("raced"))?.redirectUris, ["https://c.example/cb"], "the update's redirect URIs stay");
         assert.equal((await cc(second.clientSecret)).status, 200);
+
+        // Two updates of different fields: the one that read first does not write the other's field back.
+        pause = pauseNextRead();
+        const lifetime = apps.updateApplication({ application: { name: "raced", expireInHours: 5 } }, admin);
+        await pause.paused;
+        await apps.updateApplication({ application: { name: "raced", redirectUris: ["https://d.example/cb"] } }, admin);
+        pause.release();
+        await lifetime;
+        const both = await repo.findByName("raced");
+        assert.deepEqual([both?.redirectUris, both?.expireInHours], [["https://d.example/cb"], 5]);
       } finally {
         repo.findByName = read;
       }
