@@ -77,13 +77,15 @@ export function consoleRoutes(domain: Pick<Domain, "issuer" | "console">): Recor
 </html>
 `);
 
-  const sendAsset = (res: ServerResponse, contentType: string, asset: Asset | undefined) => {
+  const sendAsset = (req: IncomingMessage, res: ServerResponse, contentType: string, asset: Asset | undefined) => {
     if (!asset) return sendPlain(res, 503, "The console is not built: run `npm run build`.");
+    // The shell names each asset by its content's hash, so that URL never changes its content;
+    // any other (no hash, an old build's hash) is the current build and is checked again each time.
+    const hashed = new URL(req.url ?? "", "http://x").searchParams.get("v") === asset.version;
     res.writeHead(200, {
       "content-type": contentType,
       "content-length": asset.body.length,
-      // The shell names each asset with its content's hash, so a new build is a new URL.
-      "cache-control": "public, max-age=86400",
+      "cache-control": hashed ? "public, max-age=31536000, immutable" : "no-cache",
       "x-content-type-options": "nosniff",
     });
     res.end(asset.body);
@@ -113,8 +115,8 @@ export function consoleRoutes(domain: Pick<Domain, "issuer" | "console">): Recor
         res.end(shell);
       },
     },
-    [SCRIPT_PATH]: { methods: ["GET", "HEAD"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", script) },
-    [STYLE_PATH]: { methods: ["GET", "HEAD"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", style) },
+    [SCRIPT_PATH]: { methods: ["GET", "HEAD"], serve: (req, res) => sendAsset(req, res, "text/javascript; charset=utf-8", script) },
+    [STYLE_PATH]: { methods: ["GET", "HEAD"], serve: (req, res) => sendAsset(req, res, "text/css; charset=utf-8", style) },
   };
 }
 

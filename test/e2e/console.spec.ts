@@ -118,6 +118,18 @@ describe("admin console in headless Chromium", function () {
     const bundle = await fetch(server.url + script);
     assert.equal(bundle.status, 200);
     assert.match(bundle.headers.get("content-type")!, /javascript/);
+    // The shell is never cached; an asset named by its hash never changes; by another name it is checked each time.
+    assert.equal(shell.headers.get("cache-control"), "no-store");
+    assert.match(bundle.headers.get("cache-control")!, /immutable/);
+    assert.match(bundle.headers.get("cache-control")!, /max-age=31536000/);
+    const style = /href="(\/admin\/console\.css\?v=[\w-]+)"/.exec(shell.text)?.[1];
+    assert.ok(style, "the shell loads the stylesheet by its content hash");
+    assert.match((await fetch(server.url + style)).headers.get("cache-control")!, /immutable/);
+    for (const unhashed of ["/admin/console.js", "/admin/console.js?v=stale", "/admin/console.css"]) {
+      const res = await fetch(server.url + unhashed);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("cache-control"), "no-cache", unhashed);
+    }
   });
 
   it("signs an admin in through the service's own login page, and every page is in the navigation", async () => {
