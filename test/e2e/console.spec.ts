@@ -93,6 +93,10 @@ describe("admin console in headless Chromium", function () {
     await page.waitForURL((url) => url.pathname === "/admin/" && !url.searchParams.has("code"));
   }
 
+  /** How many fields hold this text as their value (a value set by script is not in page.content()). */
+  const inputsHolding = (text: string) =>
+    page.evaluate((t) => [...document.querySelectorAll("input, textarea")].filter((field: any) => field.value.includes(t)).length as number, text);
+
   const heading = () => page.getByRole("heading", { level: 1 });
   const nav = () => page.getByRole("navigation", { name: "Console" });
 
@@ -284,10 +288,34 @@ describe("admin console in headless Chromium", function () {
     assert.equal(await page.getByLabel("Client Secret", { exact: true }).inputValue(), "");
 
     assert.ok(!(await page.content()).includes(secret), "not in the DOM");
+    assert.equal(await inputsHolding(secret), 0, "not in any field's value");
     const answers = await Promise.all(rpcAnswers);
     assert.ok(answers.length >= 4, `the page's RPC answers were seen (${answers.length})`);
     for (const answer of answers) assert.ok(!answer.includes(secret), "not in an RPC answer");
     assert.equal(await server.domain.providerAdmin.clientSecret(await server.domain.providerAdmin.get("hidden")), secret, "but stored");
+  });
+
+  it("previews only an http(s) or data: image as a favicon, and says which names the service accepts", async () => {
+    await signInToConsole(ROOT);
+    await page.getByRole("button", { name: "New provider" }).click();
+    const dialog = page.getByRole("dialog", { name: "New provider" });
+    const favicon = dialog.getByLabel("Favicon", { exact: true });
+    const preview = dialog.locator(".preview");
+    await favicon.fill(`${origin}/favicon.svg`);
+    await preview.locator("img").waitFor();
+    for (const unsafe of ["javascript:alert(1)", " JavaScript:alert(1)", "data:text/html,<script>alert(1)</script>", "vbscript:x", "//evil.example/x.png"]) {
+      await favicon.fill(unsafe);
+      await preview.locator(".favicon.none").waitFor();
+      assert.equal(await preview.locator("img").count(), 0, `no image for ${unsafe}`);
+    }
+    await favicon.fill("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E");
+    await preview.locator("img").waitFor();
+    // The name's note says what the service itself accepts (docs/admin.md: letters, digits, _ . -).
+    const note = (await dialog.locator("#provider-name-note").textContent())!;
+    assert.doesNotMatch(note, /@/, note);
+    await dialog.getByLabel("Name", { exact: true }).fill("has@sign");
+    await dialog.getByRole("button", { name: "Create" }).click();
+    assert.match((await dialog.locator("#provider-name-error").textContent())!, /letters, digits or _ \. -/);
   });
 
   it("shows a bad Auth URL's error next to the Auth URL field", async () => {

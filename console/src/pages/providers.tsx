@@ -78,10 +78,20 @@ function inputOf(form: ProviderForm, before: ProviderForm | undefined) {
 /** Whether the service holds a client secret for this provider; it never sends the secret itself. */
 const secretIsSet = (p: Provider) => p.clientSecretSet;
 
-/** The favicon as the login page shows it; a broken one falls back to nothing. */
+/** Whether a favicon URL names an image the page may load: http(s), or a data: image; never a script scheme. */
+function isImageUrl(src: string): boolean {
+  try {
+    const url = new URL(src);
+    return url.protocol === "https:" || url.protocol === "http:" || (url.protocol === "data:" && /^image\//i.test(url.pathname));
+  } catch {
+    return false;
+  }
+}
+
+/** The favicon as the login page shows it; a broken or unsafe one falls back to nothing. */
 export function Favicon(props: { src: string }) {
   const [broken, setBroken] = useState(false);
-  if (!props.src || broken) return <span class="favicon none" aria-hidden="true" />;
+  if (!isImageUrl(props.src) || broken) return <span class="favicon none" aria-hidden="true" />;
   return <img class="favicon" src={props.src} alt="" width={20} height={20} referrerpolicy="no-referrer" onError={() => setBroken(true)} />;
 }
 
@@ -177,7 +187,7 @@ function ProviderDialog(props: { provider?: Provider; onClose: () => void; onSav
       <form onSubmit={submit} noValidate>
         <div class="grid">
           <TextField id="provider-name" label="Name" value={form.name} onValue={set("name")} error={errors.fields.name} required disabled={editing}
-            note={editing ? "The name cannot change: applications refer to it." : "Letters, digits and _ . @ -"} />
+            note={editing ? "The name cannot change: applications refer to it." : "Up to 100 letters, digits and _ . -"} />
           {text("displayName", "Display name")}
           <SelectField id="provider-type" label="Type" value={form.type} options={PROVIDER_TYPES} onValue={set("type")} error={errors.fields.type}
             note={form.type === "Custom" ? "Give every URL below." : form.type === "OIDC" ? "The issuer's discovery fills in the URLs." : "Empty URLs take the type's own."} />
