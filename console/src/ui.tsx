@@ -119,20 +119,29 @@ export function CheckboxGroup(props: { id: string; legend: string; options: read
   );
 }
 
+/** The open dialogs, oldest first, each with what opened it. */
+const openDialogs: { dialog: HTMLDialogElement; opener?: HTMLElement }[] = [];
+
 /**
  * A modal dialog (the browser's <dialog>): focus moves into it, Escape
- * closes it, and focus goes back to what opened it.
+ * closes it, and focus goes back to what opened it; when that is gone (a
+ * Confirm whose action opened this one, then closed), to what opened the
+ * dialog that was open before it.
  */
 export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
   // A layout effect: it runs as the dialog is added, while focus is still on what opened it.
   useLayoutEffect(() => {
     const dialog = ref.current!;
-    const opener = document.activeElement as HTMLElement | null;
+    const active = document.activeElement;
+    const opener = active instanceof HTMLElement && active !== document.body ? active : undefined;
+    const before = openDialogs.at(-1)?.opener;
+    openDialogs.push({ dialog, opener });
     dialog.showModal();
     return () => {
+      openDialogs.splice(openDialogs.findIndex((d) => d.dialog === dialog), 1);
       if (dialog.open) dialog.close();
-      if (opener?.isConnected) opener.focus();
+      [opener, before].find((element) => element?.isConnected)?.focus();
     };
   }, []);
   const titleId = `dialog-${props.title.replace(/\W+/g, "-").toLowerCase()}`;

@@ -443,6 +443,7 @@ describe("admin console in headless Chromium", function () {
     await shown.getByRole("button", { name: "Done" }).click();
     await shown.waitFor({ state: "detached" });
     assert.ok(!(await page.content()).includes(first), "shown once, then gone");
+    assert.equal(await inputsHolding(first), 0, "no field holds it either (a value is not in the page's HTML)");
     const stored = await server.domain.store.applications.findByName("reports");
     assert.deepEqual(stored?.redirectUris, ["https://reports.example.com/callback", "https://reports.example.com/other"]);
     assert.equal(stored?.expireInHours, 2);
@@ -457,6 +458,10 @@ describe("admin console in headless Chromium", function () {
     const second = await rotated.getByLabel("Client Secret", { exact: true }).inputValue();
     assert.notEqual(second, first);
     await rotated.getByRole("button", { name: "Done" }).click();
+    await rotated.waitFor({ state: "detached" });
+    assert.equal(await inputsHolding(second), 0, "the rotated secret is gone too");
+    // Focus goes back to the row's button that began it all, not to the page's start.
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("aria-label") as string), "Rotate the secret of reports");
     assert.equal((await clientCredentials(second)).status, 200);
     assert.equal((await clientCredentials(first)).status, 401, "the old secret stops working");
   });
