@@ -571,6 +571,8 @@ describe("admin console in headless Chromium", function () {
     const overflow = () => page.evaluate(() => (document.documentElement.scrollWidth - document.documentElement.clientWidth) as number);
     for (const title of ["Providers", "Applications", "Users", "Signing keys", "Sessions", "Events"]) {
       await openPage(title);
+      // Measured with the page's rows drawn, not while it still says Loading…
+      if (title !== "Sessions") await page.locator("main tbody tr").first().waitFor();
       assert.ok((await overflow()) <= 0, `${title} fits 375px`);
     }
     await openPage("Providers");
