@@ -207,7 +207,8 @@ export class ProviderAdmin {
     checkRequired(record);
     checkProviderUrls(record);
     if (patch.clientSecret === undefined) checkSecretStays(current, record);
-    await this.repo.update(record);
+    // Only what this update changed is written: another update since our read keeps its fields.
+    await this.repo.update(record, current);
     this.recordChange("provider_updated", record.name, current, record);
     return record;
   }

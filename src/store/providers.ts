@@ -1,5 +1,6 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
+import { changedColumns } from "./changedColumns.js";
 import type { ProviderRecord, ProviderTokenAuthMethod, UserMapping } from "../shared/model.js";
 
 /** The `options` column: what a provider sets beyond the spec's fields. */
@@ -111,8 +112,13 @@ export class ProviderRepository {
     await guardUnique("provider", "name", () => this.db("providers").insert(toRow(p)));
   }
 
-  async update(p: ProviderRecord): Promise<void> {
-    await this.db("providers").where({ name: p.name }).update(toRow(p));
+  /**
+   * With `before`, the provider as the caller read it, only the columns that
+   * differ from it are written (and updated_at): a field another call
+   * changed meanwhile (trustEmail, the secret) is not written back.
+   */
+  async update(p: ProviderRecord, before?: ProviderRecord): Promise<void> {
+    await this.db("providers").where({ name: p.name }).update(before ? changedColumns(toRow(before), toRow(p)) : toRow(p));
   }
 
   async deleteByName(name: string): Promise<boolean> {

@@ -189,6 +189,36 @@ describeEachDatabase("admin contract for the console", (db) => {
       assert.deepEqual(violations(err).map(([f]) => f), ["clientSecret"], "an OIDC provider's token endpoint is its issuer's");
       for (const name of ["stays", "stays-oidc"]) await providers.deleteProvider({ name }, admin);
     });
+
+    it("two updates at the same time keep both: trustEmail turned off and a new secret are not written back", async () => {
+      await providers.createProvider({ provider: { ...TEST_PROVIDER, name: "raced-idp", clientSecret: "first-secret-0123456789", trustEmail: true } }, admin);
+      const repo = server.domain.store.providers;
+      const read = repo.findByName;
+      let release!: () => void;
+      let reached!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const paused = new Promise<void>((resolve) => (reached = resolve));
+      try {
+        // The display name's update reads first and writes last.
+        repo.findByName = async (...args) => {
+          repo.findByName = read;
+          const found = await read.apply(repo, args);
+          reached();
+          await gate;
+          return found;
+        };
+        const rename = providers.updateProvider({ provider: { name: "raced-idp", displayName: "Renamed" } }, admin);
+        await paused;
+        await providers.updateProvider({ provider: { name: "raced-idp", trustEmail: false, clientSecret: "second-secret-0123456789" } }, admin);
+        release();
+        await rename;
+      } finally {
+        repo.findByName = read;
+      }
+      const stored = await server.domain.providerAdmin.get("raced-idp");
+      assert.deepEqual([stored.displayName, stored.trustEmail, server.domain.providerAdmin.clientSecret(stored)], ["Renamed", false, "second-secret-0123456789"]);
+      await providers.deleteProvider({ name: "raced-idp" }, admin);
+    });
   });
 
   describe("field errors name the field", () => {
