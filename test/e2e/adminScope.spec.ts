@@ -148,6 +148,14 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
     const refused = await refusal(createClient(ApplicationAdminService, transports.grpc).listApplications({}, bearer(tokens.access_token)));
     assert.equal(refused.code, Code.PermissionDenied);
     assert.equal(refused.message, "the access token lacks the identity:admin scope", "an admin's token without the scope");
+
+    // A client's own token never has it; nor does the console's client take a password.
+    const cc = await postForm(server.url + TOKEN_PATH, { grant_type: "client_credentials", client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret, scope: "identity:admin" });
+    assert.equal(cc.status, 200);
+    assert.ok(!(cc.body as { scope: string }).scope.split(" ").includes("identity:admin"), cc.text);
+    const consolePassword = await postForm(server.url + TOKEN_PATH, { grant_type: "password", client_id: "identity-console", username: ROOT.name, password: ROOT.password, scope: CONSOLE_SCOPE });
+    assert.ok(consolePassword.status >= 400 && consolePassword.status < 500, `the console's client takes no password grant: ${consolePassword.status}`);
+    assert.ok(!consolePassword.text.includes("access_token"), consolePassword.text);
   });
 
   it("checks the user at every call: demoting, disabling or deleting them ends access at the next call", async () => {
