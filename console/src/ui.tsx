@@ -3,15 +3,15 @@ import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { failureOf, type Failure } from "./rpc.js";
 
 /** Field errors by the server's field name (`authUrl`, `userMapping.email`), and one for the form as a whole. */
-export interface FormErrors {
+interface FormErrors {
   fields: Record<string, string>;
   form?: string;
 }
 
-export const NO_ERRORS: FormErrors = { fields: {} };
+const NO_ERRORS: FormErrors = { fields: {} };
 
 /** A failure placed next to its field when the form has that field, else above the form. */
-export function formErrorsOf(err: unknown, fieldsShown: readonly string[]): FormErrors {
+function formErrorsOf(err: unknown, fieldsShown: readonly string[]): FormErrors {
   const failure: Failure = failureOf(err);
   if (failure.field && fieldsShown.includes(failure.field)) return { fields: { [failure.field]: failure.message } };
   return { fields: {}, form: failure.field ? `${failure.field}: ${failure.message}` : failure.message };
@@ -182,6 +182,31 @@ export function Confirm(props: { title: string; message: string; action: string;
   );
 }
 
+/**
+ * A form's submit: busy while `save` runs; a failure goes next to the field
+ * it names (one of `fields`) or above the form. `save` may answer errors of
+ * its own instead of calling the service.
+ */
+export function useSubmit(fields: readonly string[], save: () => Promise<FormErrors | void>) {
+  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: TargetedEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    setBusy(true);
+    let refused: FormErrors | void;
+    try {
+      refused = await save();
+    } catch (err) {
+      refused = formErrorsOf(err, fields);
+    }
+    if (refused) {
+      setErrors(refused);
+      setBusy(false);
+    }
+  };
+  return { errors, busy, submit };
+}
+
 /** A form in a dialog: submit runs `save`; its errors go next to the fields or above them. */
 export function FormActions(props: { busy: boolean; submit: string; onCancel: () => void; error?: string }) {
   return (
@@ -236,6 +261,23 @@ export function PageHeading(props: { title: string; children?: ComponentChildren
     <div class="page-head">
       <h1 ref={ref} tabIndex={-1}>{props.title}</h1>
       {props.children}
+    </div>
+  );
+}
+
+/** A list's table, which scrolls sideways on a narrow screen; `actions` adds a last column for each row's buttons. */
+export function Table(props: { columns: readonly string[]; actions?: boolean; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            {props.columns.map((column) => <th scope="col" key={column}>{column}</th>)}
+            {props.actions && <th scope="col"><span class="visually-hidden">Actions</span></th>}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
     </div>
   );
 }

@@ -368,6 +368,12 @@ describe("admin console in headless Chromium", function () {
     assert.match((await error.textContent())!, /not a url/);
     assert.equal(await dialog.getByLabel("Redirect URIs", { exact: true }).getAttribute("aria-invalid"), "true");
     assert.equal(await server.domain.store.applications.findByName("badredirect"), undefined);
+    // A lifetime that is not a whole number of hours is named under its field before anything is sent.
+    await dialog.getByLabel("Token lifetime (hours)", { exact: true }).fill("1.5");
+    await dialog.getByRole("button", { name: "Create" }).click();
+    assert.match((await dialog.locator("#app-expireInHours-error").textContent())!, /whole number of hours/);
+    assert.equal(await dialog.locator("#app-redirectUris-error").count(), 0, "only the lifetime is marked now");
+    assert.equal(await dialog.getByRole("button", { name: "Create" }).isEnabled(), true, "the form can be sent again");
   });
 
   it("signs in again when its token stops working (the admin's sessions were ended)", async () => {

@@ -1,13 +1,9 @@
 import { useState } from "preact/hooks";
-import type { TargetedEvent } from "preact";
 import { ApplicationAdminService, type Application } from "../../../gen/identity/v1/admin_pb.js";
 import { FederationService } from "../../../gen/identity/v1/federation_pb.js";
 import type { PageProps } from "../app.js";
 import { ACCESS_TOKEN_STRATEGIES, GRANT_TYPES, SIGNING_ALGS, TOKEN_FORMATS } from "../choices.js";
-import {
-  CheckboxGroup, Confirm, Dialog, FormActions, formErrorsOf, Notice, NO_ERRORS, PageHeading, SelectField, ShownOnce, TextField, useLoad,
-  type FormErrors,
-} from "../ui.js";
+import { CheckboxGroup, Confirm, Dialog, FormActions, Notice, PageHeading, SelectField, ShownOnce, Table, TextField, useLoad, useSubmit } from "../ui.js";
 
 interface ApplicationForm {
   name: string;
@@ -79,29 +75,22 @@ export function ApplicationsPage({ clients }: PageProps) {
       {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && list.data.length === 0 && <p>No applications yet.</p>}
       {list.data && list.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr><th scope="col">Name</th><th scope="col">Client ID</th><th scope="col">Redirect URIs</th><th scope="col">Grant types</th><th scope="col">Providers</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr>
-            </thead>
-            <tbody>
-              {list.data.map((a) => (
-                <tr key={a.name}>
-                  <td>{a.name}</td>
-                  <td class="mono">{a.clientId}</td>
-                  <td class="wrap">{a.redirectUris.join(" ")}</td>
-                  <td>{a.grantTypes.join(", ")}</td>
-                  <td>{a.providers.map(providerName).join(", ") || "—"}</td>
-                  <td class="row-actions">
-                    <button type="button" onClick={() => setEditing({ application: a })} aria-label={`Edit ${a.name}`}>Edit</button>
-                    <button type="button" onClick={() => setRotating(a)} aria-label={`Rotate the secret of ${a.name}`}>Rotate secret</button>
-                    <button type="button" class="danger" onClick={() => setDeleting(a)} aria-label={`Delete ${a.name}`}>Delete</button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={["Name", "Client ID", "Redirect URIs", "Grant types", "Providers"]} actions>
+          {list.data.map((a) => (
+            <tr key={a.name}>
+              <td>{a.name}</td>
+              <td class="mono">{a.clientId}</td>
+              <td class="wrap">{a.redirectUris.join(" ")}</td>
+              <td>{a.grantTypes.join(", ")}</td>
+              <td>{a.providers.map(providerName).join(", ") || "—"}</td>
+              <td class="row-actions">
+                <button type="button" onClick={() => setEditing({ application: a })} aria-label={`Edit ${a.name}`}>Edit</button>
+                <button type="button" onClick={() => setRotating(a)} aria-label={`Rotate the secret of ${a.name}`}>Rotate secret</button>
+                <button type="button" class="danger" onClick={() => setDeleting(a)} aria-label={`Delete ${a.name}`}>Delete</button>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       {editing && (
         <ApplicationDialog application={editing.application} providers={(providers.data ?? []).map((p) => ({ value: p.name, label: p.displayName || p.name }))}
@@ -145,24 +134,15 @@ function ApplicationDialog(props: {
   onSave: (input: ReturnType<typeof inputOf>) => Promise<void>;
 }) {
   const [form, setForm] = useState(() => formOf(props.application));
-  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
-  const [busy, setBusy] = useState(false);
   const editing = props.application !== undefined;
   const set = <K extends keyof ApplicationForm>(key: K) => (value: ApplicationForm[K]) => setForm((f) => ({ ...f, [key]: value }));
-  const submit = async (e: TargetedEvent<HTMLFormElement>) => {
-    e.preventDefault();
+  const { errors, busy, submit } = useSubmit(FORM_FIELDS, async () => {
     const input = inputOf(form, editing);
     // Checked here: a number that is not one cannot be put in the request at all.
     const notHours = (["expireInHours", "refreshExpireInHours"] as const).filter((key) => Number.isNaN(input[key]));
-    if (notHours.length) return setErrors({ fields: Object.fromEntries(notHours.map((key) => [key, "must be a whole number of hours"])) });
-    setBusy(true);
-    try {
-      await props.onSave(input);
-    } catch (err) {
-      setErrors(formErrorsOf(err, FORM_FIELDS));
-      setBusy(false);
-    }
-  };
+    if (notHours.length) return { fields: Object.fromEntries(notHours.map((key) => [key, "must be a whole number of hours"])) };
+    await props.onSave(input);
+  });
   return (
     <Dialog title={editing ? `Edit application ${props.application!.name}` : "New application"} onClose={props.onClose}>
       <form onSubmit={submit} noValidate>

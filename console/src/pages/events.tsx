@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { EventAdminService, type AuditEvent } from "../../../gen/identity/v1/events_pb.js";
 import type { PageProps } from "../app.js";
-import { Notice, PageHeading, PagerButton, TextField, useLoad } from "../ui.js";
+import { Notice, PageHeading, PagerButton, Table, TextField, useLoad } from "../ui.js";
 
 const PAGE_SIZE = 50;
 
@@ -38,27 +38,20 @@ export function EventsPage({ clients }: PageProps) {
       {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && shown.length === 0 && <p>No events.</p>}
       {shown.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Outcome</th><th scope="col">By</th><th scope="col">User</th><th scope="col">Client ID</th><th scope="col">Address</th><th scope="col">Details</th></tr>
-            </thead>
-            <tbody>
-              {shown.map((e) => (
-                <tr key={e.id}>
-                  <td class="nowrap">{timeOf(e.timeMs)}</td>
-                  <td>{e.event}</td>
-                  <td>{e.outcome}</td>
-                  <td>{actorOf(e)}</td>
-                  <td>{e.userName || e.userId}</td>
-                  <td class="mono">{e.clientId}</td>
-                  <td class="mono">{e.clientAddress}</td>
-                  <td class="mono wrap">{e.detailsJson}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={["Time", "Event", "Outcome", "By", "User", "Client ID", "Address", "Details"]}>
+          {shown.map((e) => (
+            <tr key={e.id}>
+              <td class="nowrap">{timeOf(e.timeMs)}</td>
+              <td>{e.event}</td>
+              <td>{e.outcome}</td>
+              <td>{actorOf(e)}</td>
+              <td>{e.userName || e.userId}</td>
+              <td class="mono">{e.clientId}</td>
+              <td class="mono">{e.clientAddress}</td>
+              <td class="mono wrap">{e.detailsJson}</td>
+            </tr>
+          ))}
+        </Table>
       )}
       <nav class="pager" aria-label="Pages of events">
         <PagerButton enabled={tokens.length > 1} onClick={() => setTokens([""])}>Newest</PagerButton>

@@ -3,7 +3,7 @@ import { KeyAdminService } from "../../../gen/identity/v1/admin_pb.js";
 import type { PageProps } from "../app.js";
 import { SIGNING_ALGS } from "../choices.js";
 import { failureOf } from "../rpc.js";
-import { formatTime, Notice, PageHeading, SelectField, useLoad } from "../ui.js";
+import { formatTime, Notice, PageHeading, SelectField, Table, useLoad } from "../ui.js";
 
 export function KeysPage({ clients }: PageProps) {
   const keys = clients(KeyAdminService);
@@ -35,25 +35,18 @@ export function KeysPage({ clients }: PageProps) {
       <Notice error={list.error} />
       {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr><th scope="col">kid</th><th scope="col">alg</th><th scope="col">Created</th><th scope="col">Signs from</th><th scope="col">Retired</th><th scope="col">Signing</th></tr>
-            </thead>
-            <tbody>
-              {list.data.map((k) => (
-                <tr key={k.kid}>
-                  <td class="mono">{k.kid}</td>
-                  <td>{k.alg}</td>
-                  <td>{formatTime(k.createdTime)}</td>
-                  <td>{formatTime(k.activeFrom)}</td>
-                  <td>{k.retiredTime ? formatTime(k.retiredTime) : "—"}</td>
-                  <td>{k.signing ? "Yes" : "No"}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={["kid", "alg", "Created", "Signs from", "Retired", "Signing"]}>
+          {list.data.map((k) => (
+            <tr key={k.kid}>
+              <td class="mono">{k.kid}</td>
+              <td>{k.alg}</td>
+              <td>{formatTime(k.createdTime)}</td>
+              <td>{formatTime(k.activeFrom)}</td>
+              <td>{k.retiredTime ? formatTime(k.retiredTime) : "—"}</td>
+              <td>{k.signing ? "Yes" : "No"}</td>
+            </tr>
+          ))}
+        </Table>
       )}
     </>
   );

@@ -1,9 +1,8 @@
 import { useState } from "preact/hooks";
-import type { TargetedEvent } from "preact";
 import { FederationService, type Provider } from "../../../gen/identity/v1/federation_pb.js";
 import type { PageProps } from "../app.js";
 import { PROVIDER_TOKEN_AUTH_METHODS, PROVIDER_TYPES } from "../choices.js";
-import { CheckboxField, Confirm, Dialog, FormActions, formErrorsOf, Notice, NO_ERRORS, PageHeading, SelectField, TextField, useLoad, type FormErrors } from "../ui.js";
+import { CheckboxField, Confirm, Dialog, FormActions, Notice, PageHeading, SelectField, Table, TextField, useLoad, useSubmit } from "../ui.js";
 
 const TEXT_FIELDS = [
   ["displayName", "Display name"],
@@ -89,7 +88,7 @@ function isImageUrl(src: string): boolean {
 }
 
 /** The favicon as the login page shows it; a broken or unsafe one falls back to nothing. */
-export function Favicon(props: { src: string }) {
+function Favicon(props: { src: string }) {
   const [broken, setBroken] = useState(false);
   if (!isImageUrl(props.src) || broken) return <span class="favicon none" aria-hidden="true" />;
   return <img class="favicon" src={props.src} alt="" width={20} height={20} referrerpolicy="no-referrer" onError={() => setBroken(true)} />;
@@ -110,28 +109,21 @@ export function ProvidersPage({ clients }: PageProps) {
       {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && list.data.length === 0 && <p>No providers yet.</p>}
       {list.data && list.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr><th scope="col">Display name</th><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Client ID</th><th scope="col">Client secret</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr>
-            </thead>
-            <tbody>
-              {list.data.map((p) => (
-                <tr key={p.name}>
-                  <td><span class="with-icon"><Favicon src={p.favicon} />{p.displayName || p.name}</span></td>
-                  <td>{p.name}</td>
-                  <td>{p.type}</td>
-                  <td class="mono">{p.clientId}</td>
-                  <td>{secretIsSet(p) ? "Set" : "Not set"}</td>
-                  <td class="row-actions">
-                    <button type="button" onClick={() => setEditing({ provider: p })} aria-label={`Edit ${p.name}`}>Edit</button>
-                    <button type="button" class="danger" onClick={() => setDeleting(p)} aria-label={`Delete ${p.name}`}>Delete</button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={["Display name", "Name", "Type", "Client ID", "Client secret"]} actions>
+          {list.data.map((p) => (
+            <tr key={p.name}>
+              <td><span class="with-icon"><Favicon src={p.favicon} />{p.displayName || p.name}</span></td>
+              <td>{p.name}</td>
+              <td>{p.type}</td>
+              <td class="mono">{p.clientId}</td>
+              <td>{secretIsSet(p) ? "Set" : "Not set"}</td>
+              <td class="row-actions">
+                <button type="button" onClick={() => setEditing({ provider: p })} aria-label={`Edit ${p.name}`}>Edit</button>
+                <button type="button" class="danger" onClick={() => setDeleting(p)} aria-label={`Delete ${p.name}`}>Delete</button>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       {editing && (
         <ProviderDialog
@@ -159,21 +151,10 @@ export function ProvidersPage({ clients }: PageProps) {
 
 function ProviderDialog(props: { provider?: Provider; onClose: () => void; onSave: (input: ReturnType<typeof inputOf>) => Promise<void> }) {
   const [form, setForm] = useState(() => formOf(props.provider));
-  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
-  const [busy, setBusy] = useState(false);
+  const { errors, busy, submit } = useSubmit(FORM_FIELDS, () => props.onSave(inputOf(form, props.provider && formOf(props.provider))));
   const editing = props.provider !== undefined;
   const set = <K extends keyof ProviderForm>(key: K) => (value: ProviderForm[K]) => setForm((f) => ({ ...f, [key]: value }));
   const setMapping = (key: MappingKey) => (value: string) => setForm((f) => ({ ...f, mapping: { ...f.mapping, [key]: value } }));
-  const submit = async (e: TargetedEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    setBusy(true);
-    try {
-      await props.onSave(inputOf(form, props.provider && formOf(props.provider)));
-    } catch (err) {
-      setErrors(formErrorsOf(err, FORM_FIELDS));
-      setBusy(false);
-    }
-  };
   const secretNote = !editing
     ? "Write-only: it is stored sealed and never shown again."
     : props.provider && secretIsSet(props.provider)

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { SessionAdminService, type BrowserSession, type RefreshTokenGrant } from "../../../gen/identity/v1/admin_pb.js";
 import type { PageProps } from "../app.js";
-import { Confirm, formatTime, Notice, PageHeading, TextField, useLoad } from "../ui.js";
+import { Confirm, formatTime, Notice, PageHeading, Table, TextField, useLoad } from "../ui.js";
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
@@ -47,48 +47,38 @@ export function SessionsPage({ clients }: PageProps) {
           <section aria-labelledby="browser-sessions">
             <h2 id="browser-sessions">Sessions of {user}</h2>
             {list.data.sessions.length === 0 ? <p>No active sessions.</p> : (
-              <div class="table-wrap">
-                <table>
-                  <thead><tr><th scope="col">Session</th><th scope="col">Signed in</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-                  <tbody>
-                    {list.data.sessions.map((s) => (
-                      <tr key={s.id}>
-                        <td class="mono">{s.id}</td>
-                        <td>{formatTime(s.authTime)}</td>
-                        <td>{formatTime(s.expireTime)}</td>
-                        <td class="row-actions">
-                          <button type="button" class="danger" onClick={() => setRevoking({ kind: "session", item: s })} aria-label={`Revoke session ${s.id}`}>Revoke</button>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <Table columns={["Session", "Signed in", "Expires"]} actions>
+                {list.data.sessions.map((s) => (
+                  <tr key={s.id}>
+                    <td class="mono">{s.id}</td>
+                    <td>{formatTime(s.authTime)}</td>
+                    <td>{formatTime(s.expireTime)}</td>
+                    <td class="row-actions">
+                      <button type="button" class="danger" onClick={() => setRevoking({ kind: "session", item: s })} aria-label={`Revoke session ${s.id}`}>Revoke</button>
+                    </td>
+                  </tr>
+                ))}
+              </Table>
             )}
           </section>
           <section aria-labelledby="refresh-tokens">
             <h2 id="refresh-tokens">Refresh tokens of {user}</h2>
             {list.data.refreshTokens.length === 0 ? <p>No live refresh tokens.</p> : (
-              <div class="table-wrap">
-                <table>
-                  <thead><tr><th scope="col">Application</th><th scope="col">Scope</th><th scope="col">Signed in</th><th scope="col">Issued</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-                  <tbody>
-                    {list.data.refreshTokens.map((t) => (
-                      <tr key={t.id}>
-                        <td>{t.application || t.clientId}</td>
-                        <td>{t.scope}</td>
-                        <td>{formatTime(t.authTime)}</td>
-                        <td>{formatTime(t.issuedTime)}</td>
-                        <td>{t.expireTime ? formatTime(t.expireTime) : "Never"}</td>
-                        <td class="row-actions">
-                          <button type="button" class="danger" onClick={() => setRevoking({ kind: "refresh", item: t })}
-                            aria-label={`Revoke refresh token of ${t.application || t.clientId} (${t.id})`}>Revoke</button>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <Table columns={["Application", "Scope", "Signed in", "Issued", "Expires"]} actions>
+                {list.data.refreshTokens.map((t) => (
+                  <tr key={t.id}>
+                    <td>{t.application || t.clientId}</td>
+                    <td>{t.scope}</td>
+                    <td>{formatTime(t.authTime)}</td>
+                    <td>{formatTime(t.issuedTime)}</td>
+                    <td>{t.expireTime ? formatTime(t.expireTime) : "Never"}</td>
+                    <td class="row-actions">
+                      <button type="button" class="danger" onClick={() => setRevoking({ kind: "refresh", item: t })}
+                        aria-label={`Revoke refresh token of ${t.application || t.clientId} (${t.id})`}>Revoke</button>
+                    </td>
+                  </tr>
+                ))}
+              </Table>
             )}
           </section>
           {(list.data.sessions.length > 0 || list.data.refreshTokens.length > 0) && (

@@ -1,9 +1,8 @@
 import { useState } from "preact/hooks";
-import type { TargetedEvent } from "preact";
 import { UserAdminService, type User } from "../../../gen/identity/v1/admin_pb.js";
 import type { PageProps } from "../app.js";
 import { failureOf } from "../rpc.js";
-import { CheckboxField, Confirm, Dialog, FormActions, formErrorsOf, Notice, NO_ERRORS, PageHeading, PagerButton, TextField, useLoad, type FormErrors } from "../ui.js";
+import { CheckboxField, Confirm, Dialog, FormActions, Notice, PageHeading, PagerButton, Table, TextField, useLoad, useSubmit } from "../ui.js";
 
 const PAGE_SIZE = 20;
 
@@ -73,33 +72,26 @@ export function UsersPage({ clients }: PageProps) {
       <Notice error={list.error ?? actionError} />
       {list.data && shown.length === 0 && <p>No users found.</p>}
       {shown.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr><th scope="col">Name</th><th scope="col">Display name</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr>
-            </thead>
-            <tbody>
-              {shown.map((u) => (
-                <tr key={u.id}>
-                  <td>{u.name}</td>
-                  <td>{u.displayName}</td>
-                  <td>{u.email}</td>
-                  <td>{u.isAdmin ? "Administrator" : "User"}</td>
-                  <td>{u.disabled ? "Disabled" : "Active"}</td>
-                  <td class="row-actions">
-                    <button type="button" onClick={() => setEditing({ user: u })} aria-label={`Edit ${u.name}`}>Edit</button>
-                    <button type="button" onClick={() => setSettingPassword(u)} aria-label={`Set password of ${u.name}`}>Set password</button>
-                    <button type="button" onClick={() => void setDisabled(u, !u.disabled)} aria-label={`${u.disabled ? "Enable" : "Disable"} ${u.name}`}>
-                      {u.disabled ? "Enable" : "Disable"}
-                    </button>
-                    <a class="button" href={`#/sessions?user=${encodeURIComponent(u.name)}`} aria-label={`Sessions of ${u.name}`}>Sessions</a>
-                    <button type="button" class="danger" onClick={() => setDeleting(u)} aria-label={`Delete ${u.name}`}>Delete</button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={["Name", "Display name", "Email", "Role", "Status"]} actions>
+          {shown.map((u) => (
+            <tr key={u.id}>
+              <td>{u.name}</td>
+              <td>{u.displayName}</td>
+              <td>{u.email}</td>
+              <td>{u.isAdmin ? "Administrator" : "User"}</td>
+              <td>{u.disabled ? "Disabled" : "Active"}</td>
+              <td class="row-actions">
+                <button type="button" onClick={() => setEditing({ user: u })} aria-label={`Edit ${u.name}`}>Edit</button>
+                <button type="button" onClick={() => setSettingPassword(u)} aria-label={`Set password of ${u.name}`}>Set password</button>
+                <button type="button" onClick={() => void setDisabled(u, !u.disabled)} aria-label={`${u.disabled ? "Enable" : "Disable"} ${u.name}`}>
+                  {u.disabled ? "Enable" : "Disable"}
+                </button>
+                <a class="button" href={`#/sessions?user=${encodeURIComponent(u.name)}`} aria-label={`Sessions of ${u.name}`}>Sessions</a>
+                <button type="button" class="danger" onClick={() => setDeleting(u)} aria-label={`Delete ${u.name}`}>Delete</button>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       <nav class="pager" aria-label="Pages of users">
         <PagerButton enabled={pageNumber > 1} onClick={() => setTokens(tokens.slice(0, -1))}>Previous</PagerButton>
@@ -137,20 +129,9 @@ export function UsersPage({ clients }: PageProps) {
 
 function UserDialog(props: { user?: User; onClose: () => void; onSave: (form: UserForm) => Promise<void> }) {
   const [form, setForm] = useState(() => formOf(props.user));
-  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
-  const [busy, setBusy] = useState(false);
+  const { errors, busy, submit } = useSubmit(FORM_FIELDS, () => props.onSave({ ...form, name: form.name.trim() }));
   const editing = props.user !== undefined;
   const set = <K extends keyof UserForm>(key: K) => (value: UserForm[K]) => setForm((f) => ({ ...f, [key]: value }));
-  const submit = async (e: TargetedEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    setBusy(true);
-    try {
-      await props.onSave({ ...form, name: form.name.trim() });
-    } catch (err) {
-      setErrors(formErrorsOf(err, FORM_FIELDS));
-      setBusy(false);
-    }
-  };
   return (
     <Dialog title={editing ? `Edit user ${props.user!.name}` : "New user"} onClose={props.onClose}>
       <form onSubmit={submit} noValidate>
@@ -177,18 +158,7 @@ function UserDialog(props: { user?: User; onClose: () => void; onSave: (form: Us
 
 function PasswordDialog(props: { user: User; onClose: () => void; onSave: (password: string) => Promise<void> }) {
   const [password, setPassword] = useState("");
-  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: TargetedEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    setBusy(true);
-    try {
-      await props.onSave(password);
-    } catch (err) {
-      setErrors(formErrorsOf(err, ["password"]));
-      setBusy(false);
-    }
-  };
+  const { errors, busy, submit } = useSubmit(["password"], () => props.onSave(password));
   return (
     <Dialog title={`Set password of ${props.user.name}`} onClose={props.onClose}>
       <form onSubmit={submit} noValidate>
