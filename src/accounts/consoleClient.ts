@@ -71,7 +71,14 @@ export async function ensureConsoleClient(
   client: ConsoleClient,
 ): Promise<"created" | "updated" | "unchanged"> {
   const wanted = consoleFields(client);
-  const current = (await repo.findByName(CONSOLE_APP_NAME)) ?? (await repo.findByClientId(client.clientId));
+  const [byName, byClientId] = await Promise.all([repo.findByName(CONSOLE_APP_NAME), repo.findByClientId(client.clientId)]);
+  if (byName && byClientId && byName.id !== byClientId.id) {
+    // Rows made before the console existed: which one to keep (the client id is what gets the admin scope) is the operator's call.
+    throw new Error(
+      `cannot set up the admin console's application: its name ${CONSOLE_APP_NAME} and its client id ${client.clientId} belong to two applications (${byName.name}, ${byClientId.name}); delete or rename one`,
+    );
+  }
+  const current = byName ?? byClientId;
   const now = clock.now();
   if (!current) {
     const app: ApplicationRecord = {

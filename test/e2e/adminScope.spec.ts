@@ -1,10 +1,13 @@
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { ApplicationAdminService, KeyAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import { EventAdminService } from "../../gen/identity/v1/events_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
+import { openDb } from "../../src/store/db.js";
+import { createStore } from "../../src/store/index.js";
 import { pkcePair, signIn } from "../support/browserless.js";
 import { BACKENDS, describeEachDatabase } from "../support/databases.js";
 import { passwordTokens, TOKEN_PATH } from "../support/oauth.js";
@@ -265,6 +268,23 @@ describeEachDatabase("admin scope: the console client follows the issuer", (db) 
       assert.notEqual(put?.clientSecretHash, "scrypt$known");
     } finally {
       await second.close();
+    }
+  });
+
+  it("refuses to start, naming both, when its name and its client id belong to two applications", async () => {
+    const first = await startTestServer({ database: db.url });
+    const made = (await first.domain.store.applications.findByClientId("identity-console"))!;
+    // Rows from before the console existed: one took its name, another its client id (the one that gets identity:admin).
+    await first.domain.store.applications.update({ ...made, clientId: "console-by-name" });
+    await first.domain.store.applications.insert({ ...made, id: randomUUID(), name: "by-client-id", redirectUris: ["https://evil.example/cb"] });
+    await first.close();
+    await assert.rejects(startTestServer({ database: db.url }), /identity-console.*two applications.*by-client-id/s);
+    // Put the database back as the next tests expect it.
+    const conn = await openDb({ url: db.url });
+    try {
+      await createStore(conn).applications.deleteByName("by-client-id");
+    } finally {
+      await conn.destroy();
     }
   });
 
