@@ -19,8 +19,8 @@ export const GRANTABLE_SCOPES = [...SUPPORTED_SCOPES, ACCOUNT_SCOPE, OFFLINE_ACC
 /**
  * Ours: the admin RPCs accept an access token carrying it (rpc/adminAuth.ts).
  * Granted only to an admin user signing in to the console's own application
- * (`adminScopeGrantable`), so discovery does not list it: no other client
- * can be granted it.
+ * (`adminScopeGrantable`, checked by the minter for every grant); no other
+ * client can be granted it, so discovery does not list it.
  */
 export const ADMIN_SCOPE = "identity:admin";
 /** The client id of the application the service creates for its admin console (accounts/consoleClient.ts). */
