@@ -493,6 +493,8 @@ describe("admin console in headless Chromium", function () {
     if (count === 1) assert.notEqual((await refresh(server, tokens.refresh_token!)).status, 200, "the revoked token no longer refreshes");
 
     // A browser session of alice's, from signing in at the application's login page elsewhere.
+    const sessionRows = page.getByRole("region", { name: `Sessions of ${TEST_USER.name}` }).locator("tbody tr");
+    const sessionsBefore = await sessionRows.count();
     const elsewhere = await freshPage(browser);
     try {
       await elsewhere.page.goto(authorizeUrl(server.url, { redirect_uri: upstream.url }));
@@ -503,14 +505,18 @@ describe("admin console in headless Chromium", function () {
     } finally {
       await elsewhere.context.close();
     }
+    // Asked again for the same user, the page loads the sessions again.
     await page.getByRole("button", { name: "Show sessions" }).click();
-    const sessionRows = page.getByRole("region", { name: `Sessions of ${TEST_USER.name}` }).locator("tbody tr");
-    await sessionRows.first().waitFor();
+    await page.waitForFunction(
+      (n) => document.querySelectorAll("[aria-labelledby=browser-sessions] tbody tr").length === n + 1,
+      sessionsBefore,
+    );
     await page.getByRole("button", { name: `Revoke all of ${TEST_USER.name}` }).click();
     await page.getByRole("dialog", { name: "Revoke" }).getByRole("button", { name: "Revoke" }).click();
     await page.getByRole("status").filter({ hasText: new RegExp(`Ended [1-9]\\d* sessions? and \\d+ refresh tokens? of ${TEST_USER.name}`) }).waitFor();
     await page.getByText("No active sessions.").waitFor();
     await page.getByText("No live refresh tokens.").waitFor();
+    assert.notEqual((await refresh(server, tokens.refresh_token!)).status, 200, "the API's refresh token ended with the rest");
   });
 
   it("pages through the users a search finds", async () => {

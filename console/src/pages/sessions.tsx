@@ -19,6 +19,9 @@ export function SessionsPage({ clients }: PageProps) {
   const [revoking, setRevoking] = useState<Revoking>();
   const [done, setDone] = useState<string>();
 
+  // The same user again is a fresh look (a session may have begun since), not nothing.
+  const show = (asked: string) => (asked === user ? list.reload() : setUser(asked));
+
   const revoke = async (what: Revoking) => {
     if (what.kind === "session") await sessions.revokeSession({ user, sessionId: what.item.id });
     else if (what.kind === "refresh") await sessions.revokeRefreshToken({ user, refreshTokenId: what.item.id });
@@ -35,7 +38,7 @@ export function SessionsPage({ clients }: PageProps) {
     <>
       <PageHeading title="Sessions" />
       <p class="lead">A user's sign-ins at the login page, and the refresh tokens applications hold for them. Revoking one ends it at once.</p>
-      <form class="inline" onSubmit={(e) => { e.preventDefault(); setDone(undefined); setUser(name.trim()); }}>
+      <form class="inline" onSubmit={(e) => { e.preventDefault(); setDone(undefined); show(name.trim()); }}>
         <TextField id="sessions-user" label="User" value={name} onValue={setName} placeholder="The user's name" />
         <button type="submit" class="primary">Show sessions</button>
       </form>
