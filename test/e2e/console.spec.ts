@@ -577,6 +577,28 @@ describe("admin console in headless Chromium", function () {
     }
   });
 
+  it("labels every control of every page and form with a <label for>", async () => {
+    await signInToConsole(ROOT);
+    const unlabelled = () =>
+      page.evaluate(() =>
+        [...document.querySelectorAll("input, select, textarea")]
+          .filter((control: any) => !control.id || !document.querySelector(`label[for="${control.id}"]`)?.textContent?.trim())
+          .map((control: any) => control.outerHTML as string),
+      );
+    const forms: Record<string, string[]> = { Applications: ["New application"], Users: ["New user"], "Signing keys": [], Sessions: [], Events: [] };
+    for (const [title, dialogs] of Object.entries(forms)) {
+      await openPage(title);
+      assert.deepEqual(await unlabelled(), [], title);
+      for (const name of dialogs) {
+        await page.getByRole("button", { name }).click();
+        await page.getByRole("dialog", { name }).waitFor();
+        assert.deepEqual(await unlabelled(), [], name);
+        await page.keyboard.press("Escape");
+        await page.getByRole("dialog").waitFor({ state: "detached" });
+      }
+    }
+  });
+
   it("works at phone width: no sideways scrolling, the navigation and dialogs fit", async () => {
     await page.setViewportSize({ width: 375, height: 740 });
     await signInToConsole(ROOT);
