@@ -21,16 +21,20 @@ export interface PageProps {
   clients: ClientOf;
 }
 
-/** The hash route (`#/users`); an unknown one shows Providers. */
-function currentPage() {
+/**
+ * The hash route (`#/users`, `#/sessions?user=alice`): the page (an unknown
+ * one shows Providers), and the whole route, which draws it afresh when any
+ * of it changes (the browser's back button to another user's sessions).
+ */
+function currentRoute() {
   const path = location.hash.replace(/^#\/?/, "").split("?")[0];
-  return PAGES.find((p) => p.path === path) ?? PAGES[0];
+  return { page: PAGES.find((p) => p.path === path) ?? PAGES[0], route: location.hash };
 }
 
 export function App(props: { clients: ClientOf; userName: string; onSignOut: () => void }) {
-  const [page, setPage] = useState(currentPage);
+  const [{ page, route }, setRoute] = useState(currentRoute);
   useEffect(() => {
-    const onHash = () => setPage(currentPage());
+    const onHash = () => setRoute(currentRoute());
     addEventListener("hashchange", onHash);
     return () => removeEventListener("hashchange", onHash);
   }, []);
@@ -58,7 +62,7 @@ export function App(props: { clients: ClientOf; userName: string; onSignOut: () 
         </div>
       </header>
       <main id="main">
-        <Page key={page.path} clients={props.clients} />
+        <Page key={`${page.path} ${route}`} clients={props.clients} />
       </main>
     </>
   );

@@ -517,6 +517,13 @@ describe("admin console in headless Chromium", function () {
     await page.getByText("No active sessions.").waitFor();
     await page.getByText("No live refresh tokens.").waitFor();
     assert.notEqual((await refresh(server, tokens.refresh_token!)).status, 200, "the API's refresh token ended with the rest");
+
+    // Back in the browser's history: the page follows the address to the user it named before.
+    await page.goto(`${server.url}/admin/#/sessions?user=${ROOT.name}`);
+    await page.getByRole("heading", { level: 2, name: `Sessions of ${ROOT.name}` }).waitFor();
+    await page.goBack();
+    await page.getByRole("heading", { level: 2, name: `Sessions of ${TEST_USER.name}` }).waitFor();
+    assert.equal(await page.getByLabel("User", { exact: true }).inputValue(), TEST_USER.name);
   });
 
   it("pages through the users a search finds", async () => {
