@@ -9,6 +9,8 @@ export interface Session {
   scope: string;
   /** Who signed in, from the ID token. */
   userName: string;
+  /** The ID token: at sign-out it tells the service which session of which client ends (no second "Sign out?" page). */
+  idToken?: string;
 }
 
 /** What the browser keeps while it is away at the authorization endpoint. */
@@ -43,10 +45,13 @@ export class ConsoleSignIn {
 
   /** The stored session, while its token is still good for a minute. */
   current(): Session | undefined {
+    const session = this.stored();
+    return session && session.expiresAt - 60_000 > Date.now() ? session : undefined;
+  }
+
+  private stored(): Session | undefined {
     const stored = sessionStorage.getItem(SESSION_KEY);
-    if (!stored) return undefined;
-    const session = JSON.parse(stored) as Session;
-    return session.expiresAt - 60_000 > Date.now() ? session : undefined;
+    return stored ? (JSON.parse(stored) as Session) : undefined;
   }
 
   /** Whether this page load is the authorization endpoint's answer. */
@@ -98,14 +103,34 @@ export class ConsoleSignIn {
       expiresAt: Date.now() + (result.expires_in ?? 3600) * 1000,
       scope: result.scope ?? "",
       userName: String(claims?.preferred_username ?? claims?.name ?? claims?.sub ?? ""),
+      idToken: result.id_token,
     };
     sessionStorage.setItem(SESSION_KEY, JSON.stringify(session));
     return session;
   }
 
-  /** Forget the token here, then end the service's browser session on its sign-out page. */
+  /**
+   * Forget the token here, then end the service's browser session: with the
+   * ID token as the hint (RP-Initiated Logout), at once and back to the
+   * console, which then asks to sign in; without one, on its sign-out page.
+   * Posted, so the ID token stays out of URLs, logs and the history.
+   */
   signOut(): void {
+    const idToken = this.stored()?.idToken;
     sessionStorage.removeItem(SESSION_KEY);
-    location.assign("/api/logout");
+    if (!idToken) return location.assign("/api/logout");
+    const form = document.createElement("form");
+    form.method = "post";
+    form.action = "/api/logout";
+    const fields = { id_token_hint: idToken, post_logout_redirect_uri: this.settings.redirectUri, client_id: this.settings.clientId };
+    for (const [name, value] of Object.entries(fields)) {
+      const input = document.createElement("input");
+      input.type = "hidden";
+      input.name = name;
+      input.value = value;
+      form.append(input);
+    }
+    document.body.append(form);
+    form.submit();
   }
 }
