@@ -19,16 +19,25 @@ describe("injection", () => {
       const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true);
       // `PATTERN.exec(text)` is a RegExp, not SQL: names bound to regex literals are skipped.
       const regexNames = new Set<string>();
+      // A name bound to literal text only (`const S = "a" + "b"`) is a literal statement too.
+      const literalNames = new Set<string>();
+      const isLiteralText = (e: ts.Expression): boolean =>
+        ts.isStringLiteral(e) || ts.isNoSubstitutionTemplateLiteral(e) ||
+        (ts.isBinaryExpression(e) && e.operatorToken.kind === ts.SyntaxKind.PlusToken && isLiteralText(e.left) && isLiteralText(e.right));
       const found: string[] = [];
       const visit = (node: ts.Node): void => {
         if (ts.isVariableDeclaration(node) && node.initializer && ts.isRegularExpressionLiteral(node.initializer) && ts.isIdentifier(node.name)) {
           regexNames.add(node.name.text);
         }
+        if (ts.isVariableDeclaration(node) && node.initializer && isLiteralText(node.initializer) && ts.isIdentifier(node.name) &&
+          ts.isVariableDeclarationList(node.parent) && (node.parent.flags & ts.NodeFlags.Const) !== 0) {
+          literalNames.add(node.name.text);
+        }
         if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && RAW_CALLS.has(node.expression.name.text)) {
           const receiver = node.expression.expression;
           const isRegex = ts.isRegularExpressionLiteral(receiver) || (ts.isIdentifier(receiver) && regexNames.has(receiver.text));
           const statement = node.arguments[0];
-          const literal = statement !== undefined && (ts.isStringLiteral(statement) || ts.isNoSubstitutionTemplateLiteral(statement));
+          const literal = statement !== undefined && (isLiteralText(statement) || (ts.isIdentifier(statement) && literalNames.has(statement.text)));
           if (!isRegex && !literal) {
             const { line } = file.getLineAndCharacterOfPosition(node.getStart());
             found.push(`${fileName}:${line + 1}: ${node.getText().slice(0, 120)}`);
@@ -49,9 +58,13 @@ describe("injection", () => {
         "db('users').whereRaw(\"name = '\" + name + \"'\");",
         "conn.query(statement);",
         "knex.raw(sql, [value]);",
+        "let S = 'select 1'; knex.raw(S);",
+        "const S = `select ${name}`; knex.raw(S);",
+        "const S = 'select ' + name; knex.raw(S);",
       ];
       for (const code of bad) assert.equal(unsafeRawCalls("sample.ts", code).length, 1, code);
       assert.deepEqual(unsafeRawCalls("sample.ts", "db.raw('select ?', [x]); const P = /a/; P.exec(s); /b/.exec(s);"), []);
+      assert.deepEqual(unsafeRawCalls("sample.ts", "const S = 'select ' + 'x from t where a = ?'; db.raw(S, [a]);"), []);
     });
 
     it("has no such call anywhere in src/", () => {
