@@ -59,8 +59,16 @@ export class ConsoleSignIn {
     return url.searchParams.has("code") || url.searchParams.has("error");
   }
 
-  /** Off to the authorization endpoint (location.replace: the empty shell stays out of the history). */
-  async redirect(returnTo = location.hash): Promise<never> {
+  /** Off to the authorization endpoint, once: several calls refused at once start one sign-in, not one each writing its state over the last's. */
+  redirect(returnTo = location.hash): Promise<never> {
+    this.leaving ??= this.leave(returnTo);
+    return this.leaving;
+  }
+
+  private leaving?: Promise<never>;
+
+  /** location.replace: the empty shell stays out of the history. */
+  private async leave(returnTo: string): Promise<never> {
     sessionStorage.removeItem(SESSION_KEY);
     const codeVerifier = oauth.generateRandomCodeVerifier();
     const pending: PendingSignIn = { state: oauth.generateRandomState(), codeVerifier, returnTo };

@@ -4,7 +4,7 @@ import { mkdirSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Browser, BrowserContext, Page, Response } from "playwright-core";
-import { UserAdminService } from "../../gen/identity/v1/admin_pb.js";
+import { SessionAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import * as choices from "../../console/src/choices.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { GRANT_TYPES } from "../../src/accounts/applications.js";
@@ -91,6 +91,8 @@ describe("admin console in headless Chromium", function () {
     await page.getByLabel("Password").fill(user.password);
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.waitForURL((url) => url.pathname === "/admin/" && !url.searchParams.has("code"));
+    // The code leaves the address before it is exchanged: wait for what the console draws after (a page, or a refusal).
+    await page.locator("#app h1").waitFor();
   }
 
   /** How many fields hold this text as their value (a value set by script is not in page.content()). */
@@ -393,6 +395,25 @@ describe("admin console in headless Chromium", function () {
     await page.getByLabel("Password").fill(ROOT.password);
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "Sessions" }).waitFor();
+  });
+
+  it("starts one sign-in, not one per call, when several calls find the token dead at once", async () => {
+    await signInToConsole(ROOT);
+    const sessions = createClient(SessionAdminService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+    await sessions.revokeAllUserSessions({ user: ROOT.name }, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const authorizations: string[] = [];
+    page.on("request", (request) => {
+      const url = new URL(request.url());
+      if (url.pathname === "/login/oauth/authorize") authorizations.push(url.searchParams.get("state")!);
+    });
+    // The Applications page loads applications and providers together: both are refused.
+    await nav().getByRole("link", { name: "Applications", exact: true }).click();
+    await page.waitForURL((url) => url.pathname === "/login/oauth/authorize");
+    await page.getByLabel("Username").fill(ROOT.name);
+    await page.getByLabel("Password").fill(ROOT.password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: "Applications" }).waitFor();
+    assert.equal(new Set(authorizations).size, 1, `one sign-in, one state: ${authorizations.join(", ")}`);
   });
 
   it("manages users: create, search, disable, set a password, delete", async () => {
