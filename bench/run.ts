@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { auditCostRows } from "./auditCost.js";
 import { clientCredentialsRows } from "./clientCredentials.js";
 import { measureFastPaths } from "./fastPaths.js";
 import { latencyRow } from "./latency.js";
@@ -49,6 +50,7 @@ async function main(): Promise<void> {
     await ours.stop();
     report.rows.push(await largeStoreRow(dir));
     report.rows.push(...(await workersRows(dir)));
+    report.rows.push(...(await auditCostRows(dir)));
     if (quick) report.notes.push(`Quick mode: ${settings.issued.toLocaleString("en-US")} issued and ${settings.largeStore.toLocaleString("en-US")} stored tokens, not 1,000,000.`);
     report.notes.push(
       `Loads in turns of ${settings.seconds / settings.turns} s; ${Math.round((Date.now() - started) / 1000)} s in all. The load generators share the machine's cores with the servers: compare ratios, not figures.`,
