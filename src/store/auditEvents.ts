@@ -35,19 +35,20 @@ interface AuditEventRow {
   details: string | null;
 }
 
-const toRow = (e: AuditEvent): AuditEventRow => ({
-  time: e.time,
-  event: e.event,
-  outcome: e.outcome,
-  actor_kind: e.actor.kind,
-  actor_id: e.actor.id,
-  actor_name: e.actor.name,
-  client_address: e.clientAddress,
-  client_id: e.clientId,
-  user_id: e.userId,
-  user_name: e.userName,
-  details: e.details === null ? null : JSON.stringify(e.details),
-});
+/** An event as the values of a row, in INSERT_SQLITE's and INSERT_POSTGRES's column order. */
+const toValues = (e: AuditEvent): unknown[] => [
+  e.time,
+  e.event,
+  e.outcome,
+  e.actor.kind,
+  e.actor.id,
+  e.actor.name,
+  e.clientAddress,
+  e.clientId,
+  e.userId,
+  e.userName,
+  e.details === null ? null : JSON.stringify(e.details),
+];
 
 const fromRow = (r: AuditEventRow): StoredAuditEvent => ({
   id: String(r.id),
@@ -63,21 +64,23 @@ const fromRow = (r: AuditEventRow): StoredAuditEvent => ({
 });
 
 /**
- * A batch is one INSERT with one bound value, the rows as a JSON array the
- * database takes apart (SQLite's json_each, PostgreSQL's
+ * A batch is one INSERT with one bound value, the rows as a JSON array of
+ * arrays the database takes apart (SQLite's json_each, PostgreSQL's
  * json_array_elements), in order. Binding eleven values a row cost ~7 µs of
  * the event loop per event, through Knex's insert builder and the driver;
- * JSON.stringify of the batch costs ~1. The statements are written out, as
- * every raw statement is (test/hardening/injection.spec.ts), with toRow's
- * columns in one order.
+ * JSON.stringify of the batch costs ~1. A row is an array, not an object:
+ * SQLite (3.44) parses the row's text again for each of its eleven values,
+ * and without the field names that is ~25% less work per event. The
+ * statements are written out, as every raw statement is
+ * (test/hardening/injection.spec.ts), with toValues's columns in one order.
  */
 const INSERT_SQLITE =
   "insert into audit_events (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details) " +
-  "select json_extract(value, '$.time'), json_extract(value, '$.event'), json_extract(value, '$.outcome'), json_extract(value, '$.actor_kind'), json_extract(value, '$.actor_id'), json_extract(value, '$.actor_name'), json_extract(value, '$.client_address'), json_extract(value, '$.client_id'), json_extract(value, '$.user_id'), json_extract(value, '$.user_name'), json_extract(value, '$.details') " +
+  "select json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'), json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'), json_extract(value, '$[9]'), json_extract(value, '$[10]') " +
   "from json_each(?) order by key";
 const INSERT_POSTGRES =
   "insert into audit_events (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details) " +
-  "select (e.item->>'time')::bigint, e.item->>'event', e.item->>'outcome', e.item->>'actor_kind', e.item->>'actor_id', e.item->>'actor_name', e.item->>'client_address', e.item->>'client_id', e.item->>'user_id', e.item->>'user_name', e.item->>'details' " +
+  "select (e.item->>0)::bigint, e.item->>1, e.item->>2, e.item->>3, e.item->>4, e.item->>5, e.item->>6, e.item->>7, e.item->>8, e.item->>9, e.item->>10 " +
   "from json_array_elements(?::json) with ordinality as e(item, n) order by e.n";
 
 /**
@@ -98,7 +101,7 @@ export class AuditEventRepository {
 
   async insertMany(events: readonly AuditEvent[]): Promise<void> {
     if (events.length === 0) return;
-    const batch = [JSON.stringify(events.map(toRow))];
+    const batch = [JSON.stringify(events.map(toValues))];
     await (isPostgres(this.db) ? this.db.raw(INSERT_POSTGRES, batch) : this.db.raw(INSERT_SQLITE, batch));
   }
 
