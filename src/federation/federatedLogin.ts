@@ -87,12 +87,12 @@ export class FederatedLogin {
   }
 
   /** The provider's `error` response (RFC 6749 §4.1.2.1), as an error to show. */
-  refused(login: ReturnedLogin, error: string, description: string | undefined): OAuthError {
+  refused(login: ReturnedLogin, error: string, description: string | undefined, clientAddress?: string): OAuthError {
     const printable = (text: string, max: number) => text.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, "").slice(0, max);
     const code = printable(error, 64) || "no reason given";
     const detail = description ? `: ${printable(description, 200)}` : "";
     this.logger.info("federated sign-in refused by the provider", { provider: login.provider, error: code });
-    this.recordFailure(login.provider, "refused_by_provider", undefined);
+    this.recordFailure(login.provider, "refused_by_provider", clientAddress);
     return new OAuthError("access_denied", `${labelOf(login.providerRecord)} did not sign you in (${code}${detail})`);
   }
 

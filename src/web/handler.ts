@@ -64,7 +64,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       methods: ["POST"],
       serve: async (req, res, url) => pages.login(req, res, await params(req, url), options.clientAddress(req)),
     },
-    [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, await params(req, url)) },
+    [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, await params(req, url), options.clientAddress(req)) },
     [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },
     [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },
     // The admin console at /admin/ (web/console.ts).

@@ -83,9 +83,10 @@ export class SignInPages {
    * GET /callback: the provider sends the browser back. The state must be
    * one this browser started; then the provider's error is shown, or the
    * code is exchanged, the account linked and the pending authorize request
-   * finished as if the user had typed a password.
+   * finished as if the user had typed a password. `clientAddress` goes on
+   * the sign-in's audit event.
    */
-  async callback(req: IncomingMessage, res: ServerResponse, params: ReadonlyMap<string, string>): Promise<void> {
+  async callback(req: IncomingMessage, res: ServerResponse, params: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
     const { federation, pendingAuthorizations } = this.domain;
     const csrfToken = cookieValue(req.headers.cookie, CSRF_COOKIE);
     const login = await federation.takeState(params.get("state"), { kind: "browser", csrfToken });
@@ -93,14 +94,14 @@ export class SignInPages {
     // Checked before calling the provider: nothing is created for a request that cannot finish.
     const pending = await pendingAuthorizations.findForBrowser(login.authorizationRequestId, csrfToken);
     if (error !== undefined) {
-      const refusal = federation.refused(login, error, params.get("error_description"));
+      const refusal = federation.refused(login, error, params.get("error_description"), clientAddress);
       // The provider did not sign the user in: the client hears access_denied, with its state, and the request ends.
       if (!pending || !(await pendingAuthorizations.take(pending))) throw refusal;
       annotateRequest(requestContextOf(req), { oauthError: refusal.code });
       return sendAuthorizationResponse(res, errorResponse(pending.request, refusal, this.domain.issuer));
     }
     if (!pending) throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
-    const { user } = await federation.complete(login, params.get("code"), params.get("iss"));
+    const { user } = await federation.complete(login, params.get("code"), params.get("iss"), clientAddress);
     await this.completeSignIn(req, res, pending, user);
   }
 

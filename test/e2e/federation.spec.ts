@@ -310,6 +310,18 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       });
     }
 
+    it("audits a browser's federated sign-in and a provider's refusal with the browser's address", async () => {
+      await signInThrough();
+      const { jar, state } = await pressButton();
+      await returnToCallback(jar, { error: "access_denied", state });
+      await server.domain.store.auditWriter.flush();
+      const events = (await server.domain.auditEvents({ pageSize: 2, event: "federated_sign_in" })).events;
+      assert.deepEqual(
+        events.map((e) => [e.outcome, e.clientAddress, e.details?.provider]),
+        [["failure", "127.0.0.1", "fake"], ["success", "127.0.0.1", "fake"]],
+      );
+    });
+
     it("shows the provider's error on a page when the authorize request is gone", async () => {
       const { jar, fields, state } = await pressButton();
       assert.equal((await submit(`${server.url}/login`, { ...fields, username: TEST_USER.name, password: TEST_USER.password }, jar)).status, 303);
