@@ -1,3 +1,4 @@
+import { pauseNextCall } from "../support/pauseNextCall.js";
 import assert from "node:assert/strict";
 import { toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
@@ -84,20 +85,7 @@ describeEachDatabase("admin contract for the console", (db) => {
       const repo = server.domain.store.applications;
       const read = repo.findByName;
       // The next read of the application waits until `release`: the call that made it is between its read and its write.
-      const pauseNextRead = () => {
-        let release!: () => void;
-        let reached!: () => void;
-        const gate = new Promise<void>((resolve) => (release = resolve));
-        const paused = new Promise<void>((resolve) => (reached = resolve));
-        repo.findByName = async (name) => {
-          repo.findByName = read;
-          const found = await read.call(repo, name);
-          reached();
-          await gate;
-          return found;
-        };
-        return { paused, release };
-      };
+      const pauseNextRead = () => pauseNextCall(repo, "findByName");
       try {
         // An update read the row before the rotation and writes after it: the old secret must not come back.
         let pause = pauseNextRead();
@@ -194,19 +182,9 @@ describeEachDatabase("admin contract for the console", (db) => {
       await providers.createProvider({ provider: { ...TEST_PROVIDER, name: "raced-idp", clientSecret: "first-secret-0123456789", trustEmail: true } }, admin);
       const repo = server.domain.store.providers;
       const read = repo.findByName;
-      let release!: () => void;
-      let reached!: () => void;
-      const gate = new Promise<void>((resolve) => (release = resolve));
-      const paused = new Promise<void>((resolve) => (reached = resolve));
       try {
         // The display name's update reads first and writes last.
-        repo.findByName = async (...args) => {
-          repo.findByName = read;
-          const found = await read.apply(repo, args);
-          reached();
-          await gate;
-          return found;
-        };
+        const { paused, release } = pauseNextCall(repo, "findByName");
         const rename = providers.updateProvider({ provider: { name: "raced-idp", displayName: "Renamed" } }, admin);
         await paused;
         await providers.updateProvider({ provider: { name: "raced-idp", trustEmail: false, clientSecret: "second-secret-0123456789" } }, admin);

@@ -1,3 +1,4 @@
+import { pauseNextCall } from "../support/pauseNextCall.js";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
@@ -194,17 +195,7 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
     try {
       for (const change of [{ isAdmin: false }, { disabled: true }]) {
         // The next read of the user (the update's) waits: the demotion or disabling lands between its read and its write.
-        let release!: () => void;
-        let reached!: () => void;
-        const gate = new Promise<void>((resolve) => (release = resolve));
-        const paused = new Promise<void>((resolve) => (reached = resolve));
-        repo.findByName = async (...args) => {
-          repo.findByName = read;
-          const found = await read.apply(repo, args);
-          reached();
-          await gate;
-          return found;
-        };
+        const { paused, release } = pauseNextCall(repo, "findByName");
         const update = users.updateUser({ user: { name: "raced-admin", displayName: "Raced" } }, adminToken);
         await paused;
         await users.updateUser({ user: { name: "raced-admin", ...change } }, adminToken);
