@@ -1,38 +1,8 @@
 import assert from "node:assert/strict";
-import net from "node:net";
 import type { RunningServer } from "../../src/app/server.js";
 import { describePostgres, freshPostgresSchema, POSTGRES_URL, type PostgresSchema } from "../support/databases.js";
+import { Relay } from "../support/tcpRelay.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
-
-/** A TCP relay to PostgreSQL that the test can cut and restore, standing in for a database outage. */
-class Relay {
-  private server: net.Server | undefined;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async open(): Promise<void> {
-    this.server = net.createServer((inbound) => {
-      const outbound = net.connect(this.target);
-      for (const socket of [inbound, outbound]) {
-        this.sockets.add(socket);
-        socket.on("error", () => {});
-        socket.once("close", () => this.sockets.delete(socket));
-      }
-      inbound.pipe(outbound).pipe(inbound);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(this.port, "127.0.0.1", resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  /** Drop every connection and refuse new ones. */
-  async cut(): Promise<void> {
-    const closed = new Promise((resolve) => this.server?.close(resolve));
-    for (const socket of this.sockets) socket.destroy();
-    await closed;
-  }
-}
 
 describePostgres("the database goes away", () => {
   let schema: PostgresSchema;
@@ -43,7 +13,7 @@ describePostgres("the database goes away", () => {
     schema = freshPostgresSchema();
     const target = new URL(POSTGRES_URL!);
     relay = new Relay({ host: target.hostname, port: Number(target.port || 5432) });
-    await relay.open();
+    await relay.start();
     const viaRelay = new URL(schema.url);
     viaRelay.port = String(relay.port);
     server = await startTestServer({ database: viaRelay.toString(), overrides: { dbConnectTimeoutMs: 1000 } });
@@ -51,7 +21,7 @@ describePostgres("the database goes away", () => {
 
   after(async () => {
     await server?.close();
-    await relay?.cut();
+    await relay?.stop();
     await schema?.drop();
   });
 
@@ -65,7 +35,7 @@ describePostgres("the database goes away", () => {
   it("answers 503 temporarily_unavailable with Retry-After at once, and recovers when it is back", async () => {
     assert.equal((await passwordGrant()).status, 200);
 
-    await relay.cut();
+    await relay.stop();
     const rest = await passwordGrant();
     assert.equal(rest.status, 503);
     assert.equal(rest.body.error, "temporarily_unavailable");
@@ -79,7 +49,7 @@ describePostgres("the database goes away", () => {
     assert.equal(connect.status, 503);
     assert.equal(((await connect.json()) as { code: string }).code, "unavailable");
 
-    await relay.open();
+    await relay.start();
     assert.equal((await passwordGrant()).status, 200);
   });
 });
