@@ -166,7 +166,8 @@ export class AuditEventWriter {
   private queue: AuditEvent[] = [];
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> | undefined;
-  private failedAt = 0;
+  /** Whether the last write was refused: the queue then waits for the retry. */
+  private refused = false;
 
   constructor(
     private readonly repo: Pick<AuditEventRepository, "insertMany">,
@@ -186,7 +187,7 @@ export class AuditEventWriter {
     while (this.writing || this.queue.length > 0) {
       this.write();
       await this.writing;
-      if (this.queue.length > 0 && this.failedAt > 0) throw new Error(`${this.queue.length} audit events not written: the database refused them`);
+      if (this.queue.length > 0 && this.refused) throw new Error(`${this.queue.length} audit events not written: the database refused them`);
     }
   }
 
@@ -203,8 +204,8 @@ export class AuditEventWriter {
       this.writing = undefined;
       if (this.queue.length === 0) return;
       // A full batch that arrived during the write goes at once; fewer wait for their window, or the retry.
-      if (this.failedAt === 0 && this.queue.length >= this.options.batchSize) this.write();
-      else this.schedule(this.failedAt > 0 ? RETRY_AFTER_MS : this.options.flushAfterMs);
+      if (!this.refused && this.queue.length >= this.options.batchSize) this.write();
+      else this.schedule(this.refused ? RETRY_AFTER_MS : this.options.flushAfterMs);
     });
   }
 
@@ -213,11 +214,11 @@ export class AuditEventWriter {
     this.queue = [];
     try {
       await this.repo.insertMany(batch);
-      this.failedAt = 0;
+      this.refused = false;
     } catch (err) {
       // Kept, in order, for the next try: the database may be back in a moment.
       this.queue = batch.concat(this.queue);
-      this.failedAt = Date.now();
+      this.refused = true;
       const dropped = this.queue.length - this.options.maxPending;
       if (dropped > 0) this.queue.splice(0, dropped);
       this.logger.error("audit events not written yet; retrying", {
