@@ -1,5 +1,7 @@
 import { ApplicationAdmin, originAllowList } from "./../accounts/applications.js";
 import { UserAdmin } from "./../accounts/users.js";
+import { listUsersPage, type UserPage, type UserPageRequest } from "./../accounts/userPages.js";
+import { UserSessions } from "./../accounts/userSessions.js";
 import { consoleClientFor, ensureConsoleClient, type ConsoleClient } from "./../accounts/consoleClient.js";
 import { noAudit, type AuditTrail } from "./../shared/audit.js";
 import type { Clock } from "./../shared/clock.js";
@@ -33,6 +35,10 @@ export interface Domain extends GrantDeps {
   /** Whether some application allows this browser origin (CORS); mostly answered from a cache, at once. */
   allowsOrigin: (origin: string) => boolean | Promise<boolean>;
   userAdmin: UserAdmin;
+  /** Users a page at a time, with search (accounts/userPages.ts). */
+  userPage(request: UserPageRequest): Promise<UserPage>;
+  /** A user's sessions and refresh tokens, listed and ended by administration. */
+  userSessions: UserSessions;
   providerAdmin: ProviderAdmin;
   sessions: SessionManager;
   /** Authorize requests waiting for a sign-in. */
@@ -145,6 +151,8 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit),
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
+    userPage: (request) => listUsersPage(store.users, request),
+    userSessions: new UserSessions(store, clock, audit),
     providerAdmin,
     sessions: new SessionManager(store, clock, options.sessionTtlSeconds),
     pendingAuthorizations: new PendingAuthorizations(store.authorizationRequests, clock),

@@ -8,8 +8,6 @@ import {
   type UserInput as UserInputMessage,
 } from "../../gen/identity/v1/admin_pb.js";
 import { parseApplicationInput } from "../accounts/applications.js";
-import { listUsersPage } from "../accounts/userPages.js";
-import { UserSessions } from "../accounts/userSessions.js";
 import { parseUserInput } from "../accounts/users.js";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
@@ -109,7 +107,7 @@ export function userAdminService(domain: Domain): ServiceImpl<typeof UserAdminSe
       return { user: userOut(await admin.get(req.name)) };
     },
     async listUsers(req) {
-      const page = await listUsersPage(domain.store.users, { search: req.search, pageSize: req.pageSize, pageToken: req.pageToken });
+      const page = await domain.userPage({ search: req.search, pageSize: req.pageSize, pageToken: req.pageToken });
       return { users: page.users.map(userOut), nextPageToken: page.nextPageToken, totalSize: page.totalSize };
     },
     async updateUser(req) {
@@ -141,7 +139,7 @@ export function keyAdminService(domain: Domain): ServiceImpl<typeof KeyAdminServ
 }
 
 export function sessionAdminService(domain: Domain): ServiceImpl<typeof SessionAdminService> {
-  const sessions = new UserSessions(domain.store, domain.clock, domain.audit);
+  const sessions = domain.userSessions;
   return {
     async listUserSessions(req) {
       const listed = await sessions.list(req.user);
