@@ -399,6 +399,8 @@ describe("admin console in headless Chromium", function () {
 
   it("starts one sign-in, not one per call, when several calls find the token dead at once", async () => {
     await signInToConsole(ROOT);
+    // The first page's own list loads first: refused after the revocation, it would start a sign-in of its own mid-click.
+    await page.getByText("Loading…").waitFor({ state: "detached" });
     const sessions = createClient(SessionAdminService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
     await sessions.revokeAllUserSessions({ user: ROOT.name }, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     const authorizations: string[] = [];
