@@ -25,7 +25,7 @@ async function start(): Promise<void> {
   if (!session) return void (await signIn.redirect());
   const token = session.accessToken;
   const clients = createClients(() => token, () => void signIn.redirect());
-  const onSignOut = () => signIn.signOut();
+  const onSignOut = () => void signIn.signOut();
   try {
     // One cheap admin call: the service decides who is an administrator.
     await clients(FederationService).listProviders({});

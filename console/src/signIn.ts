@@ -23,6 +23,8 @@ interface PendingSignIn {
 
 const SESSION_KEY = "identity-console.session";
 const PENDING_KEY = "identity-console.pending";
+/** How long sign-out waits for the revocation before it goes on without it. */
+const REVOCATION_TIMEOUT_MS = 5_000;
 
 /**
  * The console is a public client of this service: authorization code + PKCE
@@ -39,6 +41,7 @@ export class ConsoleSignIn {
       issuer: settings.issuer,
       authorization_endpoint: new URL("/login/oauth/authorize", location.origin).href,
       token_endpoint: new URL("/api/login/oauth/access_token", location.origin).href,
+      revocation_endpoint: new URL("/api/login/oauth/revoke", location.origin).href,
     };
     this.client = { client_id: settings.clientId };
   }
@@ -118,14 +121,25 @@ export class ConsoleSignIn {
   }
 
   /**
-   * Forget the token here, then end the service's browser session: with the
-   * ID token as the hint (RP-Initiated Logout), at once and back to the
-   * console, which then asks to sign in; without one, on its sign-out page.
-   * Posted, so the ID token stays out of URLs, logs and the history.
+   * Forget the tokens here, revoke the access token, then end the service's
+   * browser session: with the ID token as the hint (RP-Initiated Logout), at
+   * once and back to the console, which then asks to sign in; without one,
+   * on its sign-out page. Posted, so the ID token stays out of URLs, logs and
+   * the history. Once: a second click while the first is under way changes
+   * nothing.
    */
-  signOut(): void {
-    const idToken = this.stored()?.idToken;
+  signOut(): Promise<void> {
+    this.signingOut ??= this.endSession();
+    return this.signingOut;
+  }
+
+  private signingOut?: Promise<void>;
+
+  private async endSession(): Promise<void> {
+    const session = this.stored();
     sessionStorage.removeItem(SESSION_KEY);
+    if (session) await this.revoke(session.accessToken);
+    const idToken = session?.idToken;
     if (!idToken) return location.assign("/api/logout");
     const form = document.createElement("form");
     form.method = "post";
@@ -140,5 +154,24 @@ export class ConsoleSignIn {
     }
     document.body.append(form);
     form.submit();
+  }
+
+  /**
+   * RFC 7009 as a public client (client_id, no secret), so a copy of the
+   * token dies with the sign-out instead of living out its hour. Best
+   * effort: a refusal, an unreachable service or one slower than a few
+   * seconds does not hold the sign-out back.
+   */
+  private async revoke(accessToken: string): Promise<void> {
+    try {
+      const response = await oauth.revocationRequest(this.server, this.client, oauth.None(), accessToken, {
+        additionalParameters: { token_type_hint: "access_token" },
+        signal: AbortSignal.timeout(REVOCATION_TIMEOUT_MS),
+        [oauth.allowInsecureRequests]: location.protocol === "http:",
+      });
+      await oauth.processRevocationResponse(response);
+    } catch {
+      // The token is gone from this tab either way; it still expires on its own.
+    }
   }
 }

@@ -1,6 +1,7 @@
 import type { ApplicationRepository } from "../store/applications.js";
 import { OAuthError } from "./errors.js";
 import type { ClientThrottle } from "./clientThrottle.js";
+import { isPublicClient } from "./publicClients.js";
 import { DUMMY_GENERATED_SECRET_HASH, isFastSecretHash, sha256, verifySecret } from "./secrets.js";
 import type { ApplicationRecord } from "../shared/model.js";
 
@@ -148,6 +149,20 @@ export class ClientAuthenticator {
     if (!client.clientId) throw new OAuthError("invalid_client", "client authentication failed: no client_id");
     const app = await this.applications.findByClientId(client.clientId);
     if (!app) throw new OAuthError("invalid_client", "client authentication failed");
+    return app;
+  }
+
+  /**
+   * For revocation (RFC 7009 §2.1): a client that sends a secret is
+   * authenticated as anywhere; one that sends none is taken on its client_id
+   * only if it is a public client (publicClients.ts). A confidential client
+   * without its secret is refused as a wrong secret would be, after the same
+   * one lookup an unknown client_id costs.
+   */
+  async authenticateOrPublic(client: PresentedClient, clientAddress?: string): Promise<ApplicationRecord> {
+    if (client.clientSecret) return this.authenticate(client, clientAddress);
+    const app = await this.identify(client);
+    if (!isPublicClient(app)) throw new OAuthError("invalid_client", "client authentication failed");
     return app;
   }
 

@@ -34,7 +34,8 @@ export function discoveryDocument(issuer: string, signingAlgs: readonly string[]
     // "none": a PKCE code exchange may leave the secret out (the spec).
     tokenEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", "none"],
     introspectionEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
-    revocationEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
+    // "none": a public client (the console) revokes its own tokens with its client_id (RFC 7009 §2.1).
+    revocationEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", "none"],
     codeChallengeMethodsSupported: [PKCE_METHOD],
     authorizationResponseIssParameterSupported: true,
     // Said outright: a missing request_uri_parameter_supported means true (OIDC Discovery §3).

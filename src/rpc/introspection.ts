@@ -38,7 +38,8 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
     },
     async revoke(req, ctx) {
       const basic = presentedCredentials(req, ctx);
-      const app = await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx));
+      // RFC 7009 §2.1: a public client (the console) revokes its own tokens with its client_id alone.
+      const app = await domain.clients.authenticateOrPublic(resolveClient(req, basic), clientAddressOf(ctx));
       await revokeToken(domain.store, domain.clock, app.clientId, req.token, { trail: domain.audit, app, clientAddress: clientAddressOf(ctx) });
       return {};
     },

@@ -9,36 +9,14 @@ import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { openDb } from "../../src/store/db.js";
 import { createStore } from "../../src/store/index.js";
-import { pkcePair, signIn } from "../support/browserless.js";
+import { signIn } from "../support/browserless.js";
+import { consoleSignIn } from "../support/consoleSignIn.js";
 import { BACKENDS, describeEachDatabase } from "../support/databases.js";
 import { passwordTokens, TOKEN_PATH } from "../support/oauth.js";
 import { ADMIN_TOKEN, postForm, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const ROOT = { name: "root", password: "pw-root-123456", displayName: "Root", isAdmin: true };
 const CONSOLE_SCOPE = "openid profile identity:admin";
-
-/** The code + PKCE sign-in the console makes, as `user`; returns the token response. */
-async function consoleSignIn(server: RunningServer, user: { name: string; password: string }) {
-  const { clientId, redirectUri, scope } = server.domain.console;
-  const { verifier, challenge } = pkcePair();
-  const { location } = await signIn(
-    server,
-    { client_id: clientId, redirect_uri: redirectUri, scope, code_challenge: challenge, code_challenge_method: "S256" },
-    { username: user.name, password: user.password },
-  );
-  assert.equal(location.origin + location.pathname, redirectUri);
-  const code = location.searchParams.get("code");
-  assert.ok(code, location.href);
-  const res = await postForm(server.url + TOKEN_PATH, {
-    grant_type: "authorization_code",
-    client_id: clientId,
-    code,
-    redirect_uri: redirectUri,
-    code_verifier: verifier,
-  });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body as { access_token: string; scope: string };
-}
 
 /** The code and message of a refused call. */
 async function refusal(promise: Promise<unknown>): Promise<{ code: Code; message: string }> {

@@ -13,7 +13,7 @@ import { ACCESS_TOKEN_STRATEGIES, PROVIDER_TOKEN_AUTH_METHODS, SIGNING_ALGS, TOK
 import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
 import { freshPage, launchChromium } from "../support/chromium.js";
-import { passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
+import { isActive, passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
 import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const ROOT = { name: "root", password: "pw-root-123456", displayName: "Root", isAdmin: true };
@@ -22,6 +22,7 @@ const SCREENSHOT = "docs/images/console-providers.png";
 declare const document: any;
 declare function getComputedStyle(element: unknown): { outlineStyle: string };
 
+const REVOKE_PATH = "/api/login/oauth/revoke";
 const RPC_PATH = /\/identity\.v1\.[A-Za-z]+\/[A-Za-z]+$/;
 
 /**
@@ -164,19 +165,50 @@ describe("admin console in headless Chromium", function () {
     for (const rpc of rpcs) assert.match(rpc, /^POST \/identity\.v1\.(Federation|ApplicationAdmin|UserAdmin|KeyAdmin|SessionAdmin|EventAdmin)Service\/\w+$/);
   });
 
-  it("signs out with one click: the token is forgotten and the service's session ended, so /admin asks for the password again", async () => {
+  /** The access token the console holds now, from its session in sessionStorage. */
+  const heldAccessToken = async () => {
+    const stored = await page.evaluate(() => (globalThis as any).sessionStorage.getItem("identity-console.session") as string | null);
+    assert.ok(stored, "a signed-in console holds a session");
+    return (JSON.parse(stored) as { accessToken: string }).accessToken;
+  };
+
+  it("signs out with one click: the token is revoked and forgotten and the service's session ended, so /admin asks for the password again", async () => {
     await signInToConsole(ROOT);
+    const accessToken = await heldAccessToken();
+    assert.equal(await isActive(server, accessToken), true);
     const visited: string[] = [];
     page.on("framenavigated", (frame) => frame === page.mainFrame() && visited.push(new URL(frame.url()).pathname));
+    const posts: string[] = [];
+    page.on("request", (request) => request.method() === "POST" && posts.push(new URL(request.url()).pathname));
+    const revocation = page.waitForResponse((res) => new URL(res.url()).pathname === REVOKE_PATH);
     await page.getByRole("button", { name: "Sign out" }).click();
+    // RFC 7009 as a public client: its client_id, no secret, and the service says 200.
+    const revoked = await revocation;
+    assert.equal(revoked.status(), 200);
+    const sent = new URLSearchParams(revoked.request().postData() ?? "");
+    assert.deepEqual([sent.get("client_id"), sent.get("client_secret"), sent.get("token") === accessToken], [server.domain.console.clientId, null, true]);
     // The console names itself to the sign-out endpoint (its ID token), so no second "Sign out?" page; it comes back to /admin/.
     await page.waitForURL((url) => url.pathname === "/login/oauth/authorize");
     await page.getByLabel("Password").waitFor();
     assert.deepEqual(visited, ["/admin/", "/login/oauth/authorize"], "straight through the sign-out endpoint, no page there");
+    assert.deepEqual(posts.filter((p) => p === REVOKE_PATH || p === "/api/logout"), [REVOKE_PATH, "/api/logout"], "revoked first, then signed out");
     assert.equal(await page.evaluate(() => (globalThis as any).sessionStorage.getItem("identity-console.session")), null, "the token is gone");
+    assert.equal(await isActive(server, accessToken), false, "a copy of the token is dead too");
     await page.goto(`${server.url}/admin/`);
     await page.waitForURL((url) => url.pathname === "/login/oauth/authorize");
     await page.getByLabel("Password").waitFor();
+  });
+
+  it("signs out even when the revocation fails", async () => {
+    await signInToConsole(ROOT);
+    const accessToken = await heldAccessToken();
+    await page.route((url) => url.pathname === REVOKE_PATH, (route) => route.abort("connectionrefused"));
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL((url) => url.pathname === "/login/oauth/authorize");
+    await page.getByLabel("Password").waitFor();
+    assert.equal(await page.evaluate(() => (globalThis as any).sessionStorage.getItem("identity-console.session")), null, "the token is gone");
+    // The revocation never arrived: the token lives out its hour, as before revocation at sign-out.
+    assert.equal(await isActive(server, accessToken), true);
   });
 
   it("refuses a user who is not an administrator with a page that says so", async () => {

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { decodeJwt, decodeProtectedHeader } from "jose";
 import type { RunningServer } from "../../src/app/server.js";
 import { browse, CookieJar, pkcePair, signIn } from "../support/browserless.js";
-import { call, getJson, passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
+import { consoleSignIn } from "../support/consoleSignIn.js";
+import { call, getJson, isActive, passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 /**
@@ -143,13 +144,19 @@ describe("discovery lists exactly what is supported: each advertised feature ans
   });
 
   it("authenticates at introspection and revocation by every method it lists", async () => {
-    for (const key of ["introspection_endpoint", "revocation_endpoint"]) {
-      assert.deepEqual(doc[`${key}_auth_methods_supported`], ["client_secret_basic", "client_secret_post"]);
+    const methods = { introspection_endpoint: ["client_secret_basic", "client_secret_post"], revocation_endpoint: ["client_secret_basic", "client_secret_post", "none"] };
+    for (const [key, listed] of Object.entries(methods)) {
+      assert.deepEqual(doc[`${key}_auth_methods_supported`], listed);
       const url = doc[key].replace(server.issuer, server.url);
       const token = (await passwordTokens(server, { client: APP })).access_token;
       assert.equal((await postForm(url, { token }, basic)).status, 200, `${key} basic`);
       assert.equal((await postForm(url, { token, client_id: APP.clientId, client_secret: APP.clientSecret })).status, 200, `${key} post`);
     }
+    // none: the public client (the console's application) revokes its own token with its client_id alone.
+    const revocation = doc.revocation_endpoint.replace(server.issuer, server.url);
+    const consoleToken = (await consoleSignIn(server, USER)).access_token;
+    assert.equal((await postForm(revocation, { token: consoleToken, client_id: server.domain.console.clientId })).status, 200, "revocation none");
+    assert.equal(await isActive(server, consoleToken), false);
   });
 
   it("accepts every PKCE method it lists and signs with every alg it lists", async () => {

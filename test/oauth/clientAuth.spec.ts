@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { ClientAuthenticator, parseBasicAuth } from "../../src/oauth/clientAuth.js";
+import { CONSOLE_CLIENT_ID } from "../../src/oauth/scopes.js";
 import { CLIENT_LOCKED, ClientThrottle, type ClientLockout } from "../../src/oauth/clientThrottle.js";
 import { hashGeneratedSecret, randomToken, verifySecret } from "../../src/oauth/secrets.js";
 import type { ApplicationRecord } from "../../src/shared/model.js";
@@ -41,6 +42,22 @@ describe("client authentication", () => {
     assert.deepEqual(checks, ["right", "wrong"]);
     await assert.rejects(clients.authenticate({ clientId: "c1", clientSecret: "wrong" }));
     assert.deepEqual(checks, ["right", "wrong", "wrong"], "a refused secret is checked every time, never remembered");
+  });
+
+  it("takes a public client's client_id alone where public clients are allowed, and a confidential one's never", async () => {
+    const consoleApp = { clientId: CONSOLE_CLIENT_ID, clientSecretHash: "unknowable" } as ApplicationRecord;
+    const checks: string[] = [];
+    const clients = new ClientAuthenticator({ findByClientId: async (id) => [app, consoleApp].find((a) => a.clientId === id) }, async (secret) => {
+      checks.push(secret);
+      return secret === "right";
+    });
+    assert.equal(await clients.authenticateOrPublic({ clientId: CONSOLE_CLIENT_ID }), consoleApp);
+    for (const client of [{ clientId: "c1" }, { clientId: "c1", clientSecret: "" }, { clientId: "nobody" }, {}, { clientId: CONSOLE_CLIENT_ID, clientSecret: "guess" }]) {
+      await assert.rejects(clients.authenticateOrPublic(client), /authentication failed/, JSON.stringify(client));
+    }
+    assert.equal(await clients.authenticateOrPublic({ clientId: "c1", clientSecret: "right" }), app, "a secret is checked as anywhere");
+    assert.deepEqual(checks, ["guess", "right"], "no secret, no check");
+    await assert.rejects(clients.authenticate({ clientId: CONSOLE_CLIENT_ID }), /authentication failed/, "elsewhere the console needs what it cannot have");
   });
 });
 

@@ -545,9 +545,10 @@ export const IntrospectionService: GenService<{
     output: typeof IntrospectResponseSchema;
   },
   /**
-   * Revokes a token (RFC 7009). Requires client authentication; succeeds for
-   * any token, but only the client's own tokens are affected. A refresh token
-   * takes its whole family with it.
+   * Revokes a token (RFC 7009). Requires client authentication, except from
+   * a public client (the console), which sends its client_id alone; succeeds
+   * for any token, but only the client's own tokens are affected. A refresh
+   * token takes its whole family with it.
    *
    * @generated from rpc identity.v1.IntrospectionService.Revoke
    */

@@ -1,0 +1,28 @@
+import assert from "node:assert/strict";
+import type { RunningServer } from "../../src/app/server.js";
+import { pkcePair, signIn } from "./browserless.js";
+import { TOKEN_PATH, type Tokens } from "./oauth.js";
+import { postForm } from "./server.js";
+
+/** The code + PKCE sign-in the console makes (no secret: a public client), as `user`; returns the token response. */
+export async function consoleSignIn(server: RunningServer, user: { name: string; password: string }): Promise<Tokens> {
+  const { clientId, redirectUri, scope } = server.domain.console;
+  const { verifier, challenge } = pkcePair();
+  const { location } = await signIn(
+    server,
+    { client_id: clientId, redirect_uri: redirectUri, scope, code_challenge: challenge, code_challenge_method: "S256" },
+    { username: user.name, password: user.password },
+  );
+  assert.equal(location.origin + location.pathname, redirectUri);
+  const code = location.searchParams.get("code");
+  assert.ok(code, location.href);
+  const res = await postForm(server.url + TOKEN_PATH, {
+    grant_type: "authorization_code",
+    client_id: clientId,
+    code,
+    redirect_uri: redirectUri,
+    code_verifier: verifier,
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body as Tokens;
+}
