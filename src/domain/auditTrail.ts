@@ -31,7 +31,7 @@ export class LoggedAuditTrail implements AuditTrail {
       details: r.details ?? null,
     };
     // The line's `time` is pino's, the moment it is written: the event's own.
-    this.logger.info("audit event", auditLine(event));
+    this.logger.infoPlain("audit event", auditLine(event));
     this.writer.append(event);
   }
 }

@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import pino, { type DestinationStream, type LevelWithSilent } from "pino";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -15,6 +16,13 @@ export interface Logger {
   info(message: string, fields?: Fields): void;
   warn(message: string, fields?: Fields): void;
   error(message: string, fields?: Fields): void;
+  /**
+   * An info line whose fields are plain JSON data (no cycles, no BigInt),
+   * serialized by one JSON.stringify instead of pino's field by field: ~2 µs
+   * less a line, for the lines every token request writes (audit events).
+   * Same line shape, redaction and destination as `info`.
+   */
+  infoPlain(message: string, fields: Fields): void;
   /** Whether lines of this level are written, to skip building costly fields. */
   enabled(level: Exclude<LogLevel, "silent">): boolean;
 }
@@ -122,7 +130,7 @@ export function createLogger(options: LoggerOptions): Logger {
     (options.pretty
       ? pino.transport({ target: "pino-pretty", options: { destination: 2 } })
       : stderrLines());
-  return wrap(pino(config, destination));
+  return wrap(pino(config, destination), destination, options.pretty ? "30" : '"info"');
 }
 
 /**
@@ -181,10 +189,20 @@ function stderrLines(): DestinationStream {
   return stderr;
 }
 
-function wrap(logger: pino.Logger): Logger {
+function wrap(logger: pino.Logger, destination: DestinationStream, infoLevel: string): Logger {
+  // pino's envelope, in its order: level, time, pid and hostname first, msg last.
+  const head = `{"level":${infoLevel}`;
+  const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())},`;
+  const time = isoTimeOncePerMillisecond();
   return {
     debug: (message, fields) => logger.debug(fields ?? {}, message),
     info: (message, fields) => logger.info(fields ?? {}, message),
+    infoPlain: (message, fields) => {
+      if (!logger.isLevelEnabled("info")) return;
+      const json = JSON.stringify(redact(fields, REDACT_LEVELS));
+      const body = json.length > 2 ? `${json.slice(1, -1)},` : "";
+      destination.write(`${head}${time()}${base}${body}"msg":${JSON.stringify(message)}}\n`);
+    },
     warn: (message, fields) => logger.warn(fields ?? {}, message),
     error: (message, fields) => logger.error(fields ?? {}, message),
     enabled: (level) => logger.isLevelEnabled(level as LevelWithSilent),
@@ -192,7 +210,7 @@ function wrap(logger: pino.Logger): Logger {
 }
 
 const nothing = () => {};
-export const silentLogger: Logger = { debug: nothing, info: nothing, warn: nothing, error: nothing, enabled: () => false };
+export const silentLogger: Logger = { debug: nothing, info: nothing, infoPlain: nothing, warn: nothing, error: nothing, enabled: () => false };
 
 /** An unexpected error as log fields: its message and stack, nothing from the request. */
 export function errorFields(err: unknown): Fields {

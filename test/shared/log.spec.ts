@@ -33,6 +33,23 @@ describe("logger", () => {
     assert.equal(twoDeep!.err.request["set-cookie"], "[redacted]");
   });
 
+  it("writes an infoPlain line as info writes it: same keys in the same order, redacted, silent below info", () => {
+    const logs = captureLogs("info");
+    const fields = { event: "token_issued", actor: { kind: "client", id: "a1", name: "app \"one\"\u2028" }, details: { grantType: "x", token: "secret-value-p" } };
+    logs.logger.info("audit event", fields);
+    logs.logger.infoPlain("audit event", fields);
+    logs.logger.infoPlain("no fields", {});
+    const [viaPino, plain, empty] = logs.text().split("\n");
+    // The same text but for the time, which may have moved a millisecond.
+    const untimed = (line: string) => line.replace(/"time":"[^"]+"/, '"time":""');
+    assert.equal(untimed(plain!), untimed(viaPino!));
+    assert.ok(!logs.text().includes("secret-value-p"));
+    assert.deepEqual(Object.keys(JSON.parse(empty!)), ["level", "time", "pid", "hostname", "msg"]);
+    const quiet = captureLogs("warn");
+    quiet.logger.infoPlain("hidden", { a: 1 });
+    assert.equal(quiet.text(), "");
+  });
+
   it("censors the query string of a request target, an HTTP/2 :path among headers included", () => {
     const logs = captureLogs("info");
     logs.logger.info("request", { headers: { ":path": "/api/userinfo?access_token=secret-in-path", ":method": "GET" }, url: "/x?code=secret-in-url" });

@@ -69,6 +69,9 @@ export class RecordingLogger implements Logger {
   info(message: string, fields?: Record<string, unknown>): void {
     this.lines.push({ level: "info", message, fields });
   }
+  infoPlain(message: string, fields: Record<string, unknown>): void {
+    this.info(message, fields);
+  }
   warn(message: string, fields?: Record<string, unknown>): void {
     this.lines.push({ level: "warn", message, fields });
   }

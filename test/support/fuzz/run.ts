@@ -16,6 +16,7 @@ export class WarningLog implements Logger {
   readonly lines: Array<{ level: "warn" | "error"; message: string; fields?: Record<string, unknown> }> = [];
   debug(): void {}
   info(): void {}
+  infoPlain(): void {}
   warn(message: string, fields?: Record<string, unknown>): void {
     this.lines.push({ level: "warn", message, fields });
   }
