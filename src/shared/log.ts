@@ -18,7 +18,7 @@ export interface Logger {
   error(message: string, fields?: Fields): void;
   /**
    * An info line whose fields are plain JSON data (no cycles, no BigInt),
-   * serialized by one JSON.stringify instead of pino's field by field: ~2 µs
+   * serialized by one JSON.stringify instead of pino's field by field: ~3 µs
    * less a line, for the lines every token request writes (audit events).
    * Same line shape, redaction and destination as `info`.
    */
@@ -116,9 +116,11 @@ export interface LoggerOptions {
 }
 
 export function createLogger(options: LoggerOptions): Logger {
+  // One clock for pino's lines and infoPlain's, formatted once per millisecond for both.
+  const time = isoTimeOncePerMillisecond();
   const config: pino.LoggerOptions = {
     level: options.level,
-    timestamp: isoTimeOncePerMillisecond(),
+    timestamp: time,
     formatters: {
       log: (fields: Fields) => redact(fields, REDACT_LEVELS),
       // Level names read better than numbers in JSON lines; pino-pretty wants the numbers.
@@ -130,7 +132,7 @@ export function createLogger(options: LoggerOptions): Logger {
     (options.pretty
       ? pino.transport({ target: "pino-pretty", options: { destination: 2 } })
       : stderrLines());
-  return wrap(pino(config, destination), destination, options.pretty ? "30" : '"info"');
+  return wrap(pino(config, destination), destination, time, options.pretty ? "30" : '"info"');
 }
 
 /**
@@ -189,11 +191,10 @@ function stderrLines(): DestinationStream {
   return stderr;
 }
 
-function wrap(logger: pino.Logger, destination: DestinationStream, infoLevel: string): Logger {
+function wrap(logger: pino.Logger, destination: DestinationStream, time: () => string, infoLevel: string): Logger {
   // pino's envelope, in its order: level, time, pid and hostname first, msg last.
   const head = `{"level":${infoLevel}`;
   const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())},`;
-  const time = isoTimeOncePerMillisecond();
   return {
     debug: (message, fields) => logger.debug(fields ?? {}, message),
     info: (message, fields) => logger.info(fields ?? {}, message),
