@@ -7,6 +7,7 @@ import {
   hashGeneratedSecret,
   hashSecret,
   MIN_CHOSEN_SECRET_LENGTH,
+  noSecretHash,
   randomToken,
   SCRYPT_COST,
   verifySecret,
@@ -18,6 +19,7 @@ import {
   absoluteHttpUrlProblem,
   conflictsAsErrors,
   InvalidInputError,
+  optionalBoolean,
   optionalHours,
   optionalString,
   optionalStringList,
@@ -42,7 +44,7 @@ export const GRANT_TYPES = ["authorization_code", "implicit", "password", "clien
 
 export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
-  "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy",
+  "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -63,6 +65,8 @@ export interface ApplicationInput {
   signingAlg?: SigningAlg;
   /** `jwt` (the default) or `opaque`: a random access token only introspection, userinfo and get-account read. */
   accessTokenStrategy?: AccessTokenStrategy;
+  /** A public client (oauth/publicClients.ts): no secret; false (the default) for a confidential one. */
+  publicClient?: boolean;
 }
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field. */
@@ -95,6 +99,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     tokenFormat: optionalOneOf(raw.tokenFormat, "tokenFormat", TOKEN_FORMATS),
     signingAlg: optionalOneOf(raw.signingAlg, "signingAlg", SIGNING_ALGS),
     accessTokenStrategy: optionalOneOf(raw.accessTokenStrategy, "accessTokenStrategy", ACCESS_TOKEN_STRATEGIES),
+    publicClient: optionalBoolean(raw.publicClient, "publicClient"),
   };
 }
 
@@ -127,10 +132,10 @@ export class ApplicationAdmin {
 
   async create(input: ApplicationInput): Promise<SavedApplication> {
     refuseConsole(input);
-    const clientSecret = input.clientSecret ?? randomToken();
-    // Generated secrets are checked with a SHA-256; chosen ones with scrypt.
-    const clientSecretHash =
-      input.clientSecret === undefined ? hashGeneratedSecret(clientSecret) : await hashSecret(clientSecret, this.hashCost);
+    const publicClient = input.publicClient ?? false;
+    const grantTypes = withCodeGrant(input.grantTypes ?? []);
+    checkPublicClient(publicClient, grantTypes, input);
+    const { clientSecret, clientSecretHash } = publicClient ? noSecret() : await this.newSecret(input.clientSecret);
     const now = this.clock.now();
     const app: ApplicationRecord = {
       id: randomUUID(),
@@ -139,7 +144,7 @@ export class ApplicationAdmin {
       clientId: input.clientId ?? randomToken(16),
       clientSecretHash,
       redirectUris: input.redirectUris ?? [],
-      grantTypes: withCodeGrant(input.grantTypes ?? []),
+      grantTypes,
       expireInHours: input.expireInHours ?? 1,
       refreshExpireInHours: input.refreshExpireInHours ?? 0,
       providers: input.providers ?? [],
@@ -147,6 +152,7 @@ export class ApplicationAdmin {
       tokenFormat: input.tokenFormat ?? DEFAULT_TOKEN_FORMAT,
       signingAlg: input.signingAlg ?? DEFAULT_SIGNING_ALG,
       accessTokenStrategy: input.accessTokenStrategy ?? DEFAULT_ACCESS_TOKEN_STRATEGY,
+      publicClient,
       createdAt: now,
       updatedAt: now,
     };
@@ -158,12 +164,16 @@ export class ApplicationAdmin {
   async update(input: ApplicationInput): Promise<SavedApplication> {
     refuseConsole(input);
     const current = await this.get(input.name);
+    const publicClient = input.publicClient ?? current.publicClient;
+    const grantTypes = input.grantTypes ? withCodeGrant(input.grantTypes) : current.grantTypes;
+    checkPublicClient(publicClient, grantTypes, input);
+    const { clientSecret, clientSecretHash } = await this.secretOnUpdate(current, publicClient, input.clientSecret);
     const app: ApplicationRecord = {
       ...current,
       clientId: input.clientId ?? current.clientId,
-      clientSecretHash: input.clientSecret ? await this.rehash(current, input.clientSecret) : current.clientSecretHash,
+      clientSecretHash,
       redirectUris: input.redirectUris ?? current.redirectUris,
-      grantTypes: input.grantTypes ? withCodeGrant(input.grantTypes) : current.grantTypes,
+      grantTypes,
       expireInHours: input.expireInHours ?? current.expireInHours,
       refreshExpireInHours: input.refreshExpireInHours ?? current.refreshExpireInHours,
       providers: input.providers ?? current.providers,
@@ -171,12 +181,34 @@ export class ApplicationAdmin {
       tokenFormat: input.tokenFormat ?? current.tokenFormat,
       signingAlg: input.signingAlg ?? current.signingAlg,
       accessTokenStrategy: input.accessTokenStrategy ?? current.accessTokenStrategy,
+      publicClient,
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.
     await conflictsAsErrors(() => this.repo.update(app, current));
     this.recordChange("application_updated", app, current, app);
-    return { app, clientSecret: input.clientSecret };
+    return { app, clientSecret };
+  }
+
+  /** A chosen secret, or a generated one (returned once). Generated secrets are checked with a SHA-256; chosen ones with scrypt. */
+  private async newSecret(chosen: string | undefined): Promise<{ clientSecret: string; clientSecretHash: string }> {
+    const clientSecret = chosen ?? randomToken();
+    return { clientSecret, clientSecretHash: chosen === undefined ? hashGeneratedSecret(clientSecret) : await hashSecret(clientSecret, this.hashCost) };
+  }
+
+  /**
+   * The secret after an update: none once the application turns public (the
+   * old one stops working at once); a chosen or generated one when it turns
+   * confidential; otherwise the chosen one, or the one it had.
+   */
+  private async secretOnUpdate(
+    current: ApplicationRecord,
+    publicClient: boolean,
+    chosen: string | undefined,
+  ): Promise<{ clientSecret?: string; clientSecretHash: string }> {
+    if (publicClient) return current.publicClient ? { clientSecretHash: current.clientSecretHash } : noSecret();
+    if (current.publicClient) return this.newSecret(chosen);
+    return { clientSecret: chosen, clientSecretHash: chosen ? await this.rehash(current, chosen) : current.clientSecretHash };
   }
 
   /** Create the application, or update it when one has this name (config file semantics). */
@@ -210,6 +242,7 @@ export class ApplicationAdmin {
   /** A new generated secret, returned once; the old one stops working at once. */
   async rotateSecret(name: string): Promise<SavedApplication> {
     const current = await this.get(name);
+    if (current.publicClient) throw new OAuthError("invalid_request", `${echo(name)} is a public client: it has no secret`);
     const clientSecret = randomToken();
     const app: ApplicationRecord = { ...current, clientSecretHash: hashGeneratedSecret(clientSecret), updatedAt: this.clock.now() };
     // The hash alone: an update since our read keeps its fields.
@@ -239,6 +272,21 @@ export function originAllowList(repo: ApplicationRepository): (origin: string) =
     return origins instanceof Promise ? origins.then((set) => set.has(origin)) : origins.has(origin);
   };
 }
+
+/** The grants that authenticate the client by its secret alone, which a public client has not. */
+const SECRET_ONLY_GRANTS = ["client_credentials", "password"];
+
+/** A public client takes no secret and none of SECRET_ONLY_GRANTS. */
+function checkPublicClient(publicClient: boolean, grantTypes: readonly string[], input: ApplicationInput): void {
+  if (!publicClient) return;
+  if (input.clientSecret !== undefined) throw new InvalidInputError("clientSecret", "must be left out: a public client has no secret");
+  const refused = grantTypes.filter((g) => SECRET_ONLY_GRANTS.includes(g));
+  if (refused.length > 0) {
+    throw new InvalidInputError("grantTypes", `a public client cannot use ${refused.join(" or ")}: they need a client secret`);
+  }
+}
+
+const noSecret = (): { clientSecret?: string; clientSecretHash: string } => ({ clientSecretHash: noSecretHash() });
 
 function withCodeGrant(grantTypes: string[]): string[] {
   return grantTypes.includes("authorization_code") ? grantTypes : ["authorization_code", ...grantTypes];

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../shared/clock.js";
 import { ADMIN_SCOPE, CONSOLE_CLIENT_ID } from "../oauth/scopes.js";
-import { hashGeneratedSecret, randomToken } from "../oauth/secrets.js";
+import { noSecretHash } from "../oauth/secrets.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import { ConflictError } from "../store/errors.js";
 import {
@@ -42,10 +42,9 @@ function consoleFields(client: ConsoleClient) {
     name: CONSOLE_APP_NAME,
     clientId: client.clientId,
     redirectUris: [client.redirectUri],
-    // A public client: code + PKCE only. The token endpoint takes a public
-    // client only with a code_verifier, and a code redeemed with one must
-    // carry an S256 challenge. No refresh (a refresh needs a client secret):
-    // the console signs in again through the browser session.
+    // A public client (oauth/publicClients.ts): code + PKCE only. No refresh,
+    // by choice: the console signs in again through the browser session.
+    publicClient: true,
     grantTypes: ["authorization_code"],
     refreshExpireInHours: 0,
     providers: [] as string[],
@@ -84,9 +83,7 @@ export async function ensureConsoleClient(
     const app: ApplicationRecord = {
       id: randomUUID(),
       ...wanted,
-      // A public client has no secret; the column wants a hash, so it holds
-      // that of 256 random bits nobody ever sees: no secret can match it.
-      clientSecretHash: hashGeneratedSecret(randomToken()),
+      clientSecretHash: noSecretHash(),
       createdAt: now,
       updatedAt: now,
     };
@@ -112,12 +109,13 @@ export async function ensureConsoleClient(
     current.expireInHours === wanted.expireInHours &&
     current.tokenFormat === wanted.tokenFormat &&
     current.signingAlg === wanted.signingAlg &&
-    current.accessTokenStrategy === wanted.accessTokenStrategy
+    current.accessTokenStrategy === wanted.accessTokenStrategy &&
+    current.publicClient === wanted.publicClient
   ) {
     return "unchanged";
   }
   // A fresh unknown secret hash too: a row found under the console's name or
   // client id may have been made before, with a secret someone knows.
-  await repo.update({ ...current, ...wanted, clientSecretHash: hashGeneratedSecret(randomToken()), updatedAt: now });
+  await repo.update({ ...current, ...wanted, clientSecretHash: noSecretHash(), updatedAt: now });
   return "updated";
 }

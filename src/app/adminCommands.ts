@@ -24,6 +24,8 @@ const ADMIN_FLAGS = {
   "token-format": { type: "string" },
   "signing-alg": { type: "string" },
   "access-token-strategy": { type: "string" },
+  "public-client": { type: "boolean" },
+  "no-public-client": { type: "boolean" },
   "expire-in-hours": { type: "string" },
   "refresh-expire-in-hours": { type: "string" },
   password: { type: "string" },
@@ -89,7 +91,7 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
     ],
     flags: [
       "name", "client-id", "client-secret", "redirect-uri", "grant-type", "provider", "allowed-origin", "token-format",
-      "signing-alg", "access-token-strategy", "expire-in-hours", "refresh-expire-in-hours",
+      "signing-alg", "access-token-strategy", "expire-in-hours", "refresh-expire-in-hours", "public-client", "no-public-client",
     ],
   },
   user: {

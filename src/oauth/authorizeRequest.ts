@@ -3,6 +3,7 @@ import { parseClaimsRequest, type ClaimsRequest } from "./claimsRequest.js";
 import { echo, OAuthError } from "./errors.js";
 import { parseChallenge, PKCE_METHOD } from "./pkce.js";
 import { redirectUriAllowed } from "./redirectUris.js";
+import { isPublicClient } from "./publicClients.js";
 import { parseScope } from "./scopes.js";
 import { grantEnabled } from "./tokenEndpoint.js";
 import type { ApplicationRecord } from "../shared/model.js";
@@ -137,6 +138,10 @@ function parseRequest(
   if (loginHint && loginHint.length > MAX_LOGIN_HINT_LENGTH) throw new OAuthError("invalid_request", "login_hint is too long");
   const claims = parseClaimsRequest(get("claims"));
   const codeChallenge = parseChallenge(get("code_challenge"), get("code_challenge_method"));
+  // Its code is redeemed with no secret: only the verifier proves who redeems it.
+  if (!codeChallenge && isPublicClient(app) && type.split(" ").includes("code")) {
+    throw new OAuthError("invalid_request", "a public client must send a code_challenge (PKCE, S256)");
+  }
   return {
     clientId: app.clientId,
     redirectUri: target.redirectUri,

@@ -1,16 +1,18 @@
 import type { ApplicationRecord } from "../shared/model.js";
-import { CONSOLE_CLIENT_ID } from "./scopes.js";
 
 /**
  * Whether an application is a public client (RFC 6749 §2.1): one with no
- * secret anybody knows, so the endpoints RFC 7009 §2.1 opens to public
- * clients (revocation) take its client_id alone. Every application made
- * from the config file or the admin API is given a secret and stays
- * confidential, even when it also signs in with PKCE and no secret. The one
- * public client is the console's own (accounts/consoleClient.ts: its stored
- * hash is of a secret nobody ever saw); its client id is reserved, as for
- * the admin scope (scopes.ts).
+ * secret anybody knows, such as a single-page or native app, or the
+ * console's own (accounts/consoleClient.ts). Its stored hash is of 256
+ * random bits nobody ever saw, so no secret matches it. What a public
+ * client may do without a secret:
+ * - redeem a code with PKCE, which it must use (authorizeRequest.ts; any
+ *   application may redeem a code with a code_verifier and no secret);
+ * - refresh, with rotation and reuse detection (grants/refreshToken.ts);
+ * - revoke its own tokens (RFC 7009 §2.1; clientAuth.ts authenticateOrPublic).
+ * It cannot introspect, and registration refuses it the client_credentials
+ * and password grants (accounts/applications.ts).
  */
-export function isPublicClient(app: Pick<ApplicationRecord, "clientId">): boolean {
-  return app.clientId === CONSOLE_CLIENT_ID;
+export function isPublicClient(app: Pick<ApplicationRecord, "publicClient">): boolean {
+  return app.publicClient;
 }

@@ -66,6 +66,11 @@ export function hashGeneratedSecret(secret: string): string {
   return `${GENERATED_SCHEME}$${sha256(secret)}`;
 }
 
+/** The stored hash of a public client, which has no secret: of 256 random bits nobody ever sees, so no secret can match it. */
+export function noSecretHash(): string {
+  return hashGeneratedSecret(randomToken());
+}
+
 /** Whether checking a secret against this stored hash is cheap (the generated secrets' scheme). */
 export function isFastSecretHash(stored: string): boolean {
   return stored.startsWith(`${GENERATED_SCHEME}$`);

@@ -4,6 +4,7 @@ import { GRANTS } from "./grants/index.js";
 import type { GrantDeps, GrantHandler, GrantParam, RequestOrigin, TokenParams } from "./grants/types.js";
 import type { TokenSet } from "./tokens.js";
 import { clientActor } from "../shared/audit.js";
+import type { ApplicationRecord } from "../shared/model.js";
 
 /** Whether an application may use a grant: listed in its grantTypes, or one its handler says is always on. */
 export function grantEnabled(grantTypes: readonly string[], grantType: string): boolean {
@@ -15,6 +16,12 @@ function parametersFor<P extends GrantParam>(grant: GrantHandler<P>, params: Tok
   const declared = {} as Pick<TokenParams, P>;
   for (const name of grant.parameters) declared[name] = params[name];
   return declared;
+}
+
+/** An application that sent no secret, if this grant takes that from it (a PKCE code exchange, a public client's refresh). */
+function withoutSecret<P extends GrantParam>(app: ApplicationRecord, grant: GrantHandler<P>, params: Pick<TokenParams, P>): ApplicationRecord {
+  if (grant.allowsPublicClient?.(params, app)) return app;
+  throw new OAuthError("invalid_client", "client authentication failed");
 }
 
 /** The token endpoint (RFC 6749 §3.2): authenticate, check the grant, dispatch. */
@@ -30,10 +37,9 @@ export async function exchangeToken(
 
   const client = resolveClient(params, basic);
   const grantParams = parametersFor(grant, params);
-  const app =
-    !client.clientSecret && grant.allowsPublicClient?.(grantParams)
-      ? await deps.clients.identify(client)
-      : await deps.clients.authenticate(client, origin.clientAddress);
+  const app = client.clientSecret
+    ? await deps.clients.authenticate(client, origin.clientAddress)
+    : await withoutSecret(await deps.clients.identify(client), grant, grantParams);
   if (!grantEnabled(app.grantTypes, grant.grantType)) {
     throw new OAuthError("unauthorized_client", `the ${grant.grantType} grant is not enabled for this application`);
   }

@@ -54,6 +54,7 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     tokenFormat: input.tokenFormat,
     signingAlg: input.signingAlg,
     accessTokenStrategy: input.accessTokenStrategy,
+    publicClient: input.publicClient,
   });
 }
 

@@ -37,6 +37,8 @@ export interface ApplicationRecord {
   tokenFormat: TokenFormat;
   signingAlg: SigningAlg;
   accessTokenStrategy: AccessTokenStrategy;
+  /** A public client (RFC 6749 §2.1): no secret anybody knows; code + PKCE, refresh and revocation by client_id alone (oauth/publicClients.ts). */
+  publicClient: boolean;
   createdAt: number;
   updatedAt: number;
 }

@@ -22,6 +22,7 @@ interface Row {
   token_format: string;
   signing_alg: string;
   access_token_strategy: string;
+  public_client: boolean | number;
   created_at: number;
   updated_at: number;
 }
@@ -40,6 +41,7 @@ const fromRow = (r: Row): ApplicationRecord => ({
   tokenFormat: r.token_format as TokenFormat,
   signingAlg: r.signing_alg as SigningAlg,
   accessTokenStrategy: r.access_token_strategy as AccessTokenStrategy,
+  publicClient: Boolean(r.public_client),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -58,6 +60,7 @@ const toRow = (a: ApplicationRecord): Row => ({
   token_format: a.tokenFormat,
   signing_alg: a.signingAlg,
   access_token_strategy: a.accessTokenStrategy,
+  public_client: a.publicClient,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });

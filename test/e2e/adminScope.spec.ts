@@ -9,11 +9,11 @@ import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { openDb } from "../../src/store/db.js";
 import { createStore } from "../../src/store/index.js";
-import { signIn } from "../support/browserless.js";
+import { authorizeUrl, browse, CookieJar } from "../support/browserless.js";
 import { consoleSignIn } from "../support/consoleSignIn.js";
 import { BACKENDS, describeEachDatabase } from "../support/databases.js";
 import { passwordTokens, TOKEN_PATH } from "../support/oauth.js";
-import { ADMIN_TOKEN, postForm, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { ADMIN_TOKEN, basicAuth, postForm, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const ROOT = { name: "root", password: "pw-root-123456", displayName: "Root", isAdmin: true };
 const CONSOLE_SCOPE = "openid profile identity:admin";
@@ -75,13 +75,15 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
     assert.ok(await server.domain.store.applications.findByName("identity-console"), "still there");
   });
 
-  it("is a public client: no secret authenticates it, and a code without PKCE is not redeemable", async () => {
+  it("is a public client: no sign-in without PKCE, and no secret authenticates it", async () => {
     const { clientId, redirectUri, scope } = server.domain.console;
-    const { location } = await signIn(server, { client_id: clientId, redirect_uri: redirectUri, scope }, { username: ROOT.name, password: ROOT.password });
-    const code = location.searchParams.get("code")!;
-    const res = await postForm(server.url + TOKEN_PATH, { grant_type: "authorization_code", client_id: clientId, code, redirect_uri: redirectUri });
-    assert.equal(res.status, 401, JSON.stringify(res.body));
-    assert.equal(res.body.error, "invalid_client");
+    const page = await browse(authorizeUrl(server.url, { client_id: clientId, redirect_uri: redirectUri, scope }), new CookieJar());
+    const refused = new URL(page.headers.get("location") ?? "http://none/");
+    assert.equal(refused.origin + refused.pathname, redirectUri);
+    assert.equal(refused.searchParams.get("error"), "invalid_request");
+    const guessed = await postForm(server.url + TOKEN_PATH, { grant_type: "authorization_code", code: "x", redirect_uri: redirectUri }, { authorization: basicAuth(clientId, "guessed-secret") });
+    assert.equal(guessed.status, 401, JSON.stringify(guessed.body));
+    assert.equal(guessed.body.error, "invalid_client");
   });
 
   it("grants identity:admin to an admin user signing in to the console, and the token works over Connect and gRPC", async () => {

@@ -531,6 +531,42 @@ describe("admin console in headless Chromium", function () {
     assert.equal((await clientCredentials(first)).status, 401, "the old secret stops working");
   });
 
+  it("creates a public client with no secret, then turns it confidential and shows its new secret once", async () => {
+    await signInToConsole(ROOT);
+    await openPage("Applications");
+    await page.getByRole("button", { name: "New application" }).click();
+    const dialog = page.getByRole("dialog", { name: "New application" });
+    await dialog.getByLabel("Name", { exact: true }).fill("spa");
+    await dialog.getByLabel("Redirect URIs", { exact: true }).fill("https://spa.example.com/callback");
+    await dialog.getByLabel("Public client (no secret: single-page or native app, PKCE)", { exact: true }).check();
+    await dialog.getByRole("button", { name: "Create" }).click();
+    await dialog.waitFor({ state: "detached" });
+    const row = page.getByRole("row").filter({ hasText: "https://spa.example.com/callback" });
+    await row.filter({ hasText: "Public: no secret" }).waitFor();
+    assert.equal(await page.getByRole("dialog").count(), 0, "no secret shown for a public client");
+    assert.equal(await row.getByRole("button", { name: "Rotate the secret of spa" }).count(), 0, "nothing to rotate");
+    assert.equal((await server.domain.store.applications.findByName("spa"))?.publicClient, true);
+
+    await page.getByRole("button", { name: "Edit spa" }).click();
+    const edit = page.getByRole("dialog", { name: "Edit application spa" });
+    const publicBox = edit.getByLabel("Public client (no secret: single-page or native app, PKCE)", { exact: true });
+    assert.equal(await publicBox.isChecked(), true);
+    await publicBox.uncheck();
+    await edit.getByRole("group", { name: "Grant types" }).getByLabel("client_credentials").check();
+    await edit.getByRole("button", { name: "Save" }).click();
+    const shown = page.getByRole("dialog", { name: "Client secret of spa" });
+    const secret = await shown.getByLabel("Client Secret", { exact: true }).inputValue();
+    assert.ok(secret.length >= 16, secret);
+    await shown.getByRole("button", { name: "Done" }).click();
+    await shown.waitFor({ state: "detached" });
+    assert.equal(await inputsHolding(secret), 0, "shown once, then gone");
+    await row.filter({ hasText: "Confidential" }).getByRole("button", { name: "Rotate the secret of spa" }).waitFor();
+    const stored = await server.domain.store.applications.findByName("spa");
+    assert.equal(stored?.publicClient, false);
+    const token = await postForm(server.url + TOKEN_PATH, { grant_type: "client_credentials" }, { authorization: basicAuth(stored!.clientId, secret) });
+    assert.equal(token.status, 200, "the secret shown is the one that works");
+  });
+
   it("shows a user's sessions and refresh tokens, and revokes each", async () => {
     const tokens = await passwordTokens(server, { scope: "openid offline_access" });
     assert.ok(tokens.refresh_token);

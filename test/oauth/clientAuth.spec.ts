@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { ClientAuthenticator, parseBasicAuth } from "../../src/oauth/clientAuth.js";
-import { CONSOLE_CLIENT_ID } from "../../src/oauth/scopes.js";
 import { CLIENT_LOCKED, ClientThrottle, type ClientLockout } from "../../src/oauth/clientThrottle.js";
 import { hashGeneratedSecret, randomToken, verifySecret } from "../../src/oauth/secrets.js";
 import type { ApplicationRecord } from "../../src/shared/model.js";
@@ -8,7 +7,7 @@ import { FakeClock } from "../support/clock.js";
 import { describeEachBackend } from "../support/databases.js";
 import { T0 } from "../support/storeFixtures.js";
 
-const app = { clientId: "c1", clientSecretHash: "stored-hash" } as ApplicationRecord;
+const app = { clientId: "c1", clientSecretHash: "stored-hash", publicClient: false } as ApplicationRecord;
 
 describe("client authentication", () => {
   it("decodes each Basic header as its own, however often and in whatever order they come", () => {
@@ -45,19 +44,19 @@ describe("client authentication", () => {
   });
 
   it("takes a public client's client_id alone where public clients are allowed, and a confidential one's never", async () => {
-    const consoleApp = { clientId: CONSOLE_CLIENT_ID, clientSecretHash: "unknowable" } as ApplicationRecord;
+    const spa = { clientId: "spa", clientSecretHash: "unknowable", publicClient: true } as ApplicationRecord;
     const checks: string[] = [];
-    const clients = new ClientAuthenticator({ findByClientId: async (id) => [app, consoleApp].find((a) => a.clientId === id) }, async (secret) => {
+    const clients = new ClientAuthenticator({ findByClientId: async (id) => [app, spa].find((a) => a.clientId === id) }, async (secret) => {
       checks.push(secret);
       return secret === "right";
     });
-    assert.equal(await clients.authenticateOrPublic({ clientId: CONSOLE_CLIENT_ID }), consoleApp);
-    for (const client of [{ clientId: "c1" }, { clientId: "c1", clientSecret: "" }, { clientId: "nobody" }, {}, { clientId: CONSOLE_CLIENT_ID, clientSecret: "guess" }]) {
+    assert.equal(await clients.authenticateOrPublic({ clientId: "spa" }), spa);
+    for (const client of [{ clientId: "c1" }, { clientId: "c1", clientSecret: "" }, { clientId: "nobody" }, {}, { clientId: "spa", clientSecret: "guess" }]) {
       await assert.rejects(clients.authenticateOrPublic(client), /authentication failed/, JSON.stringify(client));
     }
     assert.equal(await clients.authenticateOrPublic({ clientId: "c1", clientSecret: "right" }), app, "a secret is checked as anywhere");
     assert.deepEqual(checks, ["guess", "right"], "no secret, no check");
-    await assert.rejects(clients.authenticate({ clientId: CONSOLE_CLIENT_ID }), /authentication failed/, "elsewhere the console needs what it cannot have");
+    await assert.rejects(clients.authenticate({ clientId: "spa" }), /authentication failed/, "elsewhere a public client needs what it cannot have");
   });
 });
 

@@ -46,6 +46,7 @@ const anApplication = (over: Partial<ApplicationRecord> = {}): ApplicationRecord
   tokenFormat: "JWT",
   signingAlg: "ES256",
   accessTokenStrategy: "opaque",
+  publicClient: true,
   createdAt: T0,
   updatedAt: T0,
   ...over,
@@ -190,7 +191,7 @@ describeEachBackend("storage contract", (ctx) => {
     it("updates and deletes by name", async () => {
       const app = anApplication();
       await ctx.store.applications.insert(app);
-      const changed = { ...app, redirectUris: [], grantTypes: ["authorization_code"], expireInHours: 5, updatedAt: T0 + 1 };
+      const changed = { ...app, redirectUris: [], grantTypes: ["authorization_code"], expireInHours: 5, publicClient: false, updatedAt: T0 + 1 };
       await ctx.store.applications.update(changed);
       assert.deepEqual(await ctx.store.applications.findByName(app.name), changed);
       assert.ok((await ctx.store.applications.list()).some((a) => a.name === app.name));

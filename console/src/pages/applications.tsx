@@ -3,7 +3,7 @@ import { ApplicationAdminService, type Application } from "../../../gen/identity
 import { FederationService } from "../../../gen/identity/v1/federation_pb.js";
 import type { PageProps } from "../app.js";
 import { ACCESS_TOKEN_STRATEGIES, GRANT_TYPES, SIGNING_ALGS, TOKEN_FORMATS } from "../choices.js";
-import { CheckboxGroup, Confirm, Dialog, FormActions, Notice, PageHeading, SelectField, ShownOnce, Table, TextField, useLoad, useSubmit } from "../ui.js";
+import { CheckboxField, CheckboxGroup, Confirm, Dialog, FormActions, Notice, PageHeading, SelectField, ShownOnce, Table, TextField, useLoad, useSubmit } from "../ui.js";
 
 interface ApplicationForm {
   name: string;
@@ -17,11 +17,12 @@ interface ApplicationForm {
   tokenFormat: string;
   signingAlg: string;
   accessTokenStrategy: string;
+  publicClient: boolean;
 }
 
 const FORM_FIELDS: readonly (keyof ApplicationForm)[] = [
   "name", "clientId", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers", "allowedOrigins", "tokenFormat",
-  "signingAlg", "accessTokenStrategy",
+  "signingAlg", "accessTokenStrategy", "publicClient",
 ];
 
 function formOf(a?: Application): ApplicationForm {
@@ -30,6 +31,7 @@ function formOf(a?: Application): ApplicationForm {
     grantTypes: a?.grantTypes ?? ["authorization_code"], expireInHours: String(a?.expireInHours ?? 1),
     refreshExpireInHours: String(a?.refreshExpireInHours ?? 0), providers: a?.providers ?? [], allowedOrigins: a?.allowedOrigins.join("\n") ?? "",
     tokenFormat: a?.tokenFormat || TOKEN_FORMATS[0], signingAlg: a?.signingAlg || SIGNING_ALGS[0], accessTokenStrategy: a?.accessTokenStrategy || ACCESS_TOKEN_STRATEGIES[0],
+    publicClient: a?.publicClient ?? false,
   };
 }
 
@@ -50,6 +52,7 @@ function inputOf(form: ApplicationForm, editing: boolean) {
     tokenFormat: form.tokenFormat,
     signingAlg: form.signingAlg,
     accessTokenStrategy: form.accessTokenStrategy,
+    publicClient: form.publicClient,
     // The form shows every list: an emptied one is meant empty.
     replaceLists: editing,
   };
@@ -75,17 +78,21 @@ export function ApplicationsPage({ clients }: PageProps) {
       {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && list.data.length === 0 && <p>No applications yet.</p>}
       {list.data && list.data.length > 0 && (
-        <Table columns={["Name", "Client ID", "Redirect URIs", "Grant types", "Providers"]} actions>
+        <Table columns={["Name", "Client ID", "Client type", "Redirect URIs", "Grant types", "Providers"]} actions>
           {list.data.map((a) => (
             <tr key={a.name}>
               <td>{a.name}</td>
               <td class="mono">{a.clientId}</td>
+              <td>{a.publicClient ? "Public: no secret" : "Confidential"}</td>
               <td class="wrap">{a.redirectUris.join(" ")}</td>
               <td>{a.grantTypes.join(", ")}</td>
               <td>{a.providers.map(providerName).join(", ") || "—"}</td>
               <td class="row-actions">
                 <button type="button" onClick={() => setEditing({ application: a })} aria-label={`Edit ${a.name}`}>Edit</button>
-                <button type="button" onClick={() => setRotating(a)} aria-label={`Rotate the secret of ${a.name}`}>Rotate secret</button>
+                {/* A public client has no secret to rotate (its Client type says so). */}
+                {!a.publicClient && (
+                  <button type="button" onClick={() => setRotating(a)} aria-label={`Rotate the secret of ${a.name}`}>Rotate secret</button>
+                )}
                 <button type="button" class="danger" onClick={() => setDeleting(a)} aria-label={`Delete ${a.name}`}>Delete</button>
               </td>
             </tr>
@@ -96,12 +103,11 @@ export function ApplicationsPage({ clients }: PageProps) {
         <ApplicationDialog application={editing.application} providers={(providers.data ?? []).map((p) => ({ value: p.name, label: p.displayName || p.name }))}
           onClose={() => setEditing(undefined)}
           onSave={async (input) => {
-            if (editing.application) {
-              await applications.updateApplication({ application: input });
-            } else {
-              const created = await applications.createApplication({ application: input });
-              setSecret({ name: created.application?.name ?? input.name, value: created.clientSecret });
-            }
+            // A secret comes back once: on creating a confidential client, or on turning a public one confidential; a public client has none.
+            const saved = editing.application
+              ? await applications.updateApplication({ application: input })
+              : await applications.createApplication({ application: input });
+            if (saved.clientSecret) setSecret({ name: saved.application?.name ?? input.name, value: saved.clientSecret });
             setEditing(undefined);
             list.reload();
           }} />
@@ -125,6 +131,13 @@ export function ApplicationsPage({ clients }: PageProps) {
       )}
     </>
   );
+}
+
+/** What the public-client box means, and what saving it does to the secret the application has now. */
+function publicClientNote(application: Application | undefined, publicClient: boolean): string {
+  if (application && !application.publicClient && publicClient) return "Saving ends its client secret at once.";
+  if (application?.publicClient && !publicClient) return "Saving gives it a new client secret, shown once.";
+  return publicClient ? "Cannot use the password or client_credentials grants." : "";
 }
 
 function ApplicationDialog(props: {
@@ -163,6 +176,8 @@ function ApplicationDialog(props: {
           <SelectField id="app-accessTokenStrategy" label="Access token strategy" value={form.accessTokenStrategy} options={ACCESS_TOKEN_STRATEGIES}
             onValue={set("accessTokenStrategy")} error={errors.fields.accessTokenStrategy} />
         </div>
+        <CheckboxField id="app-publicClient" label="Public client (no secret: single-page or native app, PKCE)" checked={form.publicClient}
+          onValue={set("publicClient")} error={errors.fields.publicClient} note={publicClientNote(props.application, form.publicClient)} />
         <CheckboxGroup id="app-grantTypes" legend="Grant types" options={GRANT_TYPES.map((g) => ({ value: g, label: g, always: g === "authorization_code" }))} values={form.grantTypes}
           onValues={set("grantTypes")} error={errors.fields.grantTypes} />
         <CheckboxGroup id="app-providers" legend="Providers on its login page" options={props.providers} values={form.providers} onValues={set("providers")}

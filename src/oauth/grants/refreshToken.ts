@@ -1,5 +1,6 @@
 import { revokeFamily, type RefreshTokenRecord } from "../../store/tokens.js";
 import { OAuthError } from "../errors.js";
+import { isPublicClient } from "../publicClients.js";
 import { narrowScope } from "../scopes.js";
 import { loadUserinfoClaims } from "../userinfoClaims.js";
 import { sha256 } from "../secrets.js";
@@ -23,6 +24,9 @@ export const refreshTokenGrant = defineGrant({
   // On for every application, whatever its grantTypes list (spec): the
   // switch for it is refreshExpireInHours > 0, which handle() checks.
   alwaysEnabled: true,
+  // A public client has no secret; rotation and reuse detection are what
+  // protect its refresh tokens (RFC 9700 §4.14.2).
+  allowsPublicClient: (_params, app) => isPublicClient(app),
   async handle(app, params, deps, origin) {
     const presented = requireParam(params.refreshToken, "refresh_token");
     if (app.refreshExpireInHours <= 0) {

@@ -58,10 +58,11 @@ export interface GrantHandler<P extends GrantParam = GrantParam> {
   /** On for every application whatever its grantTypes list (true), or only where listed (false). */
   readonly alwaysEnabled: boolean;
   /**
-   * Whether this request may come from a public client that sends no secret
-   * (a PKCE code exchange). When false, the client secret is required.
+   * Whether this request may come without a client secret from `app` (a
+   * PKCE code exchange, or a public client's refresh). When false or
+   * absent, the client secret is required.
    */
-  allowsPublicClient?(params: Pick<TokenParams, P>): boolean;
+  allowsPublicClient?(params: Pick<TokenParams, P>, app: ApplicationRecord): boolean;
   /** Runs after the client is authenticated and the grant found enabled. */
   handle(app: ApplicationRecord, params: Pick<TokenParams, P>, deps: GrantDeps, origin: RequestOrigin): Promise<TokenSet>;
 }

@@ -13,6 +13,7 @@ import * as applicationAllowedOrigins from "./015_application_allowed_origins.js
 import * as providerOptions from "./016_provider_options.js";
 import * as signingAlg from "./020_signing_alg.js";
 import * as accessTokenStrategy from "./021_access_token_strategy.js";
+import * as publicClient from "./024_public_client.js";
 import * as opaqueUserinfoClaims from "./022_opaque_userinfo_claims.js";
 import * as auditEvents from "./023_audit_events.js";
 
@@ -41,6 +42,7 @@ const all: Migration[] = [
   { name: "021_access_token_strategy", ...accessTokenStrategy },
   { name: "022_opaque_userinfo_claims", ...opaqueUserinfoClaims },
   { name: "023_audit_events", ...auditEvents },
+  { name: "024_public_client", ...publicClient },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
