@@ -21,13 +21,20 @@ export interface ConsoleClient {
   redirectUri: string;
   /** What the console asks for; only an admin user is granted the admin scope (oauth/scopes.ts). */
   scope: string;
+  /**
+   * The login providers its sign-in page offers beside the password
+   * (--console-providers), so that an admin who signs in only through one
+   * reaches the console too.
+   */
+  providers: string[];
 }
 
-export function consoleClientFor(issuer: string): ConsoleClient {
+export function consoleClientFor(issuer: string, providers: readonly string[] = []): ConsoleClient {
   return {
     clientId: CONSOLE_CLIENT_ID,
     redirectUri: `${issuer.replace(/\/+$/, "")}/admin/`,
     scope: `openid profile ${ADMIN_SCOPE}`,
+    providers: [...providers],
   };
 }
 
@@ -47,7 +54,7 @@ function consoleFields(client: ConsoleClient) {
     publicClient: true,
     grantTypes: ["authorization_code"],
     refreshExpireInHours: 0,
-    providers: [] as string[],
+    providers: client.providers,
     // Served from the issuer's own origin: no cross-origin calls to allow.
     allowedOrigins: [] as string[],
     // Short-lived JWTs: an admin's token is worth the least to whoever finds it.

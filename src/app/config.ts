@@ -67,6 +67,8 @@ export interface ServeConfig {
   clientAuthLockoutSeconds?: number;
   /** Reverse proxies whose X-Forwarded-For names the client address. */
   trustedProxies?: string[];
+  /** Login providers offered on the admin console's sign-in page, besides the password. */
+  consoleProviders?: string[];
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
   /** Encrypts provider client secrets at rest; unset stores them as given. */
@@ -142,6 +144,12 @@ const ipList = (raw: string) =>
     const address = entry.trim();
     if (net.isIP(address) === 0) throw new Error(`not an IP address: ${address}`);
     return address;
+  });
+const providerNames = (raw: string) =>
+  raw.split(",").map((entry) => {
+    const name = entry.trim();
+    if (!/^[A-Za-z0-9_.-]{1,100}$/.test(name)) throw new Error(`not a provider name: ${name}`);
+    return name;
   });
 const url = (raw: string) => {
   const parsed = new URL(raw);
@@ -286,6 +294,11 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "trustedProxies", flag: "trusted-proxies", env: "IDENTITY_TRUSTED_PROXIES", default: "",
     description: "comma-separated IP addresses of reverse proxies whose X-Forwarded-For names the client; none by default", parse: ipList,
+  },
+  {
+    key: "consoleProviders", flag: "console-providers", env: "IDENTITY_CONSOLE_PROVIDERS", default: "",
+    description: "comma-separated names of login providers offered on the admin console's sign-in page beside the password; none by default",
+    parse: providerNames,
   },
   {
     key: "loginLockoutSeconds", flag: "login-lockout-seconds", env: "IDENTITY_LOGIN_LOCKOUT_SECONDS", default: String(DEFAULT_LOGIN_POLICY.lockoutSeconds),

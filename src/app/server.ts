@@ -210,6 +210,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         keyActivationDelayMs: config.keyActivationDelaySeconds === undefined ? undefined : config.keyActivationDelaySeconds * 1000,
         metrics,
         refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
+        consoleProviders: config.consoleProviders,
         loginPolicy: {
           maxFailures: config.loginMaxFailures ?? DEFAULT_LOGIN_POLICY.maxFailures,
           lockoutSeconds: config.loginLockoutSeconds ?? DEFAULT_LOGIN_POLICY.lockoutSeconds,

@@ -75,6 +75,8 @@ export interface DomainOptions {
   adminToken?: string;
   keyReloadMs?: number;
   refreshReuseGraceSeconds?: number;
+  /** Login providers the console's sign-in page offers beside the password (--console-providers); none when absent. */
+  consoleProviders?: string[];
   /** Brute-force policy of the password grant and the login form; off when absent. */
   loginPolicy?: LoginPolicy;
   /** Told of each lockout as it begins. */
@@ -124,7 +126,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     metrics,
     audit,
   );
-  const consoleClient = consoleClientFor(issuer);
+  const consoleClient = consoleClientFor(issuer, options.consoleProviders);
   return {
     issuer,
     store,

@@ -55,10 +55,12 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
       clientId: "identity-console",
       redirectUri: `${server.issuer}/admin/`,
       scope: CONSOLE_SCOPE,
+      providers: [],
     });
     const app = await server.domain.store.applications.findByClientId("identity-console");
     assert.deepEqual(app?.redirectUris, [`${server.issuer}/admin/`]);
     assert.deepEqual(app?.grantTypes, ["authorization_code"]);
+    assert.equal(app?.publicClient, true);
     const apps = createClient(ApplicationAdminService, transports.connect);
     const listed = await apps.listApplications({}, adminToken);
     assert.deepEqual(listed.applications.map((a) => a.name), [TEST_APP.name], "the console's own application is not listed");

@@ -84,6 +84,14 @@ describeEachDatabase("public clients", (db) => {
     assert.equal(await isActive(server, next.access_token), false, "the family's live access token ends with it");
   });
 
+  it("lets exactly one of 20 parallel refreshes with one refresh token win", async () => {
+    const tokens = await spaSignIn();
+    const form = { grant_type: "refresh_token", refresh_token: tokens.refresh_token!, client_id: SPA.clientId };
+    const answers = await Promise.all(Array.from({ length: 20 }, () => postForm(server.url + TOKEN_PATH, form)));
+    assert.equal(answers.filter((res) => res.status === 200).length, 1, answers.map((res) => res.status).join(" "));
+    assert.ok(answers.every((res) => res.status === 200 || res.body.error === "invalid_grant"));
+  });
+
   it("must use PKCE: an authorization request without a code_challenge is refused at the redirect URI", async () => {
     const page = await browse(authorizeUrl(server.url, { client_id: SPA.clientId, redirect_uri: SPA.redirectUris[0] }), new CookieJar());
     assert.ok([302, 303].includes(page.status), String(page.status));
