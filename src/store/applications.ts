@@ -1,6 +1,6 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
-import { revokeClientTokens } from "./revocations.js";
+import { revokeClientRefreshTokens, revokeClientTokens } from "./revocations.js";
 import { rowBy, type RowReader } from "./rowReader.js";
 import type { AccessTokenStrategy, ApplicationRecord, SigningAlg, TokenFormat } from "../shared/model.js";
 import { changedColumns } from "./changedColumns.js";
@@ -156,11 +156,20 @@ export class ApplicationRepository {
    * With `before`, the application as the caller read it, only the columns
    * that differ from it are written (and updated_at): a field another call
    * changed meanwhile (a rotated secret, redirect URIs) is not written back.
+   * An application that turns public loses its refresh tokens in the same
+   * transaction (revokeClientRefreshTokens).
    */
   async update(app: ApplicationRecord, before?: ApplicationRecord): Promise<void> {
     const row = before ? changedColumns(toRow(before), toRow(app)) : toRow(app);
+    const turnsPublic = before !== undefined && !before.publicClient && app.publicClient;
     await this.changing(() =>
-      guardUnique("application", "client id", () => this.db("applications").where({ id: app.id }).update(row)),
+      guardUnique("application", "client id", async () => {
+        if (!turnsPublic) return void (await this.db("applications").where({ id: app.id }).update(row));
+        await this.db.transaction(async (trx) => {
+          await trx("applications").where({ id: app.id }).update(row);
+          await revokeClientRefreshTokens(trx, before.clientId, app.updatedAt);
+        });
+      }),
     );
   }
 

@@ -29,6 +29,16 @@ export async function revokeUserAccessTokens(trx: Db, userId: string, at: number
   await trx("access_tokens").where({ user_id: userId }).whereNull("revoked_at").update({ revoked_at: at });
 }
 
+/**
+ * Revoke the refresh tokens issued to a client that turns public: they were
+ * issued to a client that proved itself with a secret at each refresh, and
+ * would now refresh with its client_id alone. Reads the table whole (the
+ * rare change that needs it).
+ */
+export async function revokeClientRefreshTokens(trx: Db, clientId: string, at: number): Promise<void> {
+  await trx("refresh_tokens").where({ client_id: clientId }).whereNull("revoked_at").update({ revoked_at: at });
+}
+
 /** Revoke every token issued to a client (its application is deleted); reads both token tables whole. */
 export async function revokeClientTokens(trx: Db, clientId: string, at: number): Promise<void> {
   await trx("access_tokens").where({ client_id: clientId }).whereNull("revoked_at").update({ revoked_at: at });

@@ -139,17 +139,21 @@ describeEachDatabase("public clients", (db) => {
       assert.equal(await code(apps.rotateApplicationSecret({ name }, admin)), Code.InvalidArgument);
     });
 
-    it("turning an application public ends its secret at once; turning it back gives a new one, returned once", async () => {
+    it("turning an application public ends its secret and its refresh tokens at once; turning it back gives a new secret, returned once", async () => {
       const name = `conf-${Date.now()}`;
-      const created = await apps.createApplication({ application: { name, grantTypes: ["client_credentials"] } }, admin);
+      const created = await apps.createApplication({ application: { name, grantTypes: ["client_credentials", "password"], refreshExpireInHours: 24 } }, admin);
       const clientId = created.application!.clientId;
       assert.equal((await clientCredentials(clientId, created.clientSecret)).status, 200);
-      // Its client_credentials grant must go first: a public client cannot keep it.
+      const issued = await passwordTokens(server, { client: { clientId, clientSecret: created.clientSecret } });
+      // Its secret-only grants must go first: a public client cannot keep them.
       const refused = await code(apps.updateApplication({ application: { name, publicClient: true } }, admin));
       assert.equal(refused, Code.InvalidArgument);
       const madePublic = await apps.updateApplication({ application: { name, publicClient: true, grantTypes: ["authorization_code"], replaceLists: true } }, admin);
       assert.equal(madePublic.clientSecret, "");
       assert.equal((await clientCredentials(clientId, created.clientSecret)).status, 401, "the old secret stopped working");
+      // Issued to a client that proved itself at each refresh, its refresh tokens would now need no secret: they end.
+      assertOAuthError(await refresh(server, issued.refresh_token!, {}, { clientId, clientSecret: "" }), 400, "invalid_grant");
+      assert.equal(await isActive(server, issued.access_token), true, "access tokens, which no secret ever guarded, stay");
       const madeConfidential = await apps.updateApplication({ application: { name, publicClient: false, grantTypes: ["client_credentials"] } }, admin);
       assert.ok(madeConfidential.clientSecret.length >= 43, "a generated secret, returned once");
       assert.equal((await clientCredentials(clientId, madeConfidential.clientSecret)).status, 200);
