@@ -39,7 +39,7 @@ export async function exchangeToken(
   const grantParams = parametersFor(grant, params);
   const app = client.clientSecret
     ? await deps.clients.authenticate(client, origin.clientAddress)
-    : await withoutSecret(await deps.clients.identify(client), grant, grantParams);
+    : withoutSecret(await deps.clients.identify(client), grant, grantParams);
   if (!grantEnabled(app.grantTypes, grant.grantType)) {
     throw new OAuthError("unauthorized_client", `the ${grant.grantType} grant is not enabled for this application`);
   }

@@ -90,6 +90,9 @@ const APPLICATION_CACHE_LIMIT = 1000;
  *   instance's within APPLICATION_CACHE_MS ("collects every application's
  *   allowed origins, its own changes at once and another instance's within
  *   the cache bound");
+ * - an update that turns an application public revokes its refresh tokens
+ *   in the same transaction, and no other client's ("revokes the refresh
+ *   tokens of an application that turns public, ...");
  * - no compare-and-set: update() is a plain write by id, the last one wins.
  */
 export class ApplicationRepository {

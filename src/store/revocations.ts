@@ -42,5 +42,5 @@ export async function revokeClientRefreshTokens(trx: Db, clientId: string, at: n
 /** Revoke every token issued to a client (its application is deleted); reads both token tables whole. */
 export async function revokeClientTokens(trx: Db, clientId: string, at: number): Promise<void> {
   await trx("access_tokens").where({ client_id: clientId }).whereNull("revoked_at").update({ revoked_at: at });
-  await trx("refresh_tokens").where({ client_id: clientId }).whereNull("revoked_at").update({ revoked_at: at });
+  await revokeClientRefreshTokens(trx, clientId, at);
 }

@@ -200,6 +200,19 @@ describeEachBackend("storage contract", (ctx) => {
       assert.equal(await ctx.store.applications.findByName(app.name), undefined);
     });
 
+    it("revokes the refresh tokens of an application that turns public, in the same update, and no other client's", async () => {
+      const app = anApplication({ publicClient: false });
+      await ctx.store.applications.insert(app);
+      const mine = aRefreshToken({ clientId: app.clientId });
+      const others = aRefreshToken({ clientId: `other-${id()}` });
+      for (const token of [mine, others]) await ctx.store.refreshTokens.insert(token);
+      await ctx.store.applications.update({ ...app, expireInHours: 3, updatedAt: T0 + 2 }, app);
+      assert.equal((await ctx.store.refreshTokens.findByHash(mine.tokenHash))?.revokedAt, null, "another change ends nothing");
+      await ctx.store.applications.update({ ...app, publicClient: true, updatedAt: T0 + 3 }, app);
+      assert.equal((await ctx.store.refreshTokens.findByHash(mine.tokenHash))?.revokedAt, T0 + 3);
+      assert.equal((await ctx.store.refreshTokens.findByHash(others.tokenHash))?.revokedAt, null);
+    });
+
     it("refuses a second application with the same name or client id", async () => {
       const app = anApplication();
       await ctx.store.applications.insert(app);

@@ -13,9 +13,9 @@ import * as applicationAllowedOrigins from "./015_application_allowed_origins.js
 import * as providerOptions from "./016_provider_options.js";
 import * as signingAlg from "./020_signing_alg.js";
 import * as accessTokenStrategy from "./021_access_token_strategy.js";
-import * as publicClient from "./024_public_client.js";
 import * as opaqueUserinfoClaims from "./022_opaque_userinfo_claims.js";
 import * as auditEvents from "./023_audit_events.js";
+import * as publicClient from "./024_public_client.js";
 
 interface Migration {
   name: string;
