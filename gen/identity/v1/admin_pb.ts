@@ -203,7 +203,8 @@ export type ApplicationInput = Message<"identity.v1.ApplicationInput"> & {
 
   /**
    * False by default. A public client has no secret: client_secret must be
-   * unset with it, and turning it off generates a secret, returned once.
+   * unset with it. Turning it on ends the secret and the refresh tokens at
+   * once; turning it off generates a secret, returned once.
    *
    * @generated from field: optional bool public_client = 14;
    */
