@@ -244,6 +244,11 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
       return { domain, demo };
     });
     for (const warning of await domain.providerAdmin.secretWarnings()) logger.error(warning);
+    // A name that matches no provider shows no button: say so rather than leave an admin without one.
+    const providerNames = new Set((await domain.store.providers.list()).map((p) => p.name));
+    for (const name of domain.console.providers.filter((n) => !providerNames.has(n))) {
+      logger.warn("--console-providers names a login provider that does not exist; the console's sign-in page does not offer it", { provider: name });
+    }
     if (metrics && typeof metricsMode === "object") {
       metricsListener = await listenMetrics(metrics, config.metricsHost ?? config.host, metricsMode.port, logger, config.metricsToken);
     }

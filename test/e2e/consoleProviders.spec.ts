@@ -7,7 +7,7 @@ import { ADMIN_SCOPE } from "../../src/oauth/scopes.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, pkcePair, submit } from "../support/browserless.js";
 import { startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";
 import { TOKEN_PATH, type Tokens } from "../support/oauth.js";
-import { postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { postForm, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const SECRET_KEY = "console-providers-secret-key-0123456789";
 
@@ -19,16 +19,18 @@ const SECRET_KEY = "console-providers-secret-key-0123456789";
 describe("the console's sign-in through a login provider (--console-providers)", () => {
   let fake: FakeUpstream;
   let server: RunningServer;
+  const logs = new RecordingLogger();
 
   before(async () => {
     fake = await startFakeUpstream();
     server = await startTestServer({
+      logger: logs,
       config: {
         applications: [{ ...TEST_APP, providers: ["fake", "other"] }],
         users: [TEST_USER],
         providers: [fake.provider("fake"), fake.provider("other", { displayName: "Other IdP" })],
       },
-      overrides: { secretKey: SECRET_KEY, consoleProviders: ["fake"] },
+      overrides: { secretKey: SECRET_KEY, consoleProviders: ["fake", "missing"] },
     });
   });
   after(async () => {
@@ -67,6 +69,11 @@ describe("the console's sign-in through a login provider (--console-providers)",
     assert.doesNotMatch(html, /\/login\/oauth\/provider\/other/);
     const refused = await submit(`${server.url}/login/oauth/provider/other`, loginFormFields(html), new CookieJar());
     assert.notEqual(refused.status, 303, "a provider the console does not offer starts no sign-in");
+  });
+
+  it("warns at start of a named provider that does not exist, and of no other", () => {
+    const warned = logs.lines.filter((l) => l.level === "warn" && /--console-providers/.test(l.message));
+    assert.deepEqual(warned.map((l) => l.fields?.provider), ["missing"]);
   });
 
   it("lets an admin with no password sign in to the console through a provider; a non-admin gets no admin scope", async () => {
