@@ -50,6 +50,18 @@ type RawConnection = {
 
 const isRollback = (obj: unknown) => /^\s*ROLLBACK\b/i.test(String((obj as { sql?: unknown }).sql ?? ""));
 
+/**
+ * A SQLite transaction as Knex begins it (`BEGIN;`, deferred) takes the
+ * write lock at its first write. One that read first is then refused at
+ * once (SQLITE_BUSY, no busy wait) when another process (a worker, an
+ * instance on the same file) wrote since its read: an admin's delete failed
+ * with 503 that way. `BEGIN IMMEDIATE` takes the lock at the start, waiting
+ * for it as any write does (busy_timeout, within the deadline). In one
+ * process the one connection runs one transaction at a time anyway.
+ */
+const beginImmediately = (obj: unknown): unknown =>
+  /^\s*BEGIN;?\s*$/i.test(String((obj as { sql?: unknown }).sql ?? "")) ? { ...(obj as object), sql: "BEGIN IMMEDIATE;" } : obj;
+
 /** What of Knex's dialect client the deadline overrides (`_query` is not in Knex's types). */
 interface DialectClient {
   acquireConnection(): Promise<RawConnection>;
@@ -94,7 +106,8 @@ export function withDeadlines(driver: keyof typeof DIALECTS, queryTimeoutMs: num
       return connection;
     }
 
-    override _query(connection: RawConnection, obj: unknown): Promise<unknown> {
+    override _query(connection: RawConnection, given: unknown): Promise<unknown> {
+      const obj = driver === "sqlite3" ? beginImmediately(given) : given;
       if (!tracing()) return this.queryWithDeadline(connection, obj);
       const attributes = statementAttributes(driver, obj);
       return span(`db ${attributes["db.operation.name"]}`, "client", attributes, () => this.queryWithDeadline(connection, obj));
