@@ -13,6 +13,7 @@ import {
   verifySecret,
   type ScryptCost,
 } from "../oauth/secrets.js";
+import { isProviderName } from "../federation/providers.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import { CONSOLE_APP_NAME, isConsoleApplication } from "./consoleClient.js";
 import {
@@ -92,7 +93,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     ),
     expireInHours: optionalHours(raw.expireInHours, "expireInHours"),
     refreshExpireInHours: optionalHours(raw.refreshExpireInHours, "refreshExpireInHours"),
-    providers: optionalStringList(raw.providers, "providers", (p) => (/^[A-Za-z0-9_.-]{1,100}$/.test(p) ? undefined : "is not a provider name")),
+    providers: optionalStringList(raw.providers, "providers", (p) => (isProviderName(p) ? undefined : "is not a provider name")),
     // Cross-origin answers go to scripts on these origins only; like redirect
     // URIs, never over clear text beyond the machine itself.
     allowedOrigins: optionalStringList(raw.allowedOrigins, "allowedOrigins", (o) => originProblem(o) ?? cleartextRedirectProblem(o)),

@@ -5,6 +5,7 @@ import { MAX_CODE_TTL_SECONDS } from "./../oauth/codes.js";
 import { DEFAULT_KEY_ACTIVATION_DELAY_MS, DEFAULT_KEY_RELOAD_MS } from "./../oauth/keys.js";
 import { DEFAULT_CLIENT_AUTH_POLICY } from "./../oauth/clientThrottle.js";
 import { DEFAULT_LOGIN_POLICY } from "./../oauth/loginThrottle.js";
+import { isProviderName } from "./../federation/providers.js";
 import { MIN_SECRET_KEY_LENGTH } from "./../federation/secretBox.js";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./../federation/upstream.js";
 import { POSTGRES_DEFAULTS } from "./../store/db.js";
@@ -148,7 +149,7 @@ const ipList = (raw: string) =>
 const providerNames = (raw: string) =>
   raw.split(",").map((entry) => {
     const name = entry.trim();
-    if (!/^[A-Za-z0-9_.-]{1,100}$/.test(name)) throw new Error(`not a provider name: ${name}`);
+    if (!isProviderName(name)) throw new Error(`not a provider name: ${name}`);
     return name;
   });
 const url = (raw: string) => {
