@@ -4,10 +4,11 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { ADMIN_SCOPE } from "../../src/oauth/scopes.js";
-import { authorizeUrl, browse, CookieJar, loginFormFields, pkcePair, submit } from "../support/browserless.js";
+import { browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
+import { consoleAuthorization, redeemConsoleCode } from "../support/consoleSignIn.js";
 import { startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";
-import { TOKEN_PATH, type Tokens } from "../support/oauth.js";
-import { postForm, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import type { Tokens } from "../support/oauth.js";
+import { RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const SECRET_KEY = "console-providers-secret-key-0123456789";
 
@@ -40,10 +41,9 @@ describe("the console's sign-in through a login provider (--console-providers)",
 
   /** The console's code + PKCE sign-in, through `provider`'s button; the token response. */
   async function consoleSignInThrough(provider: string): Promise<Tokens> {
-    const { clientId, redirectUri, scope } = server.domain.console;
-    const { verifier, challenge } = pkcePair();
+    const { url, verifier } = consoleAuthorization(server);
     const jar = new CookieJar();
-    const page = await browse(authorizeUrl(server.url, { client_id: clientId, redirect_uri: redirectUri, scope, code_challenge: challenge, code_challenge_method: "S256" }), jar);
+    const page = await browse(url, jar);
     assert.equal(page.status, 200);
     const pressed = await submit(`${server.url}/login/oauth/provider/${provider}`, loginFormFields(await page.text()), jar);
     assert.equal(pressed.status, 303);
@@ -51,19 +51,11 @@ describe("the console's sign-in through a login provider (--console-providers)",
     const upstream = await browse(pressed.headers.get("location")!, jar);
     const callback = await browse(upstream.headers.get("location")!, jar);
     assert.equal(callback.status, 303, await callback.text());
-    const back = new URL(callback.headers.get("location")!);
-    assert.equal(back.origin + back.pathname, redirectUri);
-    const res = await postForm(server.url + TOKEN_PATH, {
-      grant_type: "authorization_code", client_id: clientId, code: back.searchParams.get("code")!, redirect_uri: redirectUri, code_verifier: verifier,
-    });
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    return res.body as Tokens;
+    return redeemConsoleCode(server, new URL(callback.headers.get("location")!), verifier);
   }
 
   it("offers the listed providers on the console's login page, and only those", async () => {
-    const { clientId, redirectUri, scope } = server.domain.console;
-    const { challenge } = pkcePair();
-    const page = await browse(authorizeUrl(server.url, { client_id: clientId, redirect_uri: redirectUri, scope, code_challenge: challenge, code_challenge_method: "S256" }), new CookieJar());
+    const page = await browse(consoleAuthorization(server).url, new CookieJar());
     const html = await page.text();
     assert.match(html, /\/login\/oauth\/provider\/fake/);
     assert.doesNotMatch(html, /\/login\/oauth\/provider\/other/);
