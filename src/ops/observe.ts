@@ -70,7 +70,8 @@ function recordOutcome(options: ObserveOptions, context: RequestContext, started
   if (context.unexpected !== undefined) logger.error("request", { ...fields, ...errorFields(context.unexpected) });
   else if (status >= 500) logger.error("request", fields);
   else if (options.quietRoutes.has(route)) logger.debug("request", fields);
-  else logger.info("request", fields);
+  // Plain data (strings, numbers, the headers): one JSON.stringify, not pino's field-by-field serializer.
+  else logger.infoPlain("request", fields);
 }
 
 /** What a request's span says from the start: the route, never the query string. */

@@ -19,7 +19,9 @@ export interface Logger {
   /**
    * An info line whose fields are plain JSON data (no cycles, no BigInt),
    * serialized by one JSON.stringify instead of pino's field by field: ~3 µs
-   * less a line, for the lines every token request writes (audit events).
+   * less a line, for the lines every request writes (its request line, its
+   * audit events). Through pino, an introspection's request line was ~15%
+   * of its CPU time.
    * Same line shape, redaction and destination as `info`.
    */
   infoPlain(message: string, fields: Fields): void;
