@@ -108,6 +108,26 @@ describe("admin console in headless Chromium", function () {
     await page.getByRole("heading", { level: 1, name: title, exact: true }).waitFor();
   }
 
+  /** Signed in as root, the "New application" dialog with its name and redirect URIs filled in. */
+  async function newApplicationDialog(name: string, redirectUris: string) {
+    await signInToConsole(ROOT);
+    await openPage("Applications");
+    await page.getByRole("button", { name: "New application" }).click();
+    const dialog = page.getByRole("dialog", { name: "New application" });
+    await dialog.getByLabel("Name", { exact: true }).fill(name);
+    await dialog.getByLabel("Redirect URIs", { exact: true }).fill(redirectUris);
+    return dialog;
+  }
+
+  /** The client secret the console shows once for `appName`, read, then its dialog closed with Done. */
+  async function dismissShownSecret(appName: string): Promise<string> {
+    const shown = page.getByRole("dialog", { name: `Client secret of ${appName}` });
+    const secret = await shown.getByLabel("Client Secret", { exact: true }).inputValue();
+    await shown.getByRole("button", { name: "Done" }).click();
+    await shown.waitFor({ state: "detached" });
+    return secret;
+  }
+
   it("serves an empty shell under a strict CSP, and /admin leads to it", async () => {
     const res = await fetch(`${server.url}/admin/`);
     const shell = { status: res.status, headers: res.headers, text: await res.text() };
@@ -394,12 +414,7 @@ describe("admin console in headless Chromium", function () {
   });
 
   it("shows an application's field error next to its field", async () => {
-    await signInToConsole(ROOT);
-    await openPage("Applications");
-    await page.getByRole("button", { name: "New application" }).click();
-    const dialog = page.getByRole("dialog", { name: "New application" });
-    await dialog.getByLabel("Name", { exact: true }).fill("badredirect");
-    await dialog.getByLabel("Redirect URIs", { exact: true }).fill("https://ok.example.com/cb\nnot a url");
+    const dialog = await newApplicationDialog("badredirect", "https://ok.example.com/cb\nnot a url");
     await dialog.getByRole("button", { name: "Create" }).click();
     const error = dialog.locator("#app-redirectUris-error");
     await error.waitFor();
@@ -492,21 +507,13 @@ describe("admin console in headless Chromium", function () {
   });
 
   it("creates an application whose client secret is shown once, and rotates it", async () => {
-    await signInToConsole(ROOT);
-    await openPage("Applications");
-    await page.getByRole("button", { name: "New application" }).click();
-    const dialog = page.getByRole("dialog", { name: "New application" });
-    await dialog.getByLabel("Name", { exact: true }).fill("reports");
-    await dialog.getByLabel("Redirect URIs", { exact: true }).fill("https://reports.example.com/callback\nhttps://reports.example.com/other");
+    const dialog = await newApplicationDialog("reports", "https://reports.example.com/callback\nhttps://reports.example.com/other");
     await dialog.getByRole("group", { name: "Grant types" }).getByLabel("client_credentials").check();
     await dialog.getByLabel("Token lifetime (hours)", { exact: true }).fill("2");
     await dialog.getByLabel("Signing algorithm", { exact: true }).selectOption("ES256");
     await dialog.getByRole("button", { name: "Create" }).click();
-    const shown = page.getByRole("dialog", { name: "Client secret of reports" });
-    const first = await shown.getByLabel("Client Secret", { exact: true }).inputValue();
+    const first = await dismissShownSecret("reports");
     assert.ok(first.length >= 16, first);
-    await shown.getByRole("button", { name: "Done" }).click();
-    await shown.waitFor({ state: "detached" });
     assert.ok(!(await page.content()).includes(first), "shown once, then gone");
     assert.equal(await inputsHolding(first), 0, "no field holds it either (a value is not in the page's HTML)");
     const stored = await server.domain.store.applications.findByName("reports");
@@ -519,11 +526,8 @@ describe("admin console in headless Chromium", function () {
 
     await page.getByRole("button", { name: "Rotate the secret of reports" }).click();
     await page.getByRole("dialog", { name: "Rotate client secret" }).getByRole("button", { name: "Rotate" }).click();
-    const rotated = page.getByRole("dialog", { name: "Client secret of reports" });
-    const second = await rotated.getByLabel("Client Secret", { exact: true }).inputValue();
+    const second = await dismissShownSecret("reports");
     assert.notEqual(second, first);
-    await rotated.getByRole("button", { name: "Done" }).click();
-    await rotated.waitFor({ state: "detached" });
     assert.equal(await inputsHolding(second), 0, "the rotated secret is gone too");
     // Focus goes back to the row's button that began it all, not to the page's start.
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("aria-label") as string), "Rotate the secret of reports");
@@ -532,12 +536,7 @@ describe("admin console in headless Chromium", function () {
   });
 
   it("creates a public client with no secret, then turns it confidential and shows its new secret once", async () => {
-    await signInToConsole(ROOT);
-    await openPage("Applications");
-    await page.getByRole("button", { name: "New application" }).click();
-    const dialog = page.getByRole("dialog", { name: "New application" });
-    await dialog.getByLabel("Name", { exact: true }).fill("spa");
-    await dialog.getByLabel("Redirect URIs", { exact: true }).fill("https://spa.example.com/callback");
+    const dialog = await newApplicationDialog("spa", "https://spa.example.com/callback");
     await dialog.getByLabel("Public client (no secret: single-page or native app, PKCE)", { exact: true }).check();
     await dialog.getByRole("button", { name: "Create" }).click();
     await dialog.waitFor({ state: "detached" });
@@ -554,11 +553,8 @@ describe("admin console in headless Chromium", function () {
     await publicBox.uncheck();
     await edit.getByRole("group", { name: "Grant types" }).getByLabel("client_credentials").check();
     await edit.getByRole("button", { name: "Save" }).click();
-    const shown = page.getByRole("dialog", { name: "Client secret of spa" });
-    const secret = await shown.getByLabel("Client Secret", { exact: true }).inputValue();
+    const secret = await dismissShownSecret("spa");
     assert.ok(secret.length >= 16, secret);
-    await shown.getByRole("button", { name: "Done" }).click();
-    await shown.waitFor({ state: "detached" });
     assert.equal(await inputsHolding(secret), 0, "shown once, then gone");
     await row.filter({ hasText: "Confidential" }).getByRole("button", { name: "Rotate the secret of spa" }).waitFor();
     const stored = await server.domain.store.applications.findByName("spa");
