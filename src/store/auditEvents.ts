@@ -2,6 +2,7 @@ import type { Sweep } from "./cleanup.js";
 import { isPostgres, type Db } from "./db.js";
 import type { AuditEvent, AuditEventName, AuditOutcome } from "../shared/audit.js";
 import type { Logger } from "../shared/log.js";
+import { sqliteAuditBatches, type AuditBatchInsert } from "./sqliteAuditBatches.js";
 
 /** A stored event, with its id: the order events were written in. */
 export interface StoredAuditEvent extends AuditEvent {
@@ -70,27 +71,24 @@ const fromRow = (r: AuditEventRow): StoredAuditEvent => ({
 
 /**
  * A batch is one INSERT with one bound value, the rows as a JSON array of
- * arrays the database takes apart (SQLite's json_each, PostgreSQL's
- * json_array_elements), in order. Binding eleven values a row cost ~7 µs of
- * the event loop per event, through Knex's insert builder and the driver;
- * JSON.stringify of the batch costs ~1. A row is an array, not an object:
- * shorter text for the database to parse. On SQLite (3.44) the rows are
- * first copied out of json_each into a materialized table: read straight
- * from json_each, the row's text was rendered anew for each of its eleven
- * json_extract calls (callgrind: ~55k instructions per event in SQLite
- * before, ~29k now). The statements are written out, as every raw statement
- * is (test/hardening/injection.spec.ts), with toValues's columns in one
- * order.
+ * arrays the database takes apart (SQLite's json_each, sqliteAuditBatches.ts;
+ * PostgreSQL's json_array_elements, below), in order. Binding eleven values
+ * a row cost ~7 µs of the event loop per event, through Knex's insert
+ * builder and the driver; JSON.stringify of the batch costs ~1. A row is an
+ * array, not an object: shorter text for the database to parse. The
+ * statements are written out, as every raw statement is
+ * (test/hardening/injection.spec.ts), with toValues's columns in one order.
  */
-const INSERT_SQLITE =
-  "with batch (n, item) as materialized (select key, value from json_each(?)) " +
-  "insert into audit_events (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details) " +
-  "select json_extract(item, '$[0]'), json_extract(item, '$[1]'), json_extract(item, '$[2]'), json_extract(item, '$[3]'), json_extract(item, '$[4]'), json_extract(item, '$[5]'), json_extract(item, '$[6]'), json_extract(item, '$[7]'), json_extract(item, '$[8]'), json_extract(item, '$[9]'), json_extract(item, '$[10]') " +
-  "from batch order by n";
 const INSERT_POSTGRES =
   "insert into audit_events (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details) " +
   "select (e.item->>0)::bigint, e.item->>1, e.item->>2, e.item->>3, e.item->>4, e.item->>5, e.item->>6, e.item->>7, e.item->>8, e.item->>9, e.item->>10 " +
   "from json_array_elements(?::json) with ordinality as e(item, n) order by e.n";
+
+/** On PostgreSQL, a batch goes through any connection of the pool. */
+const postgresBatches = (db: Db): AuditBatchInsert => ({
+  insert: async (batchJson) => void (await db.raw(INSERT_POSTGRES, [batchJson])),
+  close: async () => {},
+});
 
 /**
  * The contract (test/store/auditEvents.spec.ts, every backend):
@@ -106,12 +104,20 @@ const INSERT_POSTGRES =
  *   the retention and nothing newer ("prunes events past the retention").
  */
 export class AuditEventRepository {
-  constructor(private readonly db: Db) {}
+  private readonly batches: AuditBatchInsert;
+
+  constructor(private readonly db: Db) {
+    this.batches = isPostgres(db) ? postgresBatches(db) : sqliteAuditBatches(db);
+  }
 
   async insertMany(events: readonly AuditEvent[]): Promise<void> {
     if (events.length === 0) return;
-    const batch = [JSON.stringify(events.map(toValues))];
-    await (isPostgres(this.db) ? this.db.raw(INSERT_POSTGRES, batch) : this.db.raw(INSERT_SQLITE, batch));
+    await this.batches.insert(JSON.stringify(events.map(toValues)));
+  }
+
+  /** Closes the connection the batches are written on, where they have one of their own. */
+  close(): Promise<void> {
+    return this.batches.close();
   }
 
   async list(filter: AuditEventFilter, limit: number): Promise<StoredAuditEvent[]> {

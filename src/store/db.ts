@@ -189,6 +189,21 @@ export function openSqliteConnection(file: string, mode: number, busyTimeoutMs?:
   });
 }
 
+/** How every connection that writes a SQLite file runs (openSqlite's comment says why). */
+const SQLITE_WRITER_PRAGMAS = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=10000;";
+
+/** A connection of its own that writes `file`, set up as Knex's is; with a busy timeout, it waits out locks that long. */
+export async function openSqliteWriter(file: string, busyTimeoutMs: number): Promise<sqlite3.Database> {
+  const connection = await openSqliteConnection(file, sqlite3.OPEN_READWRITE, busyTimeoutMs);
+  try {
+    await new Promise<void>((resolve, reject) => connection.exec(SQLITE_WRITER_PRAGMAS, (err) => (err ? reject(err) : resolve())));
+    return connection;
+  } catch (err) {
+    connection.close();
+    throw err;
+  }
+}
+
 function openSqlite(path: string, queryTimeoutMs: number, log: (message: string) => void): Db {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   return knex({
@@ -210,10 +225,7 @@ function openSqlite(path: string, queryTimeoutMs: number, log: (message: string)
         // Checkpoints run off the write path (walCheckpoints.ts); the
         // writer checkpoints itself only if those fall 10,000 pages behind.
         conn.configure("busyTimeout", Math.floor(queryTimeoutMs));
-        conn.exec(
-          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=10000;",
-          (err) => done(err, conn),
-        );
+        conn.exec(SQLITE_WRITER_PRAGMAS, (err) => done(err, conn));
       },
     },
   });

@@ -100,7 +100,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     close: async () => {
       // Queued audit events go to the database before it closes: a clean shutdown loses none.
       await auditWriter.flush().catch((err: unknown) => logger.error("audit events lost at shutdown", { error: (err as Error).message }));
-      await reads.close();
+      await Promise.all([reads.close(), auditEvents.close()]);
     },
   };
 }

@@ -2,9 +2,10 @@ import assert from "node:assert/strict";
 import { CleanupJob } from "../../src/app/housekeeping.js";
 import type { AuditEvent } from "../../src/shared/audit.js";
 import { silentLogger } from "../../src/shared/log.js";
-import { AuditEventWriter, type AuditEventRepository } from "../../src/store/auditEvents.js";
+import { AuditEventRepository, AuditEventWriter } from "../../src/store/auditEvents.js";
+import { openDb, openSqliteWriter } from "../../src/store/db.js";
 import { FakeClock } from "../support/clock.js";
-import { describeEachBackend } from "../support/databases.js";
+import { BACKENDS, describeEachBackend, describeEachDatabase } from "../support/databases.js";
 import { RecordingLogger } from "../support/server.js";
 
 const DAY = 24 * 3600 * 1000;
@@ -122,6 +123,46 @@ describeEachBackend("audit events", (ctx) => {
     assert.deepEqual((await all()).map((e) => (e.details as { n: number }).n).reverse(), [2, 3, 4, 5, 6, 7, 8, 9, 10]);
   });
 });
+
+const SQLITE_FILE = BACKENDS.filter((b) => b.name === "SQLite file");
+
+describeEachBackend("audit events on a SQLite file", (ctx) => {
+  it("are written on a connection of their own, not queued behind a statement on Knex's one connection", async () => {
+    await ctx.db("audit_events").delete();
+    let readDone = false;
+    // Holds Knex's only connection for a while (a count to 3,000,000).
+    const read = ctx.db.raw("with recursive c(x) as (select 1 union all select x + 1 from c where x < 3000000) select count(*) as n from c").then(() => {
+      readDone = true;
+    });
+    await ctx.store.auditEvents.insertMany([event(1), event(2)]);
+    assert.equal(readDone, false, "the batch waited for the read on Knex's connection");
+    await read;
+    assert.equal((await ctx.store.auditEvents.list({}, 10)).length, 2);
+  });
+}, SQLITE_FILE);
+
+describeEachDatabase("audit events on a SQLite file, while another connection holds the write lock", (ctx) => {
+  it("fails the batch within the deadline, and writes it once when tried again", async () => {
+    const db = await openDb({ url: ctx.url, queryTimeoutMs: 200 });
+    const repo = new AuditEventRepository(db);
+    const holder = await openSqliteWriter(ctx.url, 0);
+    const run = (sql: string) => new Promise<void>((resolve, reject) => holder.run(sql, (err: Error | null) => (err ? reject(err) : resolve())));
+    try {
+      await run("begin immediate");
+      const started = Date.now();
+      await assert.rejects(repo.insertMany([event(1), event(2)]), /SQLITE_BUSY/);
+      assert.ok(Date.now() - started < 2000, `refused after ${Date.now() - started} ms`);
+      await run("commit");
+      // The writer tries a refused batch again (AuditEventWriter): its rows, staged the first time, are not written twice.
+      await repo.insertMany([event(1), event(2)]);
+      assert.deepEqual((await repo.list({}, 10)).map((e) => (e.details as { n: number }).n), [2, 1]);
+    } finally {
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
+      await repo.close();
+      await db.destroy();
+    }
+  });
+}, SQLITE_FILE);
 
 async function waitFor(condition: () => Promise<boolean>): Promise<void> {
   for (let i = 0; i < 200; i++) {
