@@ -10,26 +10,19 @@ export interface AuditBatchInsert {
 
 /**
  * On SQLite a batch is one JSON array of arrays that json_each takes apart,
- * in order, each row's values in the column order below. The rows are first
- * copied out of json_each into a materialized table: read straight from
- * json_each, the row's text was rendered anew for each of its eleven
- * json_extract calls (callgrind: ~55k instructions per event in SQLite
- * before, ~29k after).
+ * in order, each row's values in the column order below, here into the
+ * connection's own TEMP table. The rows are first copied out of json_each
+ * into a materialized table: read straight from json_each, the row's text
+ * was rendered anew for each of its eleven json_extract calls (callgrind:
+ * ~55k instructions per event in SQLite before, ~29k after).
  */
-const INSERT =
-  "with batch (n, item) as materialized (select key, value from json_each(?)) " +
-  "insert into audit_events (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details) " +
-  "select json_extract(item, '$[0]'), json_extract(item, '$[1]'), json_extract(item, '$[2]'), json_extract(item, '$[3]'), json_extract(item, '$[4]'), json_extract(item, '$[5]'), json_extract(item, '$[6]'), json_extract(item, '$[7]'), json_extract(item, '$[8]'), json_extract(item, '$[9]'), json_extract(item, '$[10]') " +
-  "from batch order by n";
-
-/** INSERT, into the connection's own TEMP table. */
 const STAGE =
   "with batch (n, item) as materialized (select key, value from json_each(?)) " +
   "insert into temp.audit_batch (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details) " +
   "select json_extract(item, '$[0]'), json_extract(item, '$[1]'), json_extract(item, '$[2]'), json_extract(item, '$[3]'), json_extract(item, '$[4]'), json_extract(item, '$[5]'), json_extract(item, '$[6]'), json_extract(item, '$[7]'), json_extract(item, '$[8]'), json_extract(item, '$[9]'), json_extract(item, '$[10]') " +
   "from batch order by n";
 const STAGE_IN_MEMORY = "PRAGMA temp_store=MEMORY";
-const CREATE_STAGE = "create temp table audit_batch (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details)";
+const CREATE_STAGE = "create temp table if not exists audit_batch (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details)";
 const COPY_STAGED =
   "insert into main.audit_events (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details) " +
   "select time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details from temp.audit_batch order by rowid";
@@ -37,7 +30,8 @@ const CLEAR_STAGED = "delete from temp.audit_batch";
 
 /**
  * Audit batches on SQLite: on a database file, from a connection of their
- * own; on `:memory:` (one connection's own database), through Knex's.
+ * own; on `:memory:` (Knex's one connection's own database), on Knex's,
+ * borrowed for the batch.
  *
  * Why: on Knex's one connection every token write waited behind a batch,
  * and taking the batch apart is most of its insert (~¾ of ~9 µs an event).
@@ -51,7 +45,15 @@ export function sqliteAuditBatches(db: Db): AuditBatchInsert {
   const file = sqliteFile(db);
   if (file === undefined) {
     return {
-      insert: async (batchJson) => void (await db.raw(INSERT, [batchJson])),
+      insert: async (batchJson) => {
+        const connection = (await db.client.acquireConnection()) as sqlite3.Database;
+        try {
+          await createStage(connection);
+          await writeStaged(connection, batchJson);
+        } finally {
+          await db.client.releaseConnection(connection);
+        }
+      },
       close: async () => {},
     };
   }
@@ -68,12 +70,7 @@ class OwnConnectionBatches implements AuditBatchInsert {
   ) {}
 
   async insert(batchJson: string): Promise<void> {
-    const connection = await this.open();
-    // Rows left staged by a copy that failed go first: the writer tries their batch again.
-    await run(connection, CLEAR_STAGED);
-    await run(connection, STAGE, [batchJson]);
-    await run(connection, COPY_STAGED);
-    await run(connection, CLEAR_STAGED);
+    await writeStaged(await this.open(), batchJson);
   }
 
   async close(): Promise<void> {
@@ -86,8 +83,7 @@ class OwnConnectionBatches implements AuditBatchInsert {
     this.connection ??= openSqliteWriter(this.file, this.busyTimeoutMs)
       .then(async (connection) => {
         try {
-          await run(connection, STAGE_IN_MEMORY);
-          await run(connection, CREATE_STAGE);
+          await createStage(connection);
           return connection;
         } catch (err) {
           connection.close();
@@ -101,6 +97,19 @@ class OwnConnectionBatches implements AuditBatchInsert {
       });
     return this.connection;
   }
+}
+
+async function createStage(connection: sqlite3.Database): Promise<void> {
+  await run(connection, STAGE_IN_MEMORY);
+  await run(connection, CREATE_STAGE);
+}
+
+async function writeStaged(connection: sqlite3.Database, batchJson: string): Promise<void> {
+  // Rows left staged by a copy that failed go first: the writer tries their batch again.
+  await run(connection, CLEAR_STAGED);
+  await run(connection, STAGE, [batchJson]);
+  await run(connection, COPY_STAGED);
+  await run(connection, CLEAR_STAGED);
 }
 
 const run = (connection: sqlite3.Database, sql: string, params: unknown[] = []) =>
