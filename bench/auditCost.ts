@@ -15,7 +15,7 @@ const PAIRS = 3;
  * loaded in turns, on PAIRS fresh pairs of servers per token kind, added
  * up. Two processes of one build differ by up to ~10% for their whole life,
  * so one pair cannot resolve 5%; pairs that had served RS256 tokens first
- * read opaque ones at 0.79-1.05x, pairs of their own at 0.86-0.92x. Their
+ * read opaque ones at 0.79-1.05x, pairs of their own at 0.84-0.92x. Their
  * logs and databases are in RAM (/dev/shm) where it exists: on a disk,
  * writeback stalls hit both servers at random and drew the ratio toward 1.
  */

@@ -37,9 +37,8 @@ const CLEAR_STAGED = "delete from temp.audit_batch";
  * batch, taking it apart included (~1 of the ~3 µs an event costs SQLite).
  * Here it is taken apart into a TEMP table, which locks nothing in the
  * database file, and only the copy into audit_events takes the write lock.
- * Fresh pairs of servers under opaque client_credentials load, this way
- * against through Knex's connection: 1.02x with their files in RAM; on a
- * slowed VM's disk, 0.96-0.98x of no rows against 0.93x (docs/audit.md).
+ * Fresh pairs of servers under opaque client_credentials load, their files
+ * in RAM: 1.02x of the same batches through Knex's connection (docs/audit.md).
  */
 export function sqliteAuditBatches(db: Db): AuditBatchInsert {
   const file = sqliteFile(db);
