@@ -70,13 +70,13 @@ const fromRow = (r: AuditEventRow): StoredAuditEvent => ({
 });
 
 /**
- * A batch is one INSERT with one bound value, the rows as a JSON array of
- * arrays the database takes apart (SQLite's json_each, sqliteAuditBatches.ts;
- * PostgreSQL's json_array_elements, below), in order. Binding eleven values
- * a row cost ~7 µs of the event loop per event, through Knex's insert
- * builder and the driver; JSON.stringify of the batch costs ~1. A row is an
- * array, not an object: shorter text for the database to parse. The
- * statements are written out, as every raw statement is
+ * A batch is bound as one value, the rows as a JSON array of arrays the
+ * database takes apart in one statement (SQLite's json_each,
+ * sqliteAuditBatches.ts; PostgreSQL's json_array_elements, below), in
+ * order. Binding eleven values a row cost ~7 µs of the event loop per
+ * event, through Knex's insert builder and the driver; JSON.stringify of the
+ * batch costs ~1. A row is an array, not an object: shorter text for the
+ * database to parse. The statements are written out, as every raw statement is
  * (test/hardening/injection.spec.ts), with toValues's columns in one order.
  */
 const INSERT_POSTGRES =
@@ -167,7 +167,7 @@ const RETRY_AFTER_MS = 1000;
 
 /**
  * Writes audit events off the request's path: `append` only queues, and the
- * queue is written in one INSERT per batch, when it holds `batchSize` events
+ * queue is written one batch at a time, when it holds `batchSize` events
  * or `flushAfterMs` after its first. Unlike GroupCommit (groupCommit.ts),
  * nobody waits for the commit, so events can wait a little for others and
  * share a write; under load that is one write for hundreds of requests

@@ -21,8 +21,8 @@ const STAGE =
   "insert into temp.audit_batch (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details) " +
   "select json_extract(item, '$[0]'), json_extract(item, '$[1]'), json_extract(item, '$[2]'), json_extract(item, '$[3]'), json_extract(item, '$[4]'), json_extract(item, '$[5]'), json_extract(item, '$[6]'), json_extract(item, '$[7]'), json_extract(item, '$[8]'), json_extract(item, '$[9]'), json_extract(item, '$[10]') " +
   "from batch order by n";
-const STAGE_IN_MEMORY = "PRAGMA temp_store=MEMORY";
-const CREATE_STAGE = "create temp table if not exists audit_batch (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details)";
+const SET_UP_STAGE =
+  "PRAGMA temp_store=MEMORY; create temp table if not exists audit_batch (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details)";
 const COPY_STAGED =
   "insert into main.audit_events (time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details) " +
   "select time, event, outcome, actor_kind, actor_id, actor_name, client_address, client_id, user_id, user_name, details from temp.audit_batch order by rowid";
@@ -47,6 +47,7 @@ export function sqliteAuditBatches(db: Db): AuditBatchInsert {
       insert: async (batchJson) => {
         const connection = (await db.client.acquireConnection()) as sqlite3.Database;
         try {
+          // Each time: the pool may have replaced the connection, and the table is created only if missing.
           await createStage(connection);
           await writeStaged(connection, batchJson);
         } finally {
@@ -98,10 +99,8 @@ class OwnConnectionBatches implements AuditBatchInsert {
   }
 }
 
-async function createStage(connection: sqlite3.Database): Promise<void> {
-  await run(connection, STAGE_IN_MEMORY);
-  await run(connection, CREATE_STAGE);
-}
+const createStage = (connection: sqlite3.Database) =>
+  new Promise<void>((resolve, reject) => connection.exec(SET_UP_STAGE, (err: Error | null) => (err ? reject(err) : resolve())));
 
 async function writeStaged(connection: sqlite3.Database, batchJson: string): Promise<void> {
   // Rows left staged by a copy that failed go first: the writer tries their batch again.
