@@ -1,4 +1,4 @@
-import type { AuditEvent, AuditRecord, AuditTrail } from "./../shared/audit.js";
+import type { AuditEvent, AuditRecord, AuditTrail, EventCarrier } from "./../shared/audit.js";
 import type { Clock } from "./../shared/clock.js";
 import type { Logger } from "./../shared/log.js";
 import type { ClientLockout } from "./../oauth/clientThrottle.js";
@@ -18,7 +18,7 @@ export class LoggedAuditTrail implements AuditTrail {
     private readonly clock: Clock,
   ) {}
 
-  record(r: AuditRecord): void {
+  record(r: AuditRecord, line?: EventCarrier): void {
     const event: AuditEvent = {
       event: r.event,
       time: this.clock.now(),
@@ -30,8 +30,10 @@ export class LoggedAuditTrail implements AuditTrail {
       userName: r.userName ?? null,
       details: r.details ?? null,
     };
+    // A request's own line carries its event: one line written, not two (docs/audit.md).
+    if (line && line.auditEvent === undefined) line.auditEvent = auditLine(event);
     // The line's `time` is pino's, the moment it is written: the event's own.
-    this.logger.infoPlain("audit event", auditLine(event));
+    else this.logger.infoPlain("audit event", auditLine(event));
     this.writer.append(event);
   }
 }

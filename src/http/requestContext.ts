@@ -1,3 +1,5 @@
+import type { EventCarrier } from "../shared/audit.js";
+
 /**
  * What the request log line knows about the request being served. The
  * request chain opens one per request; code below it (RPC implementations,
@@ -8,7 +10,7 @@
  * promise hooks which cost about a quarter of the CPU of a token
  * introspection.
  */
-export interface RequestContext {
+export interface RequestContext extends EventCarrier {
   readonly requestId: string;
   /** The client the request names (as presented; not proof of authentication). */
   clientId?: string;

@@ -54,6 +54,6 @@ export async function exchangeToken(
     userId: user?.id,
     userName: user?.name,
     details: { grantType: grant.grantType, scope: tokens.scope },
-  });
+  }, origin.logLine);
   return tokens;
 }

@@ -65,6 +65,8 @@ function recordOutcome(options: ObserveOptions, context: RequestContext, started
     fields.admin_actor_id = context.adminActor.id;
   }
   if (outcome.aborted) fields.aborted = true;
+  // An audit event the request caused rides on its line: `event`, `outcome`, `actor`, `details`...
+  if (context.auditEvent) Object.assign(fields, context.auditEvent);
   if (logger.enabled("debug")) fields.headers = outcome.headers; // secrets among them are redacted
   // Only failures of our own carry a stack; a client's mistake is not an error here.
   if (context.unexpected !== undefined) logger.error("request", { ...fields, ...errorFields(context.unexpected) });

@@ -62,9 +62,18 @@ export interface AuditEvent {
 /** What a caller records; the trail adds the time, and absent fields are null. */
 export type AuditRecord = Pick<AuditEvent, "event" | "outcome" | "actor"> & Partial<Omit<AuditEvent, "event" | "outcome" | "actor" | "time">>;
 
+/**
+ * A log line still being written (a request's own line) that can carry one
+ * event's fields instead of the event taking a line of its own.
+ */
+export interface EventCarrier {
+  auditEvent?: Record<string, unknown>;
+}
+
 /** Where domain code records security events (src/domain/auditTrail.ts writes them to the log and the store). */
 export interface AuditTrail {
-  record(event: AuditRecord): void;
+  /** `line`, when given, carries the event's log fields (if it carries none yet). */
+  record(event: AuditRecord, line?: EventCarrier): void;
 }
 
 export const noAudit: AuditTrail = { record: () => {} };

@@ -1,4 +1,4 @@
-import type { AuditTrail } from "../../shared/audit.js";
+import type { AuditTrail, EventCarrier } from "../../shared/audit.js";
 import type { Clock } from "../../shared/clock.js";
 import type { Store } from "../../store/index.js";
 import type { ClientAuthenticator } from "../clientAuth.js";
@@ -26,6 +26,8 @@ export interface TokenParams {
 export interface RequestOrigin {
   /** The client's IP address (the socket's, or a trusted proxy's X-Forwarded-For). */
   clientAddress?: string;
+  /** The request's log line, which carries the token_issued event. */
+  logLine?: EventCarrier;
 }
 
 /** What grants may use. */
