@@ -3,6 +3,7 @@ import { noAudit, recordAdminChange, type AuditEventName, type AuditTrail } from
 import type { Clock } from "../shared/clock.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import { cleartextRedirectProblem } from "../oauth/redirectUris.js";
+import { GRANT_TYPES, grantTypeNamed, SECRET_GRANT_TYPES } from "../oauth/grants/index.js";
 import {
   hashGeneratedSecret,
   hashSecret,
@@ -41,7 +42,7 @@ import {
   type TokenFormat,
 } from "../shared/model.js";
 
-export const GRANT_TYPES = ["authorization_code", "implicit", "password", "client_credentials", "refresh_token"] as const;
+export { GRANT_TYPES } from "../oauth/grants/index.js";
 
 export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
@@ -88,8 +89,8 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     clientId,
     clientSecret,
     redirectUris: optionalStringList(raw.redirectUris, "redirectUris", (uri) => absoluteHttpUrlProblem(uri) ?? cleartextRedirectProblem(uri)),
-    grantTypes: optionalStringList(raw.grantTypes, "grantTypes", (g) =>
-      (GRANT_TYPES as readonly string[]).includes(g) ? undefined : `is not one of ${GRANT_TYPES.join(", ")}`,
+    grantTypes: optionalStringList(raw.grantTypes, "grantTypes", (g) => (grantTypeNamed(g) ? undefined : `is not one of ${GRANT_TYPES.join(", ")}`))?.map(
+      (g) => grantTypeNamed(g)!,
     ),
     expireInHours: optionalHours(raw.expireInHours, "expireInHours"),
     refreshExpireInHours: optionalHours(raw.refreshExpireInHours, "refreshExpireInHours"),
@@ -274,14 +275,11 @@ export function originAllowList(repo: ApplicationRepository): (origin: string) =
   };
 }
 
-/** The grants that authenticate the client by its secret alone, which a public client has not. */
-const SECRET_ONLY_GRANTS = ["client_credentials", "password"];
-
-/** A public client takes no secret and none of SECRET_ONLY_GRANTS. */
+/** A public client takes no secret and none of the grants that need one. */
 function checkPublicClient(publicClient: boolean, grantTypes: readonly string[], input: ApplicationInput): void {
   if (!publicClient) return;
   if (input.clientSecret !== undefined) throw new InvalidInputError("clientSecret", "must be left out: a public client has no secret");
-  const refused = grantTypes.filter((g) => SECRET_ONLY_GRANTS.includes(g));
+  const refused = grantTypes.filter((g) => SECRET_GRANT_TYPES.includes(g));
   if (refused.length > 0) {
     throw new InvalidInputError("grantTypes", `a public client cannot use ${refused.join(" or ")}: they need a client secret`);
   }

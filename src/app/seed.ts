@@ -1,5 +1,6 @@
 import type { Domain } from "../domain/index.js";
 import { randomToken } from "../oauth/secrets.js";
+import { GRANT_TYPES } from "../oauth/grants/index.js";
 
 export interface DemoCredentials {
   clientId: string;
@@ -21,7 +22,8 @@ export async function seedDemo(domain: Domain): Promise<DemoCredentials | undefi
   const { app, clientSecret } = await domain.applicationAdmin.create({
     name: "demo",
     redirectUris: ["http://127.0.0.1:9999/callback"],
-    grantTypes: ["authorization_code", "implicit", "password", "client_credentials", "refresh_token"],
+    // The demo application may try every grant there is.
+    grantTypes: [...GRANT_TYPES],
     refreshExpireInHours: 24,
   });
   return { clientId: app.clientId, clientSecret: clientSecret!, username: "demo", password };

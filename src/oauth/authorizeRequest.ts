@@ -5,7 +5,7 @@ import { parseChallenge, PKCE_METHOD } from "./pkce.js";
 import { redirectUriAllowed } from "./redirectUris.js";
 import { isPublicClient } from "./publicClients.js";
 import { parseScope } from "./scopes.js";
-import { grantEnabled } from "./tokenEndpoint.js";
+import { grantEnabled } from "./grants/index.js";
 import type { ApplicationRecord } from "../shared/model.js";
 
 /** The response types served; a multi-valued one in its canonical (sorted) order. */

@@ -1,5 +1,5 @@
 import { RESPONSE_MODES, RESPONSE_TYPES } from "./authorizeRequest.js";
-import { GRANTS } from "./grants/index.js";
+import { GRANT_TYPES } from "./grants/index.js";
 import { SIGNING_ALG } from "./keys.js";
 import { PKCE_METHOD } from "./pkce.js";
 import { GRANTABLE_SCOPES, SCOPE_CLAIMS } from "./scopes.js";
@@ -21,8 +21,7 @@ export function discoveryDocument(issuer: string, signingAlgs: readonly string[]
     jwksUri: `${issuer}/.well-known/jwks`,
     responseTypesSupported: [...RESPONSE_TYPES],
     responseModesSupported: [...RESPONSE_MODES],
-    // implicit has no token-endpoint handler: it is the token and id_token response types.
-    grantTypesSupported: [...GRANTS.keys(), "implicit"],
+    grantTypesSupported: [...GRANT_TYPES],
     subjectTypesSupported: ["public"],
     // RS256 and each algorithm with a published key (keys.ts: KeyRing.algorithms).
     idTokenSigningAlgValuesSupported: [...signingAlgs],

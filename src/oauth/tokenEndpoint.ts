@@ -1,15 +1,10 @@
 import { resolveClient, type BasicCredentials } from "./clientAuth.js";
 import { OAuthError } from "./errors.js";
-import { GRANTS } from "./grants/index.js";
+import { GRANTS, grantEnabled } from "./grants/index.js";
 import type { GrantDeps, GrantHandler, GrantParam, RequestOrigin, TokenParams } from "./grants/types.js";
 import type { TokenSet } from "./tokens.js";
 import { clientActor } from "../shared/audit.js";
 import type { ApplicationRecord } from "../shared/model.js";
-
-/** Whether an application may use a grant: listed in its grantTypes, or one its handler says is always on. */
-export function grantEnabled(grantTypes: readonly string[], grantType: string): boolean {
-  return GRANTS.get(grantType)?.alwaysEnabled === true || grantTypes.includes(grantType);
-}
 
 /** The request's parameters that the grant declared, and no others. */
 function parametersFor<P extends GrantParam>(grant: GrantHandler<P>, params: TokenParams): Pick<TokenParams, P> {

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
-import { GRANTS } from "../../src/oauth/grants/index.js";
-import { grantEnabled } from "../../src/oauth/tokenEndpoint.js";
+import { GRANT_TABLE, GRANT_TYPES, GRANTS, grantEnabled, SECRET_GRANT_TYPES } from "../../src/oauth/grants/index.js";
+import { discoveryDocument } from "../../src/oauth/discovery.js";
+import { parseApplicationInput } from "../../src/accounts/applications.js";
+import type { GrantFacts } from "../../src/oauth/grants/types.js";
 
 describe("grants declare their own facts", () => {
   it("authorization_code and refresh_token are on for every application; the others only where listed", () => {
@@ -10,5 +12,27 @@ describe("grants declare their own facts", () => {
       assert.equal(grantEnabled([], grantType), always, grantType);
       assert.equal(grantEnabled([grantType], grantType), true, grantType);
     }
+  });
+});
+
+describe("the grant table drives every list of grant types", () => {
+  it("lists each token-endpoint grant, and implicit, once", () => {
+    assert.deepEqual([...GRANT_TYPES].sort(), [...GRANTS.keys(), "implicit"].sort());
+    assert.equal(new Set(GRANT_TYPES).size, GRANT_TYPES.length);
+  });
+
+  it("discovery advertises exactly the table's grant types", () => {
+    assert.deepEqual(discoveryDocument("https://id.example").grantTypesSupported, [...GRANT_TYPES]);
+  });
+
+  it("application input takes each of the table's grant types, and nothing else", () => {
+    for (const grantType of GRANT_TYPES) assert.deepEqual(parseApplicationInput({ name: "a", grantTypes: [grantType] }).grantTypes, [grantType]);
+    assert.throws(() => parseApplicationInput({ name: "a", grantTypes: ["urn:example:unknown"] }), /grantTypes.*is not one of/);
+  });
+
+  it("derives the grants a public client cannot use from each grant's needsSecret", () => {
+    assert.deepEqual([...SECRET_GRANT_TYPES].sort(), ["client_credentials", "password"]);
+    const flipped: GrantFacts[] = GRANT_TABLE.map((g) => ({ ...g, needsSecret: !g.needsSecret }));
+    assert.notDeepEqual(flipped.filter((g) => g.needsSecret).map((g) => g.grantType), [...SECRET_GRANT_TYPES]);
   });
 });

@@ -9,6 +9,7 @@ export const authorizationCodeGrant = defineGrant({
   parameters: ["code", "redirectUri", "codeVerifier"],
   // On for every application, whatever its grantTypes list (spec).
   alwaysEnabled: true,
+  needsSecret: false,
   // The spec lets a PKCE client leave client_secret out; the code must then
   // carry a challenge, which redeem() enforces.
   allowsPublicClient: (params) => params.codeVerifier !== "",

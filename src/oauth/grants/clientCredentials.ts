@@ -6,6 +6,7 @@ export const clientCredentialsGrant = defineGrant({
   grantType: "client_credentials",
   parameters: ["scope"],
   alwaysEnabled: false,
+  needsSecret: true,
   async handle(app, params, deps) {
     // §4.4.3: no refresh token; there is no user, so no ID token either.
     return deps.minter.mint({ app, scopes: parseScope(params.scope), idToken: false, refreshToken: false });

@@ -8,6 +8,7 @@ export const passwordGrant = defineGrant({
   grantType: "password",
   parameters: ["username", "password", "scope"],
   alwaysEnabled: false,
+  needsSecret: true,
   async handle(app, params, deps, origin) {
     const username = requireParam(params.username, "username");
     const password = requireParam(params.password, "password");

@@ -24,6 +24,7 @@ export const refreshTokenGrant = defineGrant({
   // On for every application, whatever its grantTypes list (spec): the
   // switch for it is refreshExpireInHours > 0, which handle() checks.
   alwaysEnabled: true,
+  needsSecret: false,
   // A public client has no secret; rotation and reuse detection are what
   // protect its refresh tokens (RFC 9700 §4.14.2).
   allowsPublicClient: (_params, app) => isPublicClient(app),

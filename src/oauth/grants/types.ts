@@ -52,13 +52,22 @@ type EndpointParam = "grantType" | "clientId" | "clientSecret";
 /** A parameter a grant may read. */
 export type GrantParam = Exclude<keyof TokenParams, EndpointParam>;
 
-/** One grant type, in its own module. */
-export interface GrantHandler<P extends GrantParam = GrantParam> {
+/** What a grant's module declares about it: every list of grant types is derived from these (grants/index.ts). */
+export interface GrantFacts {
+  /** Its `grant_type` value, as applications list it. */
   readonly grantType: string;
-  /** The parameters it reads: the token endpoint hands it these and no others. */
-  readonly parameters: readonly P[];
+  /** A shorter name an application may list it by too (for a URN grant type). */
+  readonly shortName?: string;
   /** On for every application whatever its grantTypes list (true), or only where listed (false). */
   readonly alwaysEnabled: boolean;
+  /** Whether it always takes the client's secret, so that a public client can never use it. */
+  readonly needsSecret: boolean;
+}
+
+/** One grant type of the token endpoint, in its own module. */
+export interface GrantHandler<P extends GrantParam = GrantParam> extends GrantFacts {
+  /** The parameters it reads: the token endpoint hands it these and no others. */
+  readonly parameters: readonly P[];
   /**
    * Whether this request may come without a client secret from `app` (a
    * PKCE code exchange, or a public client's refresh). When false or
