@@ -84,6 +84,18 @@ describe("architecture", () => {
     assert.deepEqual(broken, []);
   });
 
+  it("leaves transactions to the store: oauth/ and federation/ never touch the database handle", () => {
+    const handle = /\.db\b|\.transaction\(|from "knex"|\bDb\b/;
+    const touching = files
+      .filter((file) => ["oauth", "federation"].includes(layerOf(file)))
+      .flatMap((file) =>
+        readFileSync(file, "utf8")
+          .split("\n")
+          .flatMap((line, i) => (handle.test(line.replace(/\/\/.*$|^\s*\*.*$/, "")) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
+      );
+    assert.deepEqual(touching, []);
+  });
+
   it("keeps the admin console (console/) a client of the contract: it imports gen/ and itself, and src/ never imports it", () => {
     const consoleFiles = readdirSync("console/src", { recursive: true, encoding: "utf8" })
       .filter((name) => /\.tsx?$/.test(name))

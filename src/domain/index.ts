@@ -121,7 +121,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     providerAdmin,
     new LoginStates(store.federationStates, clock),
     upstream,
-    new AccountLinker(store, clock),
+    new AccountLinker(store.accountLinks, clock),
     logger,
     metrics,
     audit,

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import type { Clock } from "../shared/clock.js";
 import type { AuthorizationCodeRecord } from "../store/authorizationCodes.js";
 import type { Store } from "../store/index.js";
-import { revokeFamily } from "../store/tokens.js";
 import { storedClaimsRequest, type ClaimsRequest } from "./claimsRequest.js";
 import { OAuthError } from "./errors.js";
 import type { Metrics } from "./metrics.js";
@@ -108,14 +107,14 @@ export class AuthorizationCodes {
    */
   async revokeIfReplayed(record: AuthorizationCodeRecord): Promise<void> {
     if (await this.store.authorizationCodes.wasReplayed(record.codeHash)) {
-      await revokeFamily(this.store.db, record.familyId, this.clock.now());
+      await this.store.refreshTokens.revokeFamily(record.familyId, this.clock.now());
     }
   }
 
   private async replayed(record: AuthorizationCodeRecord): Promise<never> {
     const now = this.clock.now();
     await this.store.authorizationCodes.markReplayed(record.codeHash, now);
-    await revokeFamily(this.store.db, record.familyId, now);
+    await this.store.refreshTokens.revokeFamily(record.familyId, now);
     this.metrics.familyRevoked();
     throw new OAuthError("invalid_grant", "authorization code was already used; tokens issued from it are revoked");
   }

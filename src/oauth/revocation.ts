@@ -2,7 +2,6 @@ import { clientActor, type AuditTrail } from "../shared/audit.js";
 import type { Clock } from "../shared/clock.js";
 import type { ApplicationRecord } from "../shared/model.js";
 import type { Store } from "../store/index.js";
-import { revokeFamily } from "../store/tokens.js";
 import { OAuthError } from "./errors.js";
 import { sha256 } from "./secrets.js";
 
@@ -38,7 +37,7 @@ export async function revokeToken(
   const refresh = await store.refreshTokens.findByHash(tokenHash);
   if (refresh) {
     if (refresh.clientId === clientId) {
-      await revokeFamily(store.db, refresh.familyId, now);
+      await store.refreshTokens.revokeFamily(refresh.familyId, now);
       revoked("refresh_token", refresh.userId);
     }
     return;

@@ -2,7 +2,6 @@ import { createHash, randomUUID } from "node:crypto";
 import { SignJWT } from "jose";
 import { span, tracing } from "../shared/tracing.js";
 import { epochSeconds, type Clock } from "../shared/clock.js";
-import type { Db } from "../store/db.js";
 import type { Store } from "../store/index.js";
 import type { IssuedTokenRows } from "../store/tokens.js";
 import { requestedClaims, type ClaimsRequest } from "./claimsRequest.js";
@@ -93,11 +92,14 @@ export class TokenMinter {
   ) {}
 
   /**
-   * `precondition` runs first inside the transaction that records the new
-   * tokens; if it throws, nothing is issued. Refresh consumes the old token
-   * there, so rotation is all or nothing.
+   * Mints a grant's tokens and records them. With `rotating`, the SHA-256 of
+   * the refresh token this response replaces: the old token is consumed and
+   * the new rows recorded all or nothing (RefreshTokenRepository.rotate), and
+   * the answer is undefined when another request consumed it first.
    */
-  async mint(asked: Grant, precondition?: (trx: Db) => Promise<void>): Promise<TokenSet> {
+  async mint(asked: Grant): Promise<TokenSet>;
+  async mint(asked: Grant, rotating: string): Promise<TokenSet | undefined>;
+  async mint(asked: Grant, rotating?: string): Promise<TokenSet | undefined> {
     const grant = withGrantableScopes(asked);
     const { app, user } = grant;
     const now = epochSeconds(this.clock);
@@ -175,15 +177,8 @@ export class TokenMinter {
           }
         : undefined,
     };
-    if (precondition) {
-      await this.store.db.transaction(async (trx) => {
-        await precondition(trx);
-        await this.store.accessTokens.insert(rows.access, trx);
-        if (rows.refresh) await this.store.refreshTokens.insert(rows.refresh, trx);
-      });
-    } else {
-      await this.store.issuedTokens.add(rows);
-    }
+    if (rotating === undefined) await this.store.issuedTokens.add(rows);
+    else if (!(await this.store.refreshTokens.rotate(rotating, this.clock.now(), rows))) return undefined;
 
     return { accessToken, idToken, refreshToken: refresh?.token, tokenType: "Bearer", expiresIn, scope, user: user && { id: user.id, name: user.name } };
   }

@@ -1,3 +1,4 @@
+import { AccountLinkRepository } from "./accountLinks.js";
 import { ApplicationRepository } from "./applications.js";
 import { AuditEventRepository, AuditEventWriter } from "./auditEvents.js";
 import { AuthorizationCodeRepository } from "./authorizationCodes.js";
@@ -35,6 +36,8 @@ export interface Store {
   loginFailures: LoginFailureRepository;
   federationStates: FederationStateRepository;
   federatedIdentities: FederatedIdentityRepository;
+  /** External accounts linked to local users, user and link written together (federated sign-in). */
+  accountLinks: AccountLinkRepository;
   auditEvents: AuditEventRepository;
   /** Where audit events are queued and written in batches, off the request's path; close() writes what is queued. */
   auditWriter: AuditEventWriter;
@@ -71,11 +74,13 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
   const auditEvents = new AuditEventRepository(db);
   const logger = options.logger ?? silentLogger;
   const auditWriter = new AuditEventWriter(auditEvents, logger);
+  const users = new UserRepository(db, reads);
+  const federatedIdentities = new FederatedIdentityRepository(db);
   return {
     db,
     readPath: reads.path,
     applications: new ApplicationRepository(db, reads),
-    users: new UserRepository(db, reads),
+    users,
     signingKeys: new SigningKeyRepository(db),
     accessTokens: new AccessTokenRepository(db, reads),
     refreshTokens: new RefreshTokenRepository(db),
@@ -87,7 +92,8 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     authorizationRequests: new AuthorizationRequestRepository(db),
     loginFailures: new LoginFailureRepository(db),
     federationStates: new FederationStateRepository(db),
-    federatedIdentities: new FederatedIdentityRepository(db),
+    federatedIdentities,
+    accountLinks: new AccountLinkRepository(db, users, federatedIdentities),
     auditEvents,
     auditWriter,
     ping: async () => {

@@ -167,14 +167,19 @@ export interface OwnedAccessToken<User> {
 }
 
 /**
- * The contract of both token repositories and revokeFamily
- * (test/store/contract.spec.ts, every backend, "access tokens", "refresh
- * tokens", "family revocation"):
+ * The contract of both token repositories (test/store/contract.spec.ts,
+ * every backend, "access tokens", "refresh tokens", "family revocation",
+ * "rotation"):
  * - compare-and-set: RefreshTokenRepository.consume() is one conditional
  *   UPDATE; exactly one of any number of concurrent callers gets true, and
  *   never for a consumed, revoked or expired token ("lets exactly one of 50
  *   concurrent consumes of one token win", "consumes a live token once, and
  *   never a consumed, revoked or expired one");
+ * - rotation is all or nothing: rotate() consumes the old refresh token and
+ *   records the new rows in one transaction; of concurrent rotations of one
+ *   token exactly one records anything ("records the rows of exactly one of
+ *   20 concurrent rotations of one token", "records nothing for a consumed,
+ *   revoked or expired token");
  * - revocation keeps the first time: revoke() ("revokes one access token,
  *   keeping the first revocation time") and revokeFamily(), which revokes a
  *   family's access and refresh tokens in one transaction ("revokes every
@@ -278,6 +283,25 @@ export class RefreshTokenRepository {
     return updated === 1;
   }
 
+  /**
+   * Rotation (RFC 6749 §6, RFC 9700 §4.14.2): consume the live refresh token
+   * `consumedHash` and record `issued` in one transaction. Of any number of
+   * concurrent callers exactly one sees `true`; the others write nothing.
+   */
+  async rotate(consumedHash: string, at: number, issued: IssuedTokenRows): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      if (!(await this.consume(consumedHash, at, trx))) return false;
+      await trx("access_tokens").insert(accessTokenRow(issued.access));
+      if (issued.refresh) await trx("refresh_tokens").insert(refreshTokenRow(issued.refresh));
+      return true;
+    });
+  }
+
+  /** Revoke every access and refresh token of a family (one grant's tokens), all or none. */
+  async revokeFamily(familyId: string, at: number): Promise<void> {
+    await revokeFamily(this.db, familyId, at);
+  }
+
   async findByHash(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
     const r = await this.db("refresh_tokens").where({ token_hash: tokenHash }).first();
     if (!r) return undefined;
@@ -297,7 +321,7 @@ export class RefreshTokenRepository {
   }
 }
 
-/** Revoke every access and refresh token of a family in one transaction. */
+/** RefreshTokenRepository.revokeFamily, for the store's other repositories. */
 export async function revokeFamily(db: Db, familyId: string, at: number): Promise<void> {
   await db.transaction(async (trx) => {
     await trx("access_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });

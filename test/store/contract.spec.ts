@@ -8,8 +8,9 @@ import { deleteExpired, SWEEPS } from "../../src/store/cleanup.js";
 import type { AuthorizationCodeRecord } from "../../src/store/authorizationCodes.js";
 import { ConflictError } from "../../src/store/errors.js";
 import type { FederationStateRecord } from "../../src/store/federationStates.js";
+import type { AccountLinkRequest } from "../../src/store/accountLinks.js";
 import type { SessionRecord } from "../../src/store/sessions.js";
-import { revokeFamily, type RefreshTokenRecord } from "../../src/store/tokens.js";
+import type { RefreshTokenRecord } from "../../src/store/tokens.js";
 import { isPostgres, type Db } from "../../src/store/db.js";
 import { createStore } from "../../src/store/index.js";
 import { FakeClock } from "../support/clock.js";
@@ -525,6 +526,79 @@ describeEachBackend("storage contract", (ctx) => {
     });
   });
 
+  describe("account links", () => {
+    const request = (provider: ProviderRecord, over: Partial<AccountLinkRequest> = {}): AccountLinkRequest => {
+      const { name, ...newUser } = aUser({ passwordHash: null });
+      return { key: { provider: provider.name, externalIdType: "sub", externalId: `ext-${id()}` }, username: "up", at: T0, newUser, names: [name], fallbackName: `${name}-x`, ...over };
+    };
+    const withProvider = async () => {
+      const provider = aProvider();
+      await ctx.store.providers.insert(provider);
+      return provider;
+    };
+
+    it("creates a user under the first free name and links it; a known account gets its user, the link noting the new provider name", async () => {
+      const provider = await withProvider();
+      const taken = aUser();
+      await ctx.store.users.insert(taken);
+      const first = request(provider, { names: [taken.name, `free-${id()}`] });
+      const made = await ctx.store.accountLinks.link(first);
+      assert.equal(made.created, true);
+      assert.equal(made.user.name, first.names[1]);
+      assert.deepEqual(await ctx.store.users.findById(made.user.id), made.user);
+      const again = await ctx.store.accountLinks.link({ ...first, username: "renamed", at: T0 + 5, newUser: { ...first.newUser, id: randomUUID() } });
+      assert.deepEqual([again.created, again.user.id, again.identity.username], [false, made.user.id, "renamed"]);
+      assert.equal((await ctx.store.federatedIdentities.find(first.key))?.username, "renamed");
+    });
+
+    it("takes the fallback name when every name is taken", async () => {
+      const provider = await withProvider();
+      const taken = aUser();
+      await ctx.store.users.insert(taken);
+      const asked = request(provider, { names: [taken.name] });
+      assert.equal((await ctx.store.accountLinks.link(asked)).user.name, asked.fallbackName);
+    });
+
+    it("selects by trusted email exactly one non-admin user who verified it; ambiguity and admins never match", async () => {
+      const provider = await withProvider();
+      const [single, twinA, twinB, admin] = [`s-${id()}@x.example`, `t-${id()}@x.example`, `t-${id()}@x.example`, `a-${id()}@x.example`];
+      const owner = aUser({ email: single, emailVerified: true });
+      const twins = [aUser({ email: twinA, emailVerified: true }), aUser({ email: twinA, emailVerified: true })];
+      const boss = aUser({ email: admin, emailVerified: true, isAdmin: true });
+      for (const u of [owner, ...twins, boss]) await ctx.store.users.insert(u);
+      const matched = await ctx.store.accountLinks.link(request(provider, { trustedEmail: single }));
+      assert.deepEqual([matched.created, matched.user.id], [false, owner.id]);
+      for (const email of [twinA, admin, twinB]) assert.equal((await ctx.store.accountLinks.link(request(provider, { trustedEmail: email }))).created, true, email);
+    });
+
+    it("writes nothing for a disabled user, found by link or by email", async () => {
+      const provider = await withProvider();
+      const email = `d-${id()}@x.example`;
+      const disabled = aUser({ email, emailVerified: true, disabled: true });
+      await ctx.store.users.insert(disabled);
+      const byEmail = request(provider, { trustedEmail: email });
+      assert.equal((await ctx.store.accountLinks.link(byEmail)).user.id, disabled.id);
+      assert.equal(await ctx.store.federatedIdentities.find(byEmail.key), undefined);
+      const linked = { ...byEmail.key, externalId: `ext-${id()}`, userId: disabled.id, username: "old", createdAt: T0, updatedAt: T0 };
+      await ctx.store.federatedIdentities.insert(linked);
+      const byLink = await ctx.store.accountLinks.link(request(provider, { key: linked, username: "new" }));
+      assert.deepEqual([byLink.user.id, (await ctx.store.federatedIdentities.find(linked))?.username], [disabled.id, "old"]);
+    });
+
+    it("lets one of 10 concurrent first sign-ins of one account create the user; the others conflict, write nothing, and a retry finds the winner", async () => {
+      const provider = await withProvider();
+      const key = { provider: provider.name, externalIdType: "sub" as const, externalId: `ext-${id()}` };
+      const attempts = Array.from({ length: 10 }, () => request(provider, { key, names: [`race-${id()}`] }));
+      const results = await Promise.allSettled(attempts.map((a) => ctx.store.accountLinks.link(a)));
+      const won = results.flatMap((r) => (r.status === "fulfilled" && r.value.created ? [r.value] : []));
+      assert.equal(won.length, 1, JSON.stringify(results.map((r) => r.status)));
+      for (const r of results) if (r.status === "rejected") assert.ok(r.reason instanceof ConflictError, String(r.reason));
+      for (const a of attempts) if (a.names[0] !== won[0]!.user.name) assert.equal(await ctx.store.users.findByName(a.names[0]!), undefined);
+      const retried = await ctx.store.accountLinks.link(attempts[0]!);
+      assert.deepEqual([retried.created, retried.user.id], [false, won[0]!.user.id]);
+    });
+  });
+
   describe("signing keys", () => {
     it("lists newest first, with retirement times as numbers or null", async () => {
       const older = { kid: `k-${id()}`, alg: "RS256", privateJwk: "{}", publicJwk: "{}", createdAt: T0 - 10, activeFrom: T0 - 10, retiredAt: T0 };
@@ -680,6 +754,38 @@ describeEachBackend("storage contract", (ctx) => {
     });
   });
 
+  describe("rotation", () => {
+    const successorOf = (old: RefreshTokenRecord) => ({
+      access: anAccessToken({ familyId: old.familyId }),
+      refresh: aRefreshToken({ familyId: old.familyId }),
+    });
+
+    it("records the rows of exactly one of 20 concurrent rotations of one token", async () => {
+      const token = aRefreshToken();
+      await ctx.store.refreshTokens.insert(token);
+      const successors = Array.from({ length: 20 }, () => successorOf(token));
+      const results = await Promise.all(successors.map((rows, i) => ctx.store.refreshTokens.rotate(token.tokenHash, T0 + i, rows)));
+      assert.equal(results.filter(Boolean).length, 1);
+      const winner = results.indexOf(true);
+      assert.equal((await ctx.store.refreshTokens.findByHash(token.tokenHash))?.consumedAt, T0 + winner);
+      for (const [i, rows] of successors.entries()) {
+        assert.equal((await ctx.store.accessTokens.findByHash(rows.access.tokenHash)) !== undefined, i === winner, `access row ${i}`);
+        assert.equal((await ctx.store.refreshTokens.findByHash(rows.refresh.tokenHash)) !== undefined, i === winner, `refresh row ${i}`);
+      }
+    });
+
+    it("records nothing for a consumed, revoked or expired token", async () => {
+      const tokens = [aRefreshToken({ consumedAt: T0 }), aRefreshToken({ revokedAt: T0 }), aRefreshToken({ expiresAt: T0 + 10 })];
+      for (const token of tokens) {
+        await ctx.store.refreshTokens.insert(token);
+        const rows = successorOf(token);
+        assert.equal(await ctx.store.refreshTokens.rotate(token.tokenHash, T0 + 10, rows), false);
+        assert.equal(await ctx.store.accessTokens.findByHash(rows.access.tokenHash), undefined);
+        assert.equal(await ctx.store.refreshTokens.findByHash(rows.refresh.tokenHash), undefined);
+      }
+    });
+  });
+
   describe("family revocation", () => {
     it("revokes every access and refresh token of one family, and nothing else", async () => {
       const familyId = randomUUID();
@@ -691,7 +797,7 @@ describeEachBackend("storage contract", (ctx) => {
       for (const t of [...access, bystanderAccess, familyless]) await ctx.store.accessTokens.insert(t);
       for (const t of [...refresh, bystanderRefresh]) await ctx.store.refreshTokens.insert(t);
 
-      await revokeFamily(ctx.db, familyId, T0 + 100);
+      await ctx.store.refreshTokens.revokeFamily(familyId, T0 + 100);
       for (const t of access) assert.equal((await ctx.store.accessTokens.findByHash(t.tokenHash))?.revokedAt, T0 + 100);
       for (const t of refresh) assert.equal((await ctx.store.refreshTokens.findByHash(t.tokenHash))?.revokedAt, T0 + 100);
       assert.equal((await ctx.store.accessTokens.findByHash(bystanderAccess.tokenHash))?.revokedAt, null);
@@ -700,7 +806,7 @@ describeEachBackend("storage contract", (ctx) => {
       assert.equal(await ctx.store.refreshTokens.consume(refresh[1]!.tokenHash, T0 + 101), false);
 
       // Revoking again keeps the first revocation time.
-      await revokeFamily(ctx.db, familyId, T0 + 200);
+      await ctx.store.refreshTokens.revokeFamily(familyId, T0 + 200);
       assert.equal((await ctx.store.refreshTokens.findByHash(refresh[1]!.tokenHash))?.revokedAt, T0 + 100);
     });
   });

@@ -1,4 +1,4 @@
-import { revokeFamily, type RefreshTokenRecord } from "../../store/tokens.js";
+import type { RefreshTokenRecord } from "../../store/tokens.js";
 import { OAuthError } from "../errors.js";
 import { isPublicClient } from "../publicClients.js";
 import { narrowScope } from "../scopes.js";
@@ -8,9 +8,6 @@ import { requireParam } from "./params.js";
 import { defineGrant, type GrantDeps, type RequestOrigin } from "./types.js";
 import { clientActor } from "../../shared/audit.js";
 import type { ApplicationRecord } from "../../shared/model.js";
-
-/** Thrown inside the minting transaction when another request consumed the token first. */
-const LOST_RACE = Symbol("refresh token consumed concurrently");
 
 /**
  * Refresh (RFC 6749 §6) with rotation: every use consumes the refresh token
@@ -44,31 +41,26 @@ export const refreshTokenGrant = defineGrant({
     const user = record.userId === null ? undefined : await deps.store.users.findById(record.userId);
     if (!user || user.disabled) throw new OAuthError("invalid_grant", "the user of this refresh token is disabled or deleted");
 
-    try {
-      return await deps.minter.mint(
-        {
-          app,
-          user,
-          scopes,
-          refreshTokenScopes: granted,
-          familyId: record.familyId,
-          authTime: record.authTime,
-          // What the grant asked userinfo for (OIDC Core §5.5) outlives the refresh.
-          claims: loadUserinfoClaims(record.userinfoClaims),
-          idToken: true,
-          refreshToken: true,
-        },
-        async (trx) => {
-          if (!(await deps.store.refreshTokens.consume(tokenHash, deps.clock.now(), trx))) throw LOST_RACE;
-        },
-      );
-    } catch (err) {
-      if (err !== LOST_RACE) throw err;
-      // Consumed or revoked between our read and our update: judge it as it is now.
-      const current = await deps.store.refreshTokens.findByHash(tokenHash);
-      if (current) await rejectUnusable(current, deps, app, origin);
-      throw new OAuthError("invalid_grant", "the refresh token is no longer valid");
-    }
+    const tokens = await deps.minter.mint(
+      {
+        app,
+        user,
+        scopes,
+        refreshTokenScopes: granted,
+        familyId: record.familyId,
+        authTime: record.authTime,
+        // What the grant asked userinfo for (OIDC Core §5.5) outlives the refresh.
+        claims: loadUserinfoClaims(record.userinfoClaims),
+        idToken: true,
+        refreshToken: true,
+      },
+      tokenHash,
+    );
+    if (tokens) return tokens;
+    // Consumed or revoked between our read and our rotation: judge it as it is now.
+    const current = await deps.store.refreshTokens.findByHash(tokenHash);
+    if (current) await rejectUnusable(current, deps, app, origin);
+    throw new OAuthError("invalid_grant", "the refresh token is no longer valid");
   },
 });
 
@@ -89,7 +81,7 @@ async function rejectUnusable(record: RefreshTokenRecord, deps: GrantDeps, app: 
       details: { familyRevoked: !withinGrace },
     });
     if (withinGrace) throw new OAuthError("invalid_grant", "the refresh token was already used");
-    await revokeFamily(deps.store.db, record.familyId, now);
+    await deps.store.refreshTokens.revokeFamily(record.familyId, now);
     deps.metrics.familyRevoked();
     throw new OAuthError("invalid_grant", "the refresh token was already used; every token of its grant is now revoked");
   }
