@@ -96,6 +96,33 @@ describe("architecture", () => {
     assert.deepEqual(touching, []);
   });
 
+  it("lets the doors reach the domain only through its service objects: no store, no free function fed the store", () => {
+    const doors = files.filter((file) => ["rpc", "rest", "web", "ops"].includes(layerOf(file)));
+    const storeTouches = doors.flatMap((file) =>
+      readFileSync(file, "utf8")
+        .split("\n")
+        .flatMap((line, i) => (/\.store\b|\bStore\b/.test(line.replace(/\/\/.*$|^\s*\*.*$/, "")) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
+    );
+    assert.deepEqual(storeTouches, []);
+    // Exported functions of the domain whose parameters take the store, or a bag of dependencies holding it.
+    const fedTheStore = new Set(
+      files
+        .filter((file) => ["oauth", "accounts", "federation"].includes(layerOf(file)))
+        .flatMap((file) =>
+          [...readFileSync(file, "utf8").matchAll(/export (?:async )?function (\w+)(?:<[^>]*>)?\(([^)]*)\)/g)]
+            .filter(([, , params]) => /\bStore\b|store:|Deps\b|deps:/.test(params!))
+            .map(([, name]) => name!),
+        ),
+    );
+    assert.ok(fedTheStore.has("introspectToken"), "the check finds such functions");
+    const called = doors.flatMap((file) =>
+      [...readFileSync(file, "utf8").matchAll(/import \{([^}]*)\} from "\.\.\/(?:oauth|accounts|federation)\//g)].flatMap(([, names]) =>
+        names!.split(",").map((n) => n.trim().replace(/^type /, "")).filter((n) => fedTheStore.has(n)).map((n) => `${file}: ${n}`),
+      ),
+    );
+    assert.deepEqual(called, []);
+  });
+
   it("keeps the admin console (console/) a client of the contract: it imports gen/ and itself, and src/ never imports it", () => {
     const consoleFiles = readdirSync("console/src", { recursive: true, encoding: "utf8" })
       .filter((name) => /\.tsx?$/.test(name))

@@ -31,7 +31,7 @@ import { useBufferTextEncoding } from "./../rpc/textEncoding.js";
 import { correctErrorAnswers } from "./../rpc/errorAnswers.js";
 import { sqliteFile, withDbLock } from "./../store/db.js";
 import { openDatabase } from "./database.js";
-import { createStore } from "./../store/index.js";
+import { createStore, type Store } from "./../store/index.js";
 import { startWalCheckpoints } from "./../store/walCheckpoints.js";
 import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./../http/transport.js";
 import { createWebHandler, WEB_ROUTES } from "./../web/handler.js";
@@ -87,6 +87,8 @@ export interface RunningServer {
   port: number;
   issuer: string;
   domain: Domain;
+  /** The store under the domain, for the process (workers' cache messages) and for tests; never for a front door. */
+  store: Store;
   /** Credentials of the demo application and user, only on a new database. */
   demo?: DemoCredentials;
   /** Where /metrics is served when it has a port of its own. */
@@ -94,7 +96,7 @@ export interface RunningServer {
   /** The metrics it serves, unless --metrics off (serve --workers sums them over the workers). */
   metrics?: PromMetrics;
   /** What serves unary gRPC calls and the hot lookups: the fast paths or the plain ones (IDENTITY_PLAIN_PATHS). */
-  paths: { grpcUnary: "unary door" | "connect"; reads: Domain["store"]["readPath"] };
+  paths: { grpcUnary: "unary door" | "connect"; reads: Store["readPath"] };
   /**
    * Graceful stop: refuse new connections, let requests in flight finish
    * (within --shutdown-timeout-seconds), stop background jobs, close the pool.
@@ -245,7 +247,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     });
     for (const warning of await domain.providerAdmin.secretWarnings()) logger.error(warning);
     // A name that matches no provider shows no button: say so rather than leave an admin without one.
-    const providerNames = new Set((await domain.store.providers.list()).map((p) => p.name));
+    const providerNames = new Set((await store.providers.list()).map((p) => p.name));
     for (const name of domain.console.providers.filter((n) => !providerNames.has(n))) {
       logger.warn("--console-providers names a login provider that does not exist; the console's sign-in page does not offer it", { provider: name });
     }
@@ -255,7 +257,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     ready = frontDoors(domain, config, logger, metrics, fast.grpcUnary);
     if (cleanupIntervalSeconds > 0) cleanup.start();
     const paths = { grpcUnary: ready.streams ? ("unary door" as const) : ("connect" as const), reads: store.readPath };
-    return { url, port: listener.port, issuer, domain, demo, metricsUrl: metricsListener?.url, metrics, paths, close };
+    return { url, port: listener.port, issuer, domain, store, demo, metricsUrl: metricsListener?.url, metrics, paths, close };
   } catch (err) {
     await close();
     throw err;

@@ -210,7 +210,7 @@ export function joinCluster(server: RunningServer, drain: () => void): void {
   const tellSiblings = (what: Forgettable) => async () => {
     await ask((id) => ({ type: "identity:forget", id, what }), APPLICATION_CACHE_MS + 100);
   };
-  const applications = server.domain.store.applications;
+  const applications = server.store.applications;
   // The write answers once the siblings have forgotten.
   applications.onWrite = tellSiblings("applications");
   // A rotation is published by every worker at once, not after --key-reload-seconds.

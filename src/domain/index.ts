@@ -17,6 +17,11 @@ import { ClientAuthenticator } from "./../oauth/clientAuth.js";
 import { ClientThrottle, type ClientAuthPolicy, type ClientLockout } from "./../oauth/clientThrottle.js";
 import { AuthorizationCodes } from "./../oauth/codes.js";
 import type { GrantDeps } from "./../oauth/grants/types.js";
+import { AccountLookup } from "./../oauth/account.js";
+import { AuthorizeEndpoint } from "./../oauth/authorizeEndpoint.js";
+import { SignOut } from "./../oauth/endSession.js";
+import { TokenEndpoint } from "./../oauth/tokenEndpoint.js";
+import { TokenInspector } from "./../oauth/tokenInspector.js";
 import { KeyRing, type KeyPairGenerator } from "./../oauth/keys.js";
 import type { ScryptCost } from "./../oauth/secrets.js";
 import { LoginThrottle, type LoginPolicy, type Lockout } from "./../oauth/loginThrottle.js";
@@ -27,10 +32,28 @@ import { TokenMinter } from "./../oauth/tokens.js";
 import { UserAuthenticator } from "./../oauth/userAuth.js";
 import type { Store } from "./../store/index.js";
 
-/** Everything the front doors call, built once per process. */
-export interface Domain extends GrantDeps {
+/**
+ * Everything the front doors call, built once per process: service objects
+ * only. The store stays behind them (test/architecture.spec.ts).
+ */
+export interface Domain {
   issuer: string;
+  clock: Clock;
   keys: KeyRing;
+  /** The token endpoint: every grant (oauth/tokenEndpoint.ts). */
+  tokenEndpoint: TokenEndpoint;
+  /** Introspection, userinfo, revocation and the user behind a token. */
+  tokens: TokenInspector;
+  /** The authorize endpoint's rules, for the browser pages. */
+  authorize: AuthorizeEndpoint;
+  /** The caller's own account (get-account). */
+  account: AccountLookup;
+  /** RP-initiated sign-out. */
+  signOut: SignOut;
+  /** Client authentication at the endpoints that take it. */
+  clients: ClientAuthenticator;
+  /** Password sign-in, under the brute-force policy. */
+  users: UserAuthenticator;
   applicationAdmin: ApplicationAdmin;
   /** Whether some application allows this browser origin (CORS); mostly answered from a cache, at once. */
   allowsOrigin: (origin: string) => boolean | Promise<boolean>;
@@ -127,36 +150,57 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     audit,
   );
   const consoleClient = consoleClientFor(issuer, options.consoleProviders);
-  return {
-    issuer,
-    store,
-    clock,
-    keys,
+  const minter = new TokenMinter(store, keys, clock, issuer);
+  const codes = new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds);
+  const clients = new ClientAuthenticator(
+    store.applications,
+    undefined,
+    options.clientAuthPolicy &&
+      new ClientThrottle(store.loginFailures, clock, options.clientAuthPolicy, (lockout) => {
+        audit.record(lockoutEvent(lockout));
+        options.onClientLockout?.(lockout);
+      }),
+  );
+  const users = new UserAuthenticator(
+    store.users,
+    new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
+      metrics.lockout();
+      audit.record(lockoutEvent(lockout));
+      options.onLockout?.(lockout);
+    }),
     metrics,
     audit,
-    minter: new TokenMinter(store, keys, clock, issuer),
-    clients: new ClientAuthenticator(
-      store.applications,
-      undefined,
-      options.clientAuthPolicy &&
-        new ClientThrottle(store.loginFailures, clock, options.clientAuthPolicy, (lockout) => {
-          audit.record(lockoutEvent(lockout));
-          options.onClientLockout?.(lockout);
-        }),
-    ),
-    users: new UserAuthenticator(store.users, new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
-        metrics.lockout();
-        audit.record(lockoutEvent(lockout));
-        options.onLockout?.(lockout);
-      }), metrics, audit),
-    codes: new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds),
+  );
+  const sessions = new SessionManager(store, clock, options.sessionTtlSeconds);
+  const grantDeps: GrantDeps = {
+    store,
+    clock,
+    metrics,
+    audit,
+    minter,
+    clients,
+    users,
+    codes,
+    refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
+  };
+  return {
+    issuer,
+    clock,
+    keys,
+    tokenEndpoint: new TokenEndpoint(grantDeps),
+    tokens: new TokenInspector(store, clock, issuer, metrics, audit),
+    authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit }),
+    account: new AccountLookup({ store, clock, sessions }),
+    signOut: new SignOut({ store, keys, issuer, sessions }),
+    clients,
+    users,
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit),
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
     userPage: (request) => listUsersPage(store.users, request),
     userSessions: new UserSessions(store, clock, audit),
     providerAdmin,
-    sessions: new SessionManager(store, clock, options.sessionTtlSeconds),
+    sessions,
     pendingAuthorizations: new PendingAuthorizations(store.authorizationRequests, clock),
     federation,
     adminToken: options.adminToken,
@@ -164,6 +208,5 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     ensureConsoleClient: () => ensureConsoleClient(store.applications, clock, consoleClient),
     auditEvents: (query) => listAuditEvents(store.auditEvents, query),
     readiness: { database: () => store.ping(), signingKeyLoaded: () => keys.hasSigningKey() },
-    refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
   };
 }

@@ -4,7 +4,7 @@ import { requireUserToken } from "./accessTokens.js";
 import { OAuthError } from "./errors.js";
 import { accountFieldsForScopes, ALL_ACCOUNT_FIELDS, type AccountField } from "./scopes.js";
 import type { SessionManager } from "./sessions.js";
-import type { UserRecord } from "../shared/model.js";
+import type { FederatedIdentityRecord, UserRecord } from "../shared/model.js";
 
 /** How a caller may prove who they are: a Bearer access token or a session cookie. */
 export interface Caller {
@@ -37,4 +37,17 @@ export async function signedInAccount(
     "login_required",
     caller.sessionCookie ? "the session has ended; sign in again" : "not signed in: send a session cookie or a Bearer access token",
   );
+}
+
+/** The account of whoever calls: a token's user or the browser's, and the external accounts linked to it. */
+export class AccountLookup {
+  constructor(private readonly deps: { store: Store; clock: Clock; sessions: SessionManager }) {}
+
+  signedIn(caller: Caller): Promise<SignedInAccount> {
+    return signedInAccount(this.deps, caller);
+  }
+
+  linkedIdentities(userId: string): Promise<FederatedIdentityRecord[]> {
+    return this.deps.store.federatedIdentities.listByUser(userId);
+  }
 }

@@ -98,3 +98,16 @@ async function idTokenAudience(deps: EndSessionDeps, hint: string): Promise<stri
   if (audience.length === 0) throw invalid;
   return audience;
 }
+
+/** RP-Initiated Logout as the doors call it. */
+export class SignOut {
+  constructor(private readonly deps: EndSessionDeps) {}
+
+  check(params: EndSessionParams): Promise<CheckedEndSession> {
+    return checkEndSession(this.deps, params);
+  }
+
+  end(sessionCookie: string | undefined, params: EndSessionParams): Promise<string | undefined> {
+    return endSession(this.deps, sessionCookie, params);
+  }
+}

@@ -52,3 +52,12 @@ export async function exchangeToken(
   }, origin.logLine);
   return tokens;
 }
+
+/** The token endpoint as the doors call it. */
+export class TokenEndpoint {
+  constructor(private readonly deps: GrantDeps) {}
+
+  exchange(params: TokenParams, basic: BasicCredentials, origin: RequestOrigin = {}): Promise<TokenSet> {
+    return exchangeToken(params, basic, this.deps, origin);
+  }
+}

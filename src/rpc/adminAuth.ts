@@ -1,7 +1,6 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import type { Domain } from "../domain/index.js";
 import { annotateRequest } from "../http/requestContext.js";
-import { requireUserToken } from "../oauth/accessTokens.js";
 import { OAuthError } from "../oauth/errors.js";
 import { ADMIN_SCOPE } from "../oauth/scopes.js";
 import { constantTimeEqual } from "../oauth/secrets.js";
@@ -27,9 +26,9 @@ async function adminActorFor(domain: Domain, bearer: string | undefined): Promis
     throw new OAuthError("invalid_token", `the admin token, or an access token with scope ${ADMIN_SCOPE}, is required`);
   }
   if (domain.adminToken && constantTimeEqual(bearer, domain.adminToken)) return ADMIN_TOKEN_ACTOR;
-  let found: Awaited<ReturnType<typeof requireUserToken>>;
+  let found: Awaited<ReturnType<Domain["tokens"]["userToken"]>>;
   try {
-    found = await requireUserToken(domain.store, domain.clock, bearer);
+    found = await domain.tokens.userToken(bearer);
   } catch (err) {
     if (!(err instanceof OAuthError)) throw err;
     // UNAUTHENTICATED either way: a client whose token ended signs in again.

@@ -92,7 +92,7 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
     async completeLogin(req, ctx) {
       const login = await federation.takeState(req.state, { kind: "rpc", loginSecret: req.loginSecret });
       const { user, identity, created } = await federation.complete(login, req.code, req.iss || undefined, clientAddressOf(ctx));
-      const links = await domain.store.federatedIdentities.listByUser(user.id);
+      const links = await domain.account.linkedIdentities(user.id);
       return { user: accountOf(user, links), identity: linkedIdentityOf(identity), created };
     },
   };

@@ -2,14 +2,9 @@ import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { GetUserInfoResponseSchema, IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import type { Domain } from "../domain/index.js";
-import { signedInAccount } from "../oauth/account.js";
 import { resolveClient } from "../oauth/clientAuth.js";
-import { endSession } from "../oauth/endSession.js";
 import { OAuthError } from "../oauth/errors.js";
-import { introspectToken } from "../oauth/introspection.js";
-import { revokeToken } from "../oauth/revocation.js";
 import { CLEARED_SESSION_COOKIE } from "../oauth/sessions.js";
-import { userInfo } from "../oauth/userinfo.js";
 import { accountOf } from "./account.js";
 import { everyMethod } from "./guards.js";
 import { bearerTokenOf, clientAddressOf, noteClient, presentedCredentials, sessionCookieOf } from "./headers.js";
@@ -31,8 +26,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
     async introspect(req, ctx) {
       const basic = presentedCredentials(req, ctx);
       await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx));
-      const result = await introspectToken(domain.store, domain.clock, req.token, domain.issuer);
-      domain.metrics.introspected(result.active);
+      const result = await domain.tokens.introspect(req.token);
       const seconds = (v: number | undefined) => (v === undefined ? undefined : BigInt(v));
       return { ...result, exp: seconds(result.exp), iat: seconds(result.iat), nbf: seconds(result.nbf) };
     },
@@ -40,23 +34,23 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
       const basic = presentedCredentials(req, ctx);
       // RFC 7009 §2.1: a public client (the console) revokes its own tokens with its client_id alone.
       const app = await domain.clients.authenticateOrPublic(resolveClient(req, basic), clientAddressOf(ctx));
-      await revokeToken(domain.store, domain.clock, app.clientId, req.token, { trail: domain.audit, app, clientAddress: clientAddressOf(ctx) });
+      await domain.tokens.revoke(app, req.token, clientAddressOf(ctx));
       return {};
     },
     async getUserInfo(req, ctx) {
-      const claims = await userInfo(domain.store, domain.clock, domain.issuer, oneAccessToken(req.accessToken, ctx));
+      const claims = await domain.tokens.userInfo(oneAccessToken(req.accessToken, ctx));
       // No client authenticates here; the log line names the client the token was issued to.
       noteClient(claims.aud, ctx);
       // Claim names are the proto field names, so a claim the message lacks fails loudly in tests.
       return fromJson(GetUserInfoResponseSchema, claims as JsonObject);
     },
     async getAccount(_req, ctx) {
-      const { user, fields } = await signedInAccount(domain, { accessToken: bearerTokenOf(ctx), sessionCookie: sessionCookieOf(ctx) });
-      const links = fields.has("linkedIdentities") ? await domain.store.federatedIdentities.listByUser(user.id) : [];
+      const { user, fields } = await domain.account.signedIn({ accessToken: bearerTokenOf(ctx), sessionCookie: sessionCookieOf(ctx) });
+      const links = fields.has("linkedIdentities") ? await domain.account.linkedIdentities(user.id) : [];
       return { status: "ok", msg: "", data: accountOf(user, links, fields) };
     },
     async endSession(req, ctx) {
-      const redirectUri = await endSession(domain, sessionCookieOf(ctx), req);
+      const redirectUri = await domain.signOut.end(sessionCookieOf(ctx), req);
       ctx.responseHeader.set("set-cookie", CLEARED_SESSION_COOKIE);
       return { redirectUri: redirectUri ?? "" };
     },

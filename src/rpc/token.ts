@@ -3,7 +3,6 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { TokenRequestSchema, TokenService } from "../../gen/identity/v1/token_pb.js";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
-import { exchangeToken } from "../oauth/tokenEndpoint.js";
 import type { TokenSet } from "../oauth/tokens.js";
 import { everyMethod } from "./guards.js";
 import { clientAddressOf, presentedCredentials, REQUEST_CONTEXT } from "./headers.js";
@@ -19,7 +18,7 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
   return {
     async token(req, ctx) {
       const basic = presentedCredentials(req, ctx);
-      return tokenResponse(await exchangeToken(req, basic, domain, requestOrigin(ctx)));
+      return tokenResponse(await domain.tokenEndpoint.exchange(req, basic, requestOrigin(ctx)));
     },
     // The refresh endpoint is the token endpoint pinned to one grant type.
     async refresh(req, ctx) {
@@ -29,7 +28,7 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
       }
       const { refreshToken, scope, clientId, clientSecret } = req;
       const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret });
-      return tokenResponse(await exchangeToken(params, basic, domain, requestOrigin(ctx)));
+      return tokenResponse(await domain.tokenEndpoint.exchange(params, basic, requestOrigin(ctx)));
     },
   };
 }

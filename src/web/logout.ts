@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DoorAnswer } from "../http/door.js";
 import type { Domain } from "../domain/index.js";
-import { checkEndSession, type EndSessionParams } from "../oauth/endSession.js";
+import type { EndSessionParams } from "../oauth/endSession.js";
 import { OAuthError } from "../oauth/errors.js";
 import { CLEARED_SESSION_COOKIE, cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { collectParams, readBody } from "../http/params.js";
@@ -54,7 +54,7 @@ export function createLogoutHandler(domain: Domain, options: LogoutHandlerOption
         state: params.get("state") ?? "",
         clientId: params.get("client_id") ?? "",
       };
-      const { redirect: next, hinted } = await checkEndSession(domain, request);
+      const { redirect: next, hinted } = await domain.signOut.check(request);
       if (hinted) {
         await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
         if (next) {

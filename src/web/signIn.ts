@@ -1,8 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { epochSeconds } from "../shared/clock.js";
 import type { Domain } from "../domain/index.js";
-import { authorizationResponse, errorResponse, signInSatisfies } from "../oauth/authorize.js";
-import { resolveRedirect, validateAuthorizeRequest } from "../oauth/authorizeRequest.js";
+import { errorResponse } from "../oauth/authorize.js";
 import { OAuthError } from "../oauth/errors.js";
 import { effectiveProvider } from "../federation/providerTypes/index.js";
 import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
@@ -27,7 +25,7 @@ export class SignInPages {
   /** GET or POST /login/oauth/authorize (OIDC Core §3.1.2.1 allows both). */
   async authorize(req: IncomingMessage, res: ServerResponse, params: ReadonlyMap<string, string>): Promise<void> {
     const { domain } = this;
-    const validation = await validateAuthorizeRequest(params, domain.store.applications);
+    const validation = await domain.authorize.validate(params);
     if (!validation.ok) {
       // No trusted redirect_uri yet: tell the user, never redirect (no open redirect).
       if (!validation.target) return this.showError(res, validation.error);
@@ -37,8 +35,8 @@ export class SignInPages {
     const { app, request } = validation;
     annotateRequest(requestContextOf(req), { clientId: app.clientId });
     const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
-    if (signedIn && signInSatisfies(request, signedIn.session.authTime, epochSeconds(domain.clock))) {
-      const response = await authorizationResponse(app, request, signedIn.user, signedIn.session.authTime, domain);
+    if (signedIn && domain.authorize.satisfiedBy(request, signedIn.session.authTime)) {
+      const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime);
       return sendAuthorizationResponse(res, response);
     }
     if (request.prompt.includes("none")) {
@@ -116,11 +114,11 @@ export class SignInPages {
       throw new OAuthError("invalid_request", "this sign-in was already completed");
     }
     // The application may have changed while the user was signing in.
-    const app = await resolveRedirect(domain.store.applications, pending.request.clientId, pending.request.redirectUri);
+    const app = await domain.authorize.returnTo(pending.request);
     // A fresh session id at every sign-in (no session fixation).
     await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookie: sessionId, session } = await domain.sessions.create(user);
-    const response = await authorizationResponse(app, pending.request, user, session.authTime, domain);
+    const response = await domain.authorize.respond(app, pending.request, user, session.authTime);
     sendAuthorizationResponse(res, response, [
       cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds }),
     ]);
@@ -140,7 +138,7 @@ export class SignInPages {
       throw new OAuthError("access_denied", "the sign-in form is missing its security token or was not sent from this browser", 403);
     }
     const pending = await this.domain.pendingAuthorizations.findForBrowser(form.get("request"), csrfToken);
-    const app = pending && (await this.domain.store.applications.findByClientId(pending.request.clientId));
+    const app = pending && (await this.domain.authorize.application(pending.request.clientId));
     if (!pending || !app) throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
     annotateRequest(requestContextOf(req), { clientId: app.clientId });
     return { pending, app, csrfToken };
@@ -154,7 +152,7 @@ export class SignInPages {
     form: Pick<LoginView, "csrfToken" | "username" | "error">,
     cookies: string[] = [],
   ): Promise<void> {
-    const configured = await this.domain.store.providers.list();
+    const configured = await this.domain.providerAdmin.list();
     const offered = app.providers
       .map((name) => configured.find((p) => p.name === name))
       .filter((p) => p !== undefined);

@@ -52,7 +52,7 @@ describe("fast paths and IDENTITY_PLAIN_PATHS", () => {
     try {
       const plain = process.env.IDENTITY_PLAIN_PATHS === "1";
       assert.deepEqual(server.paths, plain ? ALL_PLAIN : ALL_FAST);
-      assert.equal(server.domain.store.readPath, plain ? "knex" : "sqlite statements");
+      assert.equal(server.store.readPath, plain ? "knex" : "sqlite statements");
       await introspectBothWays(server);
     } finally {
       await server.close();

@@ -82,7 +82,7 @@ describeEachDatabase("admin contract for the console", (db) => {
       const created = await apps.createApplication({ application: { name: "raced", grantTypes: ["client_credentials"], redirectUris: ["https://a.example/cb"] } }, admin);
       const clientId = created.application!.clientId;
       const cc = (secret: string) => postForm(server.url + TOKEN_PATH, { grant_type: "client_credentials" }, { authorization: basicAuth(clientId, secret) });
-      const repo = server.domain.store.applications;
+      const repo = server.store.applications;
       const read = repo.findByName;
       // The next read of the application waits until `release`: the call that made it is between its read and its write.
       const pauseNextRead = () => pauseNextCall(repo, "findByName");
@@ -180,7 +180,7 @@ describeEachDatabase("admin contract for the console", (db) => {
 
     it("two updates at the same time keep both: trustEmail turned off and a new secret are not written back", async () => {
       await providers.createProvider({ provider: { ...TEST_PROVIDER, name: "raced-idp", clientSecret: "first-secret-0123456789", trustEmail: true } }, admin);
-      const repo = server.domain.store.providers;
+      const repo = server.store.providers;
       const read = repo.findByName;
       try {
         // The display name's update reads first and writes last.
@@ -269,7 +269,7 @@ describeEachDatabase("admin contract for the console", (db) => {
 
   describe("sessions: a user's browser sessions and refresh tokens", () => {
     const signInCookie = async () => {
-      const user = (await server.domain.store.users.findByName(TEST_USER.name))!;
+      const user = (await server.store.users.findByName(TEST_USER.name))!;
       const jar = new CookieJar();
       jar.set(SESSION_COOKIE, (await server.domain.sessions.create(user)).cookie);
       return jar;

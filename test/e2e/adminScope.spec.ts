@@ -57,7 +57,7 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
       scope: CONSOLE_SCOPE,
       providers: [],
     });
-    const app = await server.domain.store.applications.findByClientId("identity-console");
+    const app = await server.store.applications.findByClientId("identity-console");
     assert.deepEqual(app?.redirectUris, [`${server.issuer}/admin/`]);
     assert.deepEqual(app?.grantTypes, ["authorization_code"]);
     assert.equal(app?.publicClient, true);
@@ -74,7 +74,7 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
       assert.equal(refused.code, Code.InvalidArgument);
       assert.match(refused.message, /admin console's own application/);
     }
-    assert.ok(await server.domain.store.applications.findByName("identity-console"), "still there");
+    assert.ok(await server.store.applications.findByName("identity-console"), "still there");
   });
 
   it("is a public client: no sign-in without PKCE, and no secret authenticates it", async () => {
@@ -105,7 +105,7 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
 
   it("logs each admin change with the acting user", async () => {
     const tokens = await consoleSignIn(server, ROOT);
-    const rootUser = (await server.domain.store.users.findByName(ROOT.name))!;
+    const rootUser = (await server.store.users.findByName(ROOT.name))!;
     await createClient(UserAdminService, transports.connect).createUser({ user: { name: "made-by-root", password: "pw-made-123456" } }, bearer(tokens.access_token));
     await createClient(UserAdminService, transports.connect).deleteUser({ name: "made-by-root" }, adminToken);
     const lines = logger.lines.filter((l) => /UserAdminService\/(Create|Delete)User/.test(String(l.fields?.route)));
@@ -172,7 +172,7 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
   it("keeps a demotion and a disabling that land while an update of the same user is under way", async () => {
     await server.domain.userAdmin.create({ name: "raced-admin", password: "pw-raced-123456", isAdmin: true });
     const users = createClient(UserAdminService, transports.connect);
-    const repo = server.domain.store.users;
+    const repo = server.store.users;
     const read = repo.findByName;
     try {
       for (const change of [{ isAdmin: false }, { disabled: true }]) {
@@ -204,14 +204,14 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
 describeEachDatabase("admin scope: the console client follows the issuer", (db) => {
   it("is created once, and its redirect URI follows a new issuer at the next start", async () => {
     const first = await startTestServer({ database: db.url, overrides: { issuer: "https://id-one.example" } });
-    const made = await first.domain.store.applications.findByClientId("identity-console");
+    const made = await first.store.applications.findByClientId("identity-console");
     await first.close();
     assert.deepEqual(made?.redirectUris, ["https://id-one.example/admin/"]);
 
     const second = await startTestServer({ database: db.url, overrides: { issuer: "https://id-two.example/" } });
     try {
       assert.equal(second.domain.console.redirectUri, "https://id-two.example/admin/");
-      const kept = await second.domain.store.applications.findByClientId("identity-console");
+      const kept = await second.store.applications.findByClientId("identity-console");
       assert.deepEqual(kept?.redirectUris, ["https://id-two.example/admin/"]);
       assert.equal(kept?.id, made?.id, "the same application, updated");
       assert.notEqual(kept?.clientSecretHash, made?.clientSecretHash, "and a new unknown secret hash");
@@ -222,8 +222,8 @@ describeEachDatabase("admin scope: the console client follows the issuer", (db) 
 
   it("puts back a console application that was changed behind its back", async () => {
     const first = await startTestServer({ database: db.url });
-    const made = (await first.domain.store.applications.findByClientId("identity-console"))!;
-    await first.domain.store.applications.update({
+    const made = (await first.store.applications.findByClientId("identity-console"))!;
+    await first.store.applications.update({
       ...made,
       grantTypes: ["authorization_code", "password"],
       redirectUris: ["https://evil.example/cb"],
@@ -234,7 +234,7 @@ describeEachDatabase("admin scope: the console client follows the issuer", (db) 
 
     const second = await startTestServer({ database: db.url });
     try {
-      const put = await second.domain.store.applications.findByClientId("identity-console");
+      const put = await second.store.applications.findByClientId("identity-console");
       assert.deepEqual(put?.grantTypes, ["authorization_code"]);
       assert.deepEqual(put?.redirectUris, [`${second.issuer}/admin/`]);
       assert.equal(put?.refreshExpireInHours, 0);
@@ -246,10 +246,10 @@ describeEachDatabase("admin scope: the console client follows the issuer", (db) 
 
   it("refuses to start, naming both, when its name and its client id belong to two applications", async () => {
     const first = await startTestServer({ database: db.url });
-    const made = (await first.domain.store.applications.findByClientId("identity-console"))!;
+    const made = (await first.store.applications.findByClientId("identity-console"))!;
     // Rows from before the console existed: one took its name, another its client id (the one that gets identity:admin).
-    await first.domain.store.applications.update({ ...made, clientId: "console-by-name" });
-    await first.domain.store.applications.insert({ ...made, id: randomUUID(), name: "by-client-id", redirectUris: ["https://evil.example/cb"] });
+    await first.store.applications.update({ ...made, clientId: "console-by-name" });
+    await first.store.applications.insert({ ...made, id: randomUUID(), name: "by-client-id", redirectUris: ["https://evil.example/cb"] });
     await first.close();
     await assert.rejects(startTestServer({ database: db.url }), /identity-console.*two applications.*by-client-id/s);
     // Put the database back as the next tests expect it.
@@ -263,13 +263,13 @@ describeEachDatabase("admin scope: the console client follows the issuer", (db) 
 
   it("puts back its tokens' lifetime and kind too, when only they were changed", async () => {
     const first = await startTestServer({ database: db.url });
-    const made = (await first.domain.store.applications.findByClientId("identity-console"))!;
-    await first.domain.store.applications.update({ ...made, expireInHours: 8760, accessTokenStrategy: "opaque", signingAlg: "ES256", tokenFormat: "JWT" });
+    const made = (await first.store.applications.findByClientId("identity-console"))!;
+    await first.store.applications.update({ ...made, expireInHours: 8760, accessTokenStrategy: "opaque", signingAlg: "ES256", tokenFormat: "JWT" });
     await first.close();
 
     const second = await startTestServer({ database: db.url });
     try {
-      const put = await second.domain.store.applications.findByClientId("identity-console");
+      const put = await second.store.applications.findByClientId("identity-console");
       // As docs/admin.md says: 1 hour, JWT, RS256.
       assert.deepEqual([put?.expireInHours, put?.accessTokenStrategy, put?.signingAlg, put?.tokenFormat], [1, "jwt", "RS256", "JWT-Standard"]);
     } finally {

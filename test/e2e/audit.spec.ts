@@ -36,7 +36,7 @@ describeEachDatabase("audit trail", (ctx) => {
     return res;
   };
   const stored = async (): Promise<AuditEvent[]> => {
-    await server.domain.store.auditWriter.flush();
+    await server.store.auditWriter.flush();
     return (await server.domain.auditEvents({ pageSize: 1000 })).events;
   };
   // A token response's event rides on its request's line; every other event has a line of its own.

@@ -144,7 +144,7 @@ function codeGrantSuite(ctx: DatabaseContext) {
     assert.equal(replay.status, 400);
     assert.equal(replay.body.error, "invalid_grant");
     assert.equal(await introspect(first.body.access_token), false);
-    const refresh = await server.domain.store.refreshTokens.findByHash(sha256(first.body.refresh_token));
+    const refresh = await server.store.refreshTokens.findByHash(sha256(first.body.refresh_token));
     assert.notEqual(refresh?.revokedAt, null);
   });
 

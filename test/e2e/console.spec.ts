@@ -420,7 +420,7 @@ describe("admin console in headless Chromium", function () {
     await error.waitFor();
     assert.match((await error.textContent())!, /not a url/);
     assert.equal(await dialog.getByLabel("Redirect URIs", { exact: true }).getAttribute("aria-invalid"), "true");
-    assert.equal(await server.domain.store.applications.findByName("badredirect"), undefined);
+    assert.equal(await server.store.applications.findByName("badredirect"), undefined);
     // A lifetime that is not a whole number of hours is named under its field before anything is sent.
     await dialog.getByLabel("Token lifetime (hours)", { exact: true }).fill("1.5");
     await dialog.getByRole("button", { name: "Create" }).click();
@@ -484,7 +484,7 @@ describe("admin console in headless Chromium", function () {
 
     await page.getByRole("button", { name: "Disable carol" }).click();
     await page.getByRole("button", { name: "Enable carol" }).waitFor();
-    assert.equal((await server.domain.store.users.findByName("carol"))?.disabled, true);
+    assert.equal((await server.store.users.findByName("carol"))?.disabled, true);
 
     await page.getByRole("button", { name: "Set password of carol" }).click();
     const pw = page.getByRole("dialog", { name: "Set password of carol" });
@@ -495,7 +495,7 @@ describe("admin console in headless Chromium", function () {
     await page.getByRole("button", { name: "Delete carol" }).click();
     await page.getByRole("dialog", { name: "Delete user" }).getByRole("button", { name: "Delete" }).click();
     await page.getByText("No users found.").waitFor();
-    assert.equal(await server.domain.store.users.findByName("carol"), undefined);
+    assert.equal(await server.store.users.findByName("carol"), undefined);
 
     // The audit trail names the administrator who made each change.
     await openPage("Events");
@@ -516,7 +516,7 @@ describe("admin console in headless Chromium", function () {
     assert.ok(first.length >= 16, first);
     assert.ok(!(await page.content()).includes(first), "shown once, then gone");
     assert.equal(await inputsHolding(first), 0, "no field holds it either (a value is not in the page's HTML)");
-    const stored = await server.domain.store.applications.findByName("reports");
+    const stored = await server.store.applications.findByName("reports");
     assert.deepEqual(stored?.redirectUris, ["https://reports.example.com/callback", "https://reports.example.com/other"]);
     assert.equal(stored?.expireInHours, 2);
     assert.equal(stored?.signingAlg, "ES256");
@@ -544,7 +544,7 @@ describe("admin console in headless Chromium", function () {
     await row.filter({ hasText: "Public: no secret" }).waitFor();
     assert.equal(await page.getByRole("dialog").count(), 0, "no secret shown for a public client");
     assert.equal(await row.getByRole("button", { name: "Rotate the secret of spa" }).count(), 0, "nothing to rotate");
-    assert.equal((await server.domain.store.applications.findByName("spa"))?.publicClient, true);
+    assert.equal((await server.store.applications.findByName("spa"))?.publicClient, true);
 
     await page.getByRole("button", { name: "Edit spa" }).click();
     const edit = page.getByRole("dialog", { name: "Edit application spa" });
@@ -557,7 +557,7 @@ describe("admin console in headless Chromium", function () {
     assert.ok(secret.length >= 16, secret);
     assert.equal(await inputsHolding(secret), 0, "shown once, then gone");
     await row.filter({ hasText: "Confidential" }).getByRole("button", { name: "Rotate the secret of spa" }).waitFor();
-    const stored = await server.domain.store.applications.findByName("spa");
+    const stored = await server.store.applications.findByName("spa");
     assert.equal(stored?.publicClient, false);
     const token = await postForm(server.url + TOKEN_PATH, { grant_type: "client_credentials" }, { authorization: basicAuth(stored!.clientId, secret) });
     assert.equal(token.status, 200, "the secret shown is the one that works");

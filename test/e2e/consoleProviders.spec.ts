@@ -73,9 +73,9 @@ describe("the console's sign-in through a login provider (--console-providers)",
     const first = await consoleSignInThrough("fake");
     assert.ok(!first.scope.split(" ").includes(ADMIN_SCOPE), "a new user made by the sign-in is no admin");
 
-    const link = await server.domain.store.federatedIdentities.find({ provider: "fake", externalIdType: "sub", externalId: "console-admin-77" });
+    const link = await server.store.federatedIdentities.find({ provider: "fake", externalIdType: "sub", externalId: "console-admin-77" });
     assert.ok(link);
-    const user = (await server.domain.store.users.findById(link.userId))!;
+    const user = (await server.store.users.findById(link.userId))!;
     assert.equal(user.passwordHash, null, "signs in only through the provider");
     await server.domain.userAdmin.update({ name: user.name, isAdmin: true });
 

@@ -117,12 +117,12 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
   }
 
   const linkOf = (provider: string, sub: unknown) =>
-    server.domain.store.federatedIdentities.find({ provider, externalIdType: "sub", externalId: String(sub) });
+    server.store.federatedIdentities.find({ provider, externalIdType: "sub", externalId: String(sub) });
 
   async function linkedUser(provider: string, sub: unknown) {
     const link = await linkOf(provider, sub);
     assert.ok(link, "the account is linked");
-    return (await server.domain.store.users.findById(link.userId))!;
+    return (await server.store.users.findById(link.userId))!;
   }
 
   /** The page shown instead of a redirect; its text with HTML character references decoded. */
@@ -139,7 +139,7 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
 
   /** Users and links, to show that a failure created nothing. */
   async function counts() {
-    const [row] = await server.domain.store.db("federated_identities").count({ n: "*" });
+    const [row] = await server.store.db("federated_identities").count({ n: "*" });
     return { users: (await server.domain.userAdmin.list()).length, links: Number(row!.n) };
   }
 
@@ -155,7 +155,7 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       assert.equal(first.authUrl.searchParams.get("scope"), "openid profile email");
       assert.match(first.state, /^[A-Za-z0-9_-]{43}$/, "256 random bits");
       assert.notEqual(first.state, second.state);
-      const stored = await server.domain.store.db("federation_states").select("state_hash");
+      const stored = await server.store.db("federation_states").select("state_hash");
       assert.ok(stored.length >= 2 && !stored.some((r: { state_hash: string }) => r.state_hash === first.state), "only a hash is stored");
     });
 
@@ -232,7 +232,7 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       fake.profile = profile;
       await signInThrough();
       const key = { provider: "fake", externalIdType: "preferred_username" as const, externalId: String(profile.preferred_username) };
-      const link = await server.domain.store.federatedIdentities.find(key);
+      const link = await server.store.federatedIdentities.find(key);
       assert.ok(link);
       const before = await counts();
       await signInThrough();
@@ -246,7 +246,7 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       const namesake = await linkedUser("fake", fake.profile.sub);
       assert.equal(namesake.name, `${TEST_USER.name}-2`);
       assert.notEqual(namesake.id, alice.id);
-      assert.deepEqual(await server.domain.store.federatedIdentities.listByUser(alice.id), []);
+      assert.deepEqual(await server.store.federatedIdentities.listByUser(alice.id), []);
 
       fake.profile = newProfile({ preferred_username: " Zoë van der Berg! " });
       await signInThrough();
@@ -314,7 +314,7 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       await signInThrough();
       const { jar, state } = await pressButton();
       await returnToCallback(jar, { error: "access_denied", state });
-      await server.domain.store.auditWriter.flush();
+      await server.store.auditWriter.flush();
       const events = (await server.domain.auditEvents({ pageSize: 2, event: "federated_sign_in" })).events;
       assert.deepEqual(
         events.map((e) => [e.outcome, e.clientAddress, e.details?.provider]),
@@ -331,10 +331,10 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
     });
 
     it("keeps the client secret encrypted at rest, under a key bound to the provider", async () => {
-      const row = await server.domain.store.db("providers").where({ name: "fake" }).first();
+      const row = await server.store.db("providers").where({ name: "fake" }).first();
       assert.ok(!JSON.stringify(row).includes(FAKE_CLIENT.clientSecret));
       assert.match(row.client_secret, /^aes256gcm:v1:/);
-      const trusting = await server.domain.store.providers.findByName("trusting");
+      const trusting = await server.store.providers.findByName("trusting");
       assert.notEqual(trusting!.clientSecret, row.client_secret, "same secret, different ciphertext");
     });
   });
@@ -413,7 +413,7 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       assert.equal(authUrl.searchParams.get("code_challenge_method"), "S256");
       const challenge = authUrl.searchParams.get("code_challenge")!;
       assert.match(challenge, /^[A-Za-z0-9_-]{43}$/);
-      const stored = await server.domain.store.db("federation_states").whereNotNull("code_verifier").select("code_verifier");
+      const stored = await server.store.db("federation_states").whereNotNull("code_verifier").select("code_verifier");
       assert.ok(!stored.some((r: { code_verifier: string }) => r.code_verifier === challenge));
       const res = await returnToCallback(jar, { code: CODE, state });
       assert.equal(res.status, 303, await res.text());
@@ -584,7 +584,7 @@ describe("provider secrets at start-up", () => {
     const logs = new RecordingLogger();
     const server = await startTestServer({ logger: logs, config: { providers: [fake.provider("plain")] } });
     try {
-      assert.equal((await server.domain.store.providers.findByName("plain"))!.clientSecret, FAKE_CLIENT.clientSecret);
+      assert.equal((await server.store.providers.findByName("plain"))!.clientSecret, FAKE_CLIENT.clientSecret);
       assert.ok(logs.lines.some((l) => l.level === "error" && /IDENTITY_SECRET_KEY is not set/.test(l.message)));
     } finally {
       await server.close();

@@ -83,8 +83,8 @@ describe("docs/federation.md: every provider config it shows works", () => {
     const token = custom.requests.find((r) => r.path === "/token");
     assert.ok(token, "the documented token URL was called");
     assert.equal(new URLSearchParams(token.body).get("client_secret"), acme.clientSecret);
-    const link = await server.domain.store.federatedIdentities.find({ provider: acme.name as string, externalIdType: "sub", externalId: "docs-1" });
-    const user = (await server.domain.store.users.findById(link!.userId))!;
+    const link = await server.store.federatedIdentities.find({ provider: acme.name as string, externalIdType: "sub", externalId: "docs-1" });
+    const user = (await server.store.users.findById(link!.userId))!;
     assert.deepEqual([user.name, user.email], ["docs-user", "docs@acme.example"]);
   });
 
@@ -93,7 +93,7 @@ describe("docs/federation.md: every provider config it shows works", () => {
     oidc.client = { clientId: corp.clientId as string, clientSecret: corp.clientSecret as string };
     const jar = new CookieJar();
     await finish(await pressButton(corp.name as string, jar), jar);
-    assert.ok(await server.domain.store.federatedIdentities.find({ provider: corp.name as string, externalIdType: "sub", externalId: String(oidc.plan.claims.sub) }));
+    assert.ok(await server.store.federatedIdentities.find({ provider: corp.name as string, externalIdType: "sub", externalId: String(oidc.plan.claims.sub) }));
   });
 
   it("the GitHub and Google examples send the browser to GitHub and Google with their client ids", async () => {

@@ -59,21 +59,21 @@ describe("sign-in through an OIDC provider (discovery, JWKS, ID token)", () => {
     const token = fake.requests.find((r) => r.path === "/token")!;
     const verifier = new URLSearchParams(token.body).get("code_verifier")!;
     assert.equal(createHash("sha256").update(verifier).digest("base64url"), authUrl.searchParams.get("code_challenge"));
-    const link = await server.domain.store.federatedIdentities.find({ provider: "oidc", externalIdType: "sub", externalId: String(fake.plan.claims.sub) });
-    const user = (await server.domain.store.users.findById(link!.userId))!;
+    const link = await server.store.federatedIdentities.find({ provider: "oidc", externalIdType: "sub", externalId: String(fake.plan.claims.sub) });
+    const user = (await server.store.users.findById(link!.userId))!;
     assert.deepEqual([user.displayName, user.email, user.emailVerified], ["Olive OIDC", "oidc@example.com", true]);
   });
 
   it("with trustEmail, links by email only when the ID token says email_verified: true", async () => {
     const email = `shared-${fake.plan.claims.sub}@example.com`;
     const local = await server.domain.userAdmin.create({ name: `local-${fake.plan.claims.sub}`, password: "pw-local-123", email, emailVerified: true });
-    const linkedTo = async () => (await server.domain.store.federatedIdentities.find({ provider: "oidc", externalIdType: "sub", externalId: String(fake.plan.claims.sub) }))!.userId;
+    const linkedTo = async () => (await server.store.federatedIdentities.find({ provider: "oidc", externalIdType: "sub", externalId: String(fake.plan.claims.sub) }))!.userId;
 
     // Without email_verified the email is not known to be the user's: a new user, its email not verified.
     delete fake.plan.claims.email_verified;
     fake.plan.claims.email = email;
     assert.equal((await roundTrip()).callback.status, 303);
-    const unverified = (await server.domain.store.users.findById(await linkedTo()))!;
+    const unverified = (await server.store.users.findById(await linkedTo()))!;
     assert.notEqual(unverified.id, local.id);
     assert.equal(unverified.emailVerified, false);
 
@@ -91,8 +91,8 @@ describe("sign-in through an OIDC provider (discovery, JWKS, ID token)", () => {
     fake.plan.claims.email_verified = true;
     fake.plan.claims.mail = email;
     assert.equal((await roundTrip(undefined, "oidc-mail")).callback.status, 303);
-    const link = await server.domain.store.federatedIdentities.find({ provider: "oidc-mail", externalIdType: "sub", externalId: String(fake.plan.claims.sub) });
-    const user = (await server.domain.store.users.findById(link!.userId))!;
+    const link = await server.store.federatedIdentities.find({ provider: "oidc-mail", externalIdType: "sub", externalId: String(fake.plan.claims.sub) });
+    const user = (await server.store.users.findById(link!.userId))!;
     assert.notEqual(user.id, local.id, "not linked to the local user with that verified email");
     assert.deepEqual([user.email, user.emailVerified], [email, false]);
   });
@@ -110,8 +110,8 @@ describe("sign-in through an OIDC provider (discovery, JWKS, ID token)", () => {
     const { callback } = await roundTrip(undefined, "oidc-userinfo");
     assert.equal(callback.status, 303, await callback.text());
     assert.equal(fake.requests.find((r) => r.path === "/userinfo")?.headers.authorization, "Bearer oidc-at");
-    const link = await server.domain.store.federatedIdentities.find({ provider: "oidc-userinfo", externalIdType: "sub", externalId: String(fake.plan.claims.sub) });
-    const user = (await server.domain.store.users.findById(link!.userId))!;
+    const link = await server.store.federatedIdentities.find({ provider: "oidc-userinfo", externalIdType: "sub", externalId: String(fake.plan.claims.sub) });
+    const user = (await server.store.users.findById(link!.userId))!;
     assert.deepEqual([user.displayName, user.avatar, user.emailVerified], ["Olive OIDC", "https://idp.example/olive.png", false]);
 
     fake.userinfoSub = "someone-else";

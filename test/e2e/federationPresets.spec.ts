@@ -56,9 +56,9 @@ describe("GitHub and Google presets", () => {
   }
 
   const linkedUser = async (provider: string, id: string) => {
-    const link = await server.domain.store.federatedIdentities.find({ provider, externalIdType: "sub", externalId: id });
+    const link = await server.store.federatedIdentities.find({ provider, externalIdType: "sub", externalId: id });
     assert.ok(link, "linked by the provider's id");
-    return (await server.domain.store.users.findById(link.userId))!;
+    return (await server.store.users.findById(link.userId))!;
   };
 
   it("fill in the URLs, scope and favicon when the operator gives only client id and secret", async () => {
@@ -72,7 +72,7 @@ describe("GitHub and Google presets", () => {
     assert.equal(`${google.origin}${google.pathname}`, "https://accounts.google.com/o/oauth2/v2/auth");
     assert.equal(google.searchParams.get("scope"), "openid profile email");
     // What is stored is what the operator gave; GetProvider shows no preset values.
-    const stored = (await server.domain.store.providers.findByName("github"))!;
+    const stored = (await server.store.providers.findByName("github"))!;
     assert.deepEqual([stored.authUrl, stored.tokenUrl, stored.userMapping], ["", "", {}]);
   });
 

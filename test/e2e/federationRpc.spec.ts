@@ -58,15 +58,15 @@ describe("FederationService", () => {
         assert.ok(!toJsonString(ProviderSchema, message).includes(FAKE_CLIENT.clientSecret));
       }
       assert.deepEqual(listed.map((p) => p.name), ["crud"]);
-      const stored = (await server.domain.store.providers.findByName("crud"))!.clientSecret;
+      const stored = (await server.store.providers.findByName("crud"))!.clientSecret;
       assert.match(stored, /^aes256gcm:v1:/);
 
       // Only the fields sent change; the secret stays as stored.
       const updated = (await federation.updateProvider({ provider: { name: "crud", scope: "openid", displayName: "Crud" } }, admin)).provider!;
       assert.deepEqual([updated.scope, updated.displayName, updated.clientId, updated.trustEmail], ["openid", "Crud", FAKE_CLIENT.clientId, true]);
-      assert.equal((await server.domain.store.providers.findByName("crud"))!.clientSecret, stored);
+      assert.equal((await server.store.providers.findByName("crud"))!.clientSecret, stored);
       await federation.updateProvider({ provider: { name: "crud", clientSecret: "a new secret" } }, admin);
-      assert.equal(server.domain.providerAdmin.clientSecret((await server.domain.store.providers.findByName("crud"))!), "a new secret");
+      assert.equal(server.domain.providerAdmin.clientSecret((await server.store.providers.findByName("crud"))!), "a new secret");
 
       await federation.deleteProvider({ name: "crud" }, admin);
       assert.equal((await refusal(federation.getProvider({ name: "crud" }, admin))).code, Code.NotFound);
@@ -115,7 +115,7 @@ describe("FederationService", () => {
         [created.tokenAuthMethod, created.pkce, created.allowInsecureUrls, created.emailsUrl],
         ["client_secret_post", true, false, "https://ghe.example/api/v3/user/emails"],
       );
-      assert.deepEqual((await server.domain.store.providers.findByName("options"))!.userMapping, { id: "id", username: "login", email: "emails.0.value", avatarUrl: "avatar_url" });
+      assert.deepEqual((await server.store.providers.findByName("options"))!.userMapping, { id: "id", username: "login", email: "emails.0.value", avatarUrl: "avatar_url" });
       const kept = (await federation.updateProvider({ provider: { name: "options", scope: "user" } }, admin)).provider!;
       assert.equal(kept.userMapping!.username, "login", "an update without a mapping keeps it");
 
@@ -224,8 +224,8 @@ describe("FederationService", () => {
       const begun = await federation.beginLogin({ provider: "short-lived" });
       const { user } = await federation.completeLogin({ state: begun.state, code: "c", loginSecret: begun.loginSecret });
       await federation.deleteProvider({ name: "short-lived" }, admin);
-      assert.deepEqual(await server.domain.store.federatedIdentities.listByUser(user!.id), []);
-      assert.ok(await server.domain.store.users.findById(user!.id));
+      assert.deepEqual(await server.store.federatedIdentities.listByUser(user!.id), []);
+      assert.ok(await server.store.users.findById(user!.id));
     });
   });
 });

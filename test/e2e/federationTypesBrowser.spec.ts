@@ -162,7 +162,7 @@ describe("every provider type and preset, end to end in headless Chromium", func
     );
     assert.equal(idClaims.name, "Dana Nested");
     // The number id, as a string, keys the link.
-    const link = await server.domain.store.federatedIdentities.find({ provider: "custom", externalIdType: "sub", externalId: "4711" });
+    const link = await server.store.federatedIdentities.find({ provider: "custom", externalIdType: "sub", externalId: "4711" });
     assert.equal(link?.userId, userinfo.sub);
   });
 
@@ -185,7 +185,7 @@ describe("every provider type and preset, end to end in headless Chromium", func
       { name: userinfo.name, preferred_username: userinfo.preferred_username, email: userinfo.email, email_verified: userinfo.email_verified, picture: userinfo.picture },
       { name: "The Octocat", preferred_username: "octocat", email: "octocat@octo.example", email_verified: false, picture: "https://avatars.githubusercontent.com/u/583231?v=4" },
     );
-    assert.ok(await server.domain.store.federatedIdentities.find({ provider: "github", externalIdType: "sub", externalId: "583231" }));
+    assert.ok(await server.store.federatedIdentities.find({ provider: "github", externalIdType: "sub", externalId: "583231" }));
   });
 
   it("Google preset: Basic at the token URL, Bearer at UserInfo, the email as user name and email_verified honoured", async () => {
@@ -217,7 +217,7 @@ describe("every provider type and preset, end to end in headless Chromium", func
       { name: userinfo.name, email: userinfo.email, email_verified: userinfo.email_verified },
       { name: "Olive OIDC", email: "oidc@example.com", email_verified: true },
     );
-    const link = await server.domain.store.federatedIdentities.find({ provider: "oidc", externalIdType: "sub", externalId: String(oidc.plan.claims.sub) });
+    const link = await server.store.federatedIdentities.find({ provider: "oidc", externalIdType: "sub", externalId: String(oidc.plan.claims.sub) });
     assert.equal(link?.userId, userinfo.sub);
   });
 

@@ -10,7 +10,7 @@ import { runAdminCommand } from "../../src/app/adminCommands.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { FakeClock } from "../support/clock.js";
 import { describePostgres, freshPostgresSchema } from "../support/databases.js";
-import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_USER, minterOf } from "../support/server.js";
 
 const ACTIVATION_DELAY_S = 600;
 const RELOAD_S = 10; // the default key reload interval
@@ -126,9 +126,9 @@ describe("signing key rotation", () => {
     const clock = new FakeClock();
     const server = await startTestServer({ clock });
     try {
-      const app = (await server.domain.store.applications.findByClientId(TEST_APP.clientId))!;
-      const user = (await server.domain.store.users.findByName(TEST_USER.name))!;
-      const idToken = await server.domain.minter.mintIdToken({ app, user, scopes: ["openid"] });
+      const app = (await server.store.applications.findByClientId(TEST_APP.clientId))!;
+      const user = (await server.store.users.findByName(TEST_USER.name))!;
+      const idToken = await minterOf(server).mintIdToken({ app, user, scopes: ["openid"] });
       const oldKid = decodeProtectedHeader(idToken).kid!;
       clock.advanceSeconds(1); // keys made in the same millisecond would tie in age
       const newKid = (await server.domain.keys.rotate(0)).kid;

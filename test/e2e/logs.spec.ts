@@ -291,7 +291,7 @@ describe("request logs", () => {
     const broken = captureLogs("info");
     const doomed = await startTestServer({ logger: broken.logger });
     try {
-      await doomed.domain.store.db.destroy();
+      await doomed.store.db.destroy();
       const res = await postForm(`${doomed.url}${TOKEN_PATH}`, { grant_type: "client_credentials" }, {
         authorization: basicAuth(TEST_APP.clientId, TEST_APP.clientSecret),
         "x-request-id": "broken-1",

@@ -54,7 +54,7 @@ describe("opaque access tokens (accessTokenStrategy: opaque)", () => {
     const digest = createHash("sha256").update(tokens.access_token, "ascii").digest();
     assert.equal(payload.at_hash, digest.subarray(0, 16).toString("base64url"));
     // Stored only as its hash.
-    const rows = await server.domain.store.db("access_tokens").where({ client_id: OPAQUE_APP.clientId });
+    const rows = await server.store.db("access_tokens").where({ client_id: OPAQUE_APP.clientId });
     assert.ok(rows.length > 0);
     assert.ok(rows.every((r: Record<string, unknown>) => !Object.values(r).includes(tokens.access_token)));
     assert.ok(rows.some((r: Record<string, unknown>) => r.token_hash === sha256(tokens.access_token)), "keyed by its SHA-256");

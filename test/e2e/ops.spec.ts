@@ -37,7 +37,7 @@ describe("health probes", () => {
   it("/readyz goes 503 when the database is gone, while /healthz stays 200", async () => {
     const doomed = await startTestServer();
     try {
-      await doomed.domain.store.db.destroy();
+      await doomed.store.db.destroy();
       const ready = await fetch(`${doomed.url}/readyz`);
       assert.equal(ready.status, 503);
       assert.deepEqual(await ready.json(), { status: "not_ready", checks: { database: "unreachable", signing_keys: "ok" } });

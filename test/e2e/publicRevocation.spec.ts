@@ -33,7 +33,7 @@ describeEachDatabase("revocation by a public client (RFC 7009 §2.1)", (db) => {
   }
 
   const revokedEvents = async () => {
-    await server.domain.store.auditWriter.flush();
+    await server.store.auditWriter.flush();
     return (await server.domain.auditEvents({ event: "token_revoked", clientId: consoleId(), pageSize: 100 })).events;
   };
 

@@ -20,7 +20,7 @@ describe("cleanup keeps what refresh reuse detection needs", () => {
   after(() => server.close());
 
   /** One full run of the cleanup job, as every instance does it on its schedule. */
-  const cleanup = () => deleteExpired(server.domain.store.db, clock.now(), CLEANUP_DEFAULTS);
+  const cleanup = () => deleteExpired(server.store.db, clock.now(), CLEANUP_DEFAULTS);
 
   it("detects reuse of a consumed refresh token past its own expiry, while its family lives on", async () => {
     const first = await passwordTokens(server, { client: APP });

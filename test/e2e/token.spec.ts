@@ -144,8 +144,8 @@ describe("token endpoint over REST", () => {
       const families = [];
       for (let i = 0; i < 2; i++) {
         const { body } = await postForm(url, userBody, basic);
-        const access = await server.domain.store.accessTokens.findByHash(sha256(body.access_token));
-        const refresh = await server.domain.store.refreshTokens.findByHash(sha256(body.refresh_token));
+        const access = await server.store.accessTokens.findByHash(sha256(body.access_token));
+        const refresh = await server.store.refreshTokens.findByHash(sha256(body.refresh_token));
         assert.ok(access?.familyId, "revoking the refresh token's family must reach its access token");
         assert.equal(access.familyId, refresh?.familyId);
         families.push(access.familyId);
@@ -158,7 +158,7 @@ describe("token endpoint over REST", () => {
       const b = await postForm(url, { grant_type: "client_credentials", ...clientBody });
       assert.notEqual(a.body.access_token, b.body.access_token);
       for (const token of [a.body.access_token, b.body.access_token]) {
-        const row = await server.domain.store.accessTokens.findByHash(sha256(token));
+        const row = await server.store.accessTokens.findByHash(sha256(token));
         assert.equal(row?.clientId, TEST_APP.clientId);
         assert.equal(row?.familyId, null, "no code or refresh token stands behind it: nothing revokes it with others");
       }

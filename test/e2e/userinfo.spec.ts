@@ -5,7 +5,7 @@ import type { RunningServer } from "../../src/app/server.js";
 import { FakeClock } from "../support/clock.js";
 import { GrpcCaller, oauthErrorOf } from "../support/grpc.js";
 import { getJson, passwordTokens } from "../support/oauth.js";
-import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { startTestServer, TEST_APP, TEST_USER, minterOf } from "../support/server.js";
 
 /** What each scope must release about TEST_USER, written out by hand (the spec's table, OIDC names). */
 const RELEASED: Record<string, Record<string, unknown>> = {
@@ -39,9 +39,9 @@ describe("userinfo", () => {
 
   /** A token for `user` with exactly `scopes`, minted the way every grant mints (no password hashing per case). */
   async function tokenWith(scopes: string[], userName = TEST_USER.name, withUser = true): Promise<string> {
-    const app = (await server.domain.store.applications.findByClientId(TEST_APP.clientId))!;
+    const app = (await server.store.applications.findByClientId(TEST_APP.clientId))!;
     const user = withUser ? await server.domain.userAdmin.get(userName) : undefined;
-    const tokens = await server.domain.minter.mint({ app, user, scopes, idToken: false, refreshToken: false });
+    const tokens = await minterOf(server).mint({ app, user, scopes, idToken: false, refreshToken: false });
     return tokens.accessToken;
   }
 

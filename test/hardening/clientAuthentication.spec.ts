@@ -51,7 +51,7 @@ describe("client authentication flood", () => {
     const chosen = await admin.create({ name: "chosen", clientSecret: CHOSEN_SECRET, grantTypes: ["client_credentials"] });
     chosenId = chosen.app.clientId;
     // Test servers hash at a low cost; this one pays what production pays (N=2^15).
-    await server.domain.store.applications.update({ ...chosen.app, clientSecretHash: await hashSecret(CHOSEN_SECRET) });
+    await server.store.applications.update({ ...chosen.app, clientSecretHash: await hashSecret(CHOSEN_SECRET) });
   });
   after(() => server.close());
 
@@ -253,7 +253,7 @@ describe("short chosen client secret", () => {
 
       const chosen = await apps.createApplication({ application: { name: "chosen", clientSecret: LONG_ENOUGH, grantTypes: ["client_credentials"] } }, admin);
       const generated = await apps.createApplication({ application: { name: "generated", grantTypes: ["client_credentials"] } }, admin);
-      const stored = async (clientId: string) => (await server.domain.store.applications.findByClientId(clientId))!.clientSecretHash;
+      const stored = async (clientId: string) => (await server.store.applications.findByClientId(clientId))!.clientSecretHash;
       assert.match(await stored(chosen.application!.clientId), /^scrypt\$/);
       assert.match(await stored(generated.application!.clientId), /^sha256\$/);
       for (const [clientId, secret] of [[chosen.application!.clientId, LONG_ENOUGH], [generated.application!.clientId, generated.clientSecret]] as const) {

@@ -52,7 +52,7 @@ describe("replaying a used code without credentials", () => {
   }
 
   async function refreshRevoked(refreshToken: string): Promise<boolean> {
-    return (await server.domain.store.refreshTokens.findByHash(sha256(refreshToken)))?.revokedAt != null;
+    return (await server.store.refreshTokens.findByHash(sha256(refreshToken)))?.revokedAt != null;
   }
 
   for (const [door, exchange] of Object.entries(doors)) {

@@ -3,7 +3,7 @@ import type { RunningServer } from "../../src/app/server.js";
 import { SESSION_COOKIE } from "../../src/oauth/sessions.js";
 import { GrpcCaller } from "../support/grpc.js";
 import { getJson, INTROSPECT_PATH, passwordTokens } from "../support/oauth.js";
-import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER, minterOf } from "../support/server.js";
 
 /**
  * Issue 24, item 6: scopes are limits. A token releases what its scopes
@@ -68,9 +68,9 @@ describe("a token's scope limits get-account", () => {
 
   /** A token for USER with exactly `scopes`, minted the way every grant mints. */
   async function tokenWith(scopes: string[]): Promise<string> {
-    const app = (await server.domain.store.applications.findByClientId(TEST_APP.clientId))!;
+    const app = (await server.store.applications.findByClientId(TEST_APP.clientId))!;
     const user = await server.domain.userAdmin.get(USER.name);
-    return (await server.domain.minter.mint({ app, user, scopes, idToken: false, refreshToken: false })).accessToken;
+    return (await minterOf(server).mint({ app, user, scopes, idToken: false, refreshToken: false })).accessToken;
   }
 
   /** What get-account must answer for `scopes`: the id, the unlocked fields as the session sees them, the rest empty. */

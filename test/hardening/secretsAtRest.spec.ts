@@ -27,7 +27,7 @@ describe("secrets at rest", () => {
     };
     for (const [name, value] of Object.entries(secrets)) assert.ok(value && value.length >= 8, name);
 
-    const db = server.domain.store.db;
+    const db = server.store.db;
     const tables = ((await db.raw("select name from sqlite_master where type = 'table'")) as Array<{ name: string }>).map((t) => t.name);
     assert.ok(tables.includes("refresh_tokens") && tables.includes("sessions") && tables.includes("authorization_codes"), tables.join());
     let dump = "";

@@ -100,7 +100,7 @@ describe("security headers on every HTML page and every redirect that carries a 
     try {
       const jar = new CookieJar();
       const fields = loginFormFields(await (await browse(authorizeUrl(broken.url), jar)).text());
-      await broken.domain.store.db.destroy();
+      await broken.store.db.destroy();
       const res = await submit(`${broken.url}/login`, { ...fields, username: TEST_USER.name, password: TEST_USER.password }, jar);
       assert.ok(res.status === 500 || res.status === 503, String(res.status));
       await assertSecurePage(res, res.status);

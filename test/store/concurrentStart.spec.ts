@@ -33,7 +33,7 @@ describePostgres("instances starting together on one PostgreSQL schema", () => {
     const servers = started.flatMap((r) => (r.status === "fulfilled" ? [r.value] : [])) as RunningServer[];
     try {
       assert.equal(servers.length, 3, String(started.find((r) => r.status === "rejected")?.reason));
-      const store = servers[0]!.domain.store;
+      const store = servers[0]!.store;
       assert.equal((await store.signingKeys.list()).length, 1);
       // The console's own client is provisioned at start too, once like the rest.
       assert.deepEqual((await store.applications.list()).map((a) => a.clientId).sort(), [TEST_APP.clientId, "identity-console"].sort());

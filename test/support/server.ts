@@ -7,6 +7,7 @@ import { silentLogger, type Logger } from "../../src/shared/log.js";
 import { generateSigningKeyPair, type KeyPairGenerator } from "../../src/oauth/keys.js";
 import type { ScryptCost } from "../../src/oauth/secrets.js";
 import { startServer, type RunningServer } from "../../src/app/server.js";
+import { TokenMinter } from "../../src/oauth/tokens.js";
 
 /** The application and user every end-to-end test can rely on. */
 export const TEST_APP = {
@@ -159,4 +160,9 @@ export function postForm(url: string, params: Record<string, string>, headers: R
 export function basicAuth(clientId: string, clientSecret: string): string {
   const enc = (s: string) => encodeURIComponent(s);
   return "Basic " + Buffer.from(`${enc(clientId)}:${enc(clientSecret)}`).toString("base64");
+}
+
+/** A minter over a running server's store and keys, for tests that need tokens of a shape no grant issues. */
+export function minterOf(server: RunningServer): TokenMinter {
+  return new TokenMinter(server.store, server.domain.keys, server.domain.clock, server.issuer);
 }
