@@ -88,6 +88,7 @@ const aProvider = (over: Partial<ProviderRecord> = {}): ProviderRecord => ({
   allowInsecureUrls: false,
   emailsUrl: "",
   issuer: "",
+  sharedCallback: true,
   createdAt: T0,
   updatedAt: T0,
   ...over,
