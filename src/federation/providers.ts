@@ -52,7 +52,7 @@ export interface ProviderInput extends Partial<Record<StringField, string>> {
 /** The fields of an update; absent ones keep their value. */
 export type ProviderPatch = Partial<Omit<ProviderInput, "name">> & { name: string };
 
-/** A provider's name is a path segment of the login page's button (/login/oauth/provider/<name>). */
+/** A provider's name is a path segment of the login page's button (/login/oauth/provider/<name>) and of its callback (/callback/<name>). */
 export const isProviderName = (value: unknown): value is string => typeof value === "string" && /^[A-Za-z0-9_.-]{1,100}$/.test(value);
 
 function providerName(value: unknown): string {
