@@ -60,6 +60,8 @@ const ADMIN_FLAGS = {
   "no-allow-insecure-urls": { type: "boolean" },
   "emails-url": { type: "string" },
   issuer: { type: "string" },
+  "shared-callback": { type: "boolean" },
+  "no-shared-callback": { type: "boolean" },
   "key-activation-delay-seconds": { type: "string" },
 } as const;
 
@@ -118,7 +120,7 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
     flags: [
       "name", "type", "display-name", "client-id", "client-secret", "auth-url", "token-url", "user-info-url", "favicon", "scope",
       "trust-email", "no-trust-email", "user-mapping", "token-auth-method", "pkce", "no-pkce", "allow-insecure-urls", "no-allow-insecure-urls",
-      "emails-url", "issuer",
+      "emails-url", "issuer", "shared-callback", "no-shared-callback",
     ],
   },
   keys: {

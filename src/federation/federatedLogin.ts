@@ -1,6 +1,6 @@
 import { noAudit, userActor, type AuditTrail } from "../shared/audit.js";
 import type { Logger } from "../shared/log.js";
-import { OAuthError } from "../oauth/errors.js";
+import { echo, OAuthError } from "../oauth/errors.js";
 import type { AccountLinker, LinkResult } from "./linking.js";
 import type { LoginStates, Starter, TakenState } from "./loginStates.js";
 import { checkProviderUrls, type ProviderAdmin } from "./providers.js";
@@ -30,11 +30,8 @@ export interface ReturnedLogin extends TakenState {
  * between provider types is in their modules (providerTypes/).
  */
 export class FederatedLogin {
-  /** Where the provider sends the browser back (the spec's `{base_url}/callback`): to register at the provider. */
-  readonly redirectUri: string;
-
   constructor(
-    issuer: string,
+    private readonly issuer: string,
     private readonly providers: ProviderAdmin,
     private readonly states: LoginStates,
     private readonly upstream: UpstreamClient,
@@ -42,8 +39,16 @@ export class FederatedLogin {
     private readonly logger: Logger,
     private readonly metrics: Metrics,
     private readonly audit: AuditTrail = noAudit,
-  ) {
-    this.redirectUri = `${issuer}/callback`;
+  ) {}
+
+  /**
+   * Where the provider sends the browser back, to register at the provider:
+   * a callback of its own, so that an answer names the provider it is from
+   * (RFC 9700 §4.4.2, mix-up); the spec's shared `{base_url}/callback` only
+   * for a provider configured with `sharedCallback`.
+   */
+  redirectUriOf(provider: Pick<ProviderRecord, "name" | "sharedCallback">): string {
+    return provider.sharedCallback ? `${this.issuer}/callback` : `${this.issuer}/callback/${provider.name}`;
   }
 
   get stateTtlSeconds(): number {
@@ -71,11 +76,16 @@ export class FederatedLogin {
     const state = await this.states.create(provider.name, binding, authorizationRequestId, codeVerifier);
     const codeChallenge = codeVerifier && sha256(codeVerifier);
     const nonce = type.alwaysPkce && codeVerifier ? nonceOf(codeVerifier) : undefined;
-    return { authUrl: type.authorizeUrl(config, this.redirectUri, state, { codeChallenge, nonce }), state };
+    return { authUrl: type.authorizeUrl(config, this.redirectUriOf(provider), state, { codeChallenge, nonce }), state };
   }
 
-  /** Use up the state the provider sent back, if `starter` is the one who began it. */
-  async takeState(state: string | undefined, starter: Starter): Promise<ReturnedLogin> {
+  /**
+   * Use up the state the provider sent back, if `starter` is the one who
+   * began it and the answer came back to that sign-in's redirect URI:
+   * `callback` is the provider named by the callback's path, undefined for
+   * the shared `/callback`.
+   */
+  async takeState(state: string | undefined, starter: Starter, callback: string | undefined, clientAddress?: string): Promise<ReturnedLogin> {
     const taken = await this.states.take(state, starter);
     const providerRecord = await this.providers.get(taken.provider).catch((err: unknown) => {
       if (err instanceof OAuthError && err.code === "not_found") {
@@ -83,6 +93,14 @@ export class FederatedLogin {
       }
       throw err;
     });
+    if (callback !== (providerRecord.sharedCallback ? undefined : providerRecord.name)) {
+      // RFC 9700 §4.4.2: an answer at another provider's callback may carry that provider's code; it goes nowhere.
+      // The state is used up: the sign-in it began was relayed, and starts again.
+      const label = labelOf(providerRecord);
+      this.logger.warn("federated sign-in refused: the answer came back to another callback", { provider: taken.provider, callback: echo(callback ?? "(shared)") });
+      this.recordFailure(taken.provider, "wrong_callback", clientAddress);
+      throw new OAuthError("access_denied", `signing in with ${label} failed: the answer came back to another callback than ${label}'s (another provider may have relayed it); start again`);
+    }
     return { ...taken, providerRecord };
   }
 
@@ -156,7 +174,7 @@ export class FederatedLogin {
     }
     try {
       const nonce = type.alwaysPkce && codeVerifier ? nonceOf(codeVerifier) : undefined;
-      const exchange = { clientSecret, code, redirectUri: this.redirectUri, ...(codeVerifier ? { codeVerifier } : {}), ...(nonce ? { nonce } : {}) };
+      const exchange = { clientSecret, code, redirectUri: this.redirectUriOf(provider), ...(codeVerifier ? { codeVerifier } : {}), ...(nonce ? { nonce } : {}) };
       const profile = await type.signIn(this.upstream, config, exchange);
       this.metrics.upstreamCall(provider.name, "ok");
       return profile;

@@ -25,7 +25,7 @@ import {
 
 export const PROVIDER_FIELDS = [
   "name", "type", "displayName", "clientId", "clientSecret", "authUrl", "scope", "tokenUrl", "userInfoUrl", "favicon", "trustEmail",
-  "userMapping", "tokenAuthMethod", "pkce", "allowInsecureUrls", "emailsUrl", "issuer",
+  "userMapping", "tokenAuthMethod", "pkce", "allowInsecureUrls", "emailsUrl", "issuer", "sharedCallback",
 ] as const;
 
 /** The string fields: the spec's (each required for Custom; presets fill most in) and GitHub's emails URL. */
@@ -46,12 +46,13 @@ export interface ProviderInput extends Partial<Record<StringField, string>> {
   tokenAuthMethod?: ProviderTokenAuthMethod;
   pkce?: boolean;
   allowInsecureUrls?: boolean;
+  sharedCallback?: boolean;
 }
 
 /** The fields of an update; absent ones keep their value. */
 export type ProviderPatch = Partial<Omit<ProviderInput, "name">> & { name: string };
 
-/** A provider's name is a path segment of the login page's button (/login/oauth/provider/<name>). */
+/** A provider's name is a path segment of the login page's button (/login/oauth/provider/<name>) and of its callback (/callback/<name>). */
 export const isProviderName = (value: unknown): value is string => typeof value === "string" && /^[A-Za-z0-9_.-]{1,100}$/.test(value);
 
 function providerName(value: unknown): string {
@@ -88,6 +89,7 @@ export function parseProviderPatch(raw: Record<string, unknown>): ProviderPatch 
   }
   patch.pkce = optionalBoolean(raw.pkce, "pkce");
   patch.allowInsecureUrls = optionalBoolean(raw.allowInsecureUrls, "allowInsecureUrls");
+  patch.sharedCallback = optionalBoolean(raw.sharedCallback, "sharedCallback");
   return patch;
 }
 
@@ -187,6 +189,7 @@ export class ProviderAdmin {
       allowInsecureUrls: input.allowInsecureUrls ?? false,
       emailsUrl: input.emailsUrl ?? "",
       issuer: input.issuer ?? "",
+      sharedCallback: input.sharedCallback ?? false,
       createdAt: now,
       updatedAt: now,
     };

@@ -57,6 +57,7 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
       userMapping: { ...provider.userMapping },
       clientSecretEncrypted: admin.isEncrypted(provider),
       clientSecretSet: secretIsSet(provider),
+      redirectUri: federation.redirectUriOf(provider),
       createdTime: epochSecondsOf(createdAt),
       updatedTime: epochSecondsOf(updatedAt),
     };
@@ -90,7 +91,8 @@ export function federationService(domain: Domain): ServiceImpl<typeof Federation
       return { authUrl: begun.authUrl, state: begun.state, loginSecret, expiresIn: BigInt(federation.stateTtlSeconds) };
     },
     async completeLogin(req, ctx) {
-      const login = await federation.takeState(req.state, { kind: "rpc", loginSecret: req.loginSecret });
+      // Which callback the browser reached: empty is the shared one.
+      const login = await federation.takeState(req.state, { kind: "rpc", loginSecret: req.loginSecret }, req.provider || undefined, clientAddressOf(ctx));
       const { user, identity, created } = await federation.complete(login, req.code, req.iss || undefined, clientAddressOf(ctx));
       const links = await domain.account.linkedIdentities(user.id);
       return { user: accountOf(user, links), identity: linkedIdentityOf(identity), created };

@@ -95,6 +95,12 @@ export interface ProviderRecord {
   emailsUrl: string;
   /** OIDC: the issuer whose discovery document configures the round trip; empty for other types. */
   issuer: string;
+  /**
+   * Whether the provider returns to the shared `<issuer>/callback` instead of
+   * `<issuer>/callback/<name>`: open to mix-up (RFC 9700 §4.4) when an
+   * application offers another provider.
+   */
+  sharedCallback: boolean;
   createdAt: number;
   updatedAt: number;
 }

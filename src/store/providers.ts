@@ -11,6 +11,7 @@ interface Options {
   allowInsecureUrls?: boolean;
   emailsUrl?: string;
   issuer?: string;
+  sharedCallback?: boolean;
 }
 
 
@@ -58,6 +59,7 @@ const fromRow = (r: Row, o = optionsOf(r)): ProviderRecord => ({
   allowInsecureUrls: o.allowInsecureUrls ?? false,
   emailsUrl: o.emailsUrl ?? "",
   issuer: o.issuer ?? "",
+  sharedCallback: o.sharedCallback ?? false,
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -81,6 +83,7 @@ const toRow = (p: ProviderRecord): Row => ({
     allowInsecureUrls: p.allowInsecureUrls,
     emailsUrl: p.emailsUrl,
     issuer: p.issuer,
+    sharedCallback: p.sharedCallback,
   } satisfies Options),
   created_at: p.createdAt,
   updated_at: p.updatedAt,

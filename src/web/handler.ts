@@ -25,8 +25,9 @@ interface Route {
 
 const AUTHORIZE_PATH = "/login/oauth/authorize";
 const LOGIN_PATH = "/login";
-// Where Custom providers send the browser back (the spec's {base_url}/callback).
+// Where a provider sends the browser back: its own callback (RFC 9700 §4.4.2), or the spec's shared {base_url}/callback.
 const CALLBACK_PATH = "/callback";
+const PROVIDER_CALLBACK_PATH = /^\/callback\/([A-Za-z0-9_.-]{1,100})$/;
 const PROVIDER_PATH = /^\/login\/oauth\/provider\/([A-Za-z0-9_.-]{1,100})$/;
 
 /** What this handler serves, as request labels: provider buttons share one. */
@@ -38,11 +39,12 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   FORM_POST_SCRIPT_PATH,
   ...CONSOLE_PATHS,
   { pattern: PROVIDER_PATH, label: "/login/oauth/provider/{name}" },
+  { pattern: PROVIDER_CALLBACK_PATH, label: "/callback/{name}" },
 ];
 
 /**
  * The hand-written browser front door: the authorize endpoint, the login
- * form, provider buttons, the providers' callback and the stylesheet.
+ * form, provider buttons, the providers' callbacks and the stylesheet.
  * Returns false for any other path, so the request goes on to the REST facade.
  */
 export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
@@ -64,7 +66,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       methods: ["POST"],
       serve: async (req, res, url) => pages.login(req, res, await params(req, url), options.clientAddress(req)),
     },
-    [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, await params(req, url), options.clientAddress(req)) },
+    [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, undefined, await params(req, url), options.clientAddress(req)) },
     [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },
     [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },
     // The admin console at /admin/ (web/console.ts).
@@ -75,10 +77,16 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     methods: ["POST"],
     serve: async (req, res, url, name) => pages.provider(req, res, name, await params(req, url)),
   };
+  const providerCallback: Route = {
+    methods: ["GET"],
+    serve: async (req, res, url, name) => pages.callback(req, res, name, await params(req, url), options.clientAddress(req)),
+  };
 
   return function handleWeb(req: IncomingMessage, res: ServerResponse, url: URL): DoorAnswer {
-    const providerName = PROVIDER_PATH.exec(url.pathname)?.[1];
-    const route = providerName ? providerButton : Object.hasOwn(routes, url.pathname) ? routes[url.pathname] : undefined;
+    const buttonOf = PROVIDER_PATH.exec(url.pathname)?.[1];
+    const callbackOf = PROVIDER_CALLBACK_PATH.exec(url.pathname)?.[1];
+    const providerName = buttonOf ?? callbackOf;
+    const route = buttonOf ? providerButton : callbackOf ? providerCallback : Object.hasOwn(routes, url.pathname) ? routes[url.pathname] : undefined;
     if (!route) return false;
     return serve(req, res, url, route, providerName ?? "");
   };

@@ -78,16 +78,17 @@ export class SignInPages {
   }
 
   /**
-   * GET /callback: the provider sends the browser back. The state must be
-   * one this browser started; then the provider's error is shown, or the
-   * code is exchanged, the account linked and the pending authorize request
-   * finished as if the user had typed a password. `clientAddress` goes on
-   * the sign-in's audit event.
+   * GET /callback/<name> (`callback`), or the shared GET /callback
+   * (undefined): the provider sends the browser back. The state must be one
+   * this browser started with the provider whose callback this is; then the
+   * provider's error is shown, or the code is exchanged, the account linked
+   * and the pending authorize request finished as if the user had typed a
+   * password. `clientAddress` goes on the sign-in's audit event.
    */
-  async callback(req: IncomingMessage, res: ServerResponse, params: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
+  async callback(req: IncomingMessage, res: ServerResponse, callback: string | undefined, params: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
     const { federation, pendingAuthorizations } = this.domain;
     const csrfToken = cookieValue(req.headers.cookie, CSRF_COOKIE);
-    const login = await federation.takeState(params.get("state"), { kind: "browser", csrfToken });
+    const login = await federation.takeState(params.get("state"), { kind: "browser", csrfToken }, callback, clientAddress);
     const error = params.get("error");
     // Checked before calling the provider: nothing is created for a request that cannot finish.
     const pending = await pendingAuthorizations.findForBrowser(login.authorizationRequestId, csrfToken);

@@ -102,11 +102,11 @@ describeEachDatabase("audit trail", (ctx) => {
     secrets.add(begun.loginSecret).add(begun.state);
     const code = "federation-code-never-logged-123";
     secrets.add(code);
-    await federation.completeLogin({ state: begun.state, code, loginSecret: begun.loginSecret });
+    await federation.completeLogin({ state: begun.state, code, loginSecret: begun.loginSecret, provider: "audited-idp" });
     fake.token = (_req, res) => sendJsonBody(res, 400, { error: "invalid_grant" });
     const again = await federation.beginLogin({ provider: "audited-idp" });
     secrets.add(again.loginSecret).add(again.state);
-    await federation.completeLogin({ state: again.state, code, loginSecret: again.loginSecret }).then(
+    await federation.completeLogin({ state: again.state, code, loginSecret: again.loginSecret, provider: "audited-idp" }).then(
       () => assert.fail("the provider refused the code"),
       () => {},
     );

@@ -206,6 +206,9 @@ describe("command line", function () {
         [{ id: "id", username: "login", email: "emails.0.value" }, "client_secret_post", true, false],
       );
       assert.equal(JSON.parse(await provider("update", "--name", "idp", "--no-pkce")).pkce, false);
+      assert.equal(JSON.parse(await provider("show", "--name", "idp")).sharedCallback, false);
+      assert.equal(JSON.parse(await provider("update", "--name", "idp", "--shared-callback")).sharedCallback, true);
+      assert.equal(JSON.parse(await provider("update", "--name", "idp", "--no-shared-callback")).sharedCallback, false);
       await assert.rejects(provider("update", "--name", "idp", "--user-mapping", "{not json"), /--user-mapping must be a JSON object/);
       await assert.rejects(provider("update", "--name", "idp", "--user-mapping", '{"uid":"x"}'), /uid: is not a known field/);
       await assert.rejects(provider("update", "--name", "idp", "--token-auth-method", "private_key_jwt"), /tokenAuthMethod: must be/);

@@ -317,6 +317,27 @@ describe("admin console in headless Chromium", function () {
     }
   });
 
+  it("shows the redirect URI to register for each provider: its own callback, or the shared one when Shared callback is checked", async () => {
+    await signInToConsole(ROOT);
+    /** The Redirect URI cell of a provider's row (the second monospace one, after the client ID). */
+    const redirectUriIn = (clientId: string) => page.getByRole("row").filter({ hasText: clientId }).locator("td.mono").nth(1).textContent();
+    assert.equal(await redirectUriIn("acme"), `${server.issuer}/callback/acme`);
+    await page.getByRole("button", { name: "New provider" }).click();
+    const dialog = page.getByRole("dialog", { name: "New provider" });
+    await dialog.getByLabel("Name", { exact: true }).fill("relayed");
+    await dialog.getByLabel("Type", { exact: true }).selectOption("GitHub");
+    await dialog.getByLabel("Client ID", { exact: true }).fill("relayed-client");
+    await dialog.getByLabel("Client Secret", { exact: true }).fill("relayed-secret");
+    const note = dialog.locator("#provider-redirectUri code");
+    assert.equal(await note.textContent(), `${server.issuer}/callback/relayed`);
+    await dialog.getByLabel("Shared callback", { exact: true }).check();
+    assert.equal(await note.textContent(), `${server.issuer}/callback`);
+    await dialog.getByRole("button", { name: "Create" }).click();
+    await dialog.waitFor({ state: "detached" });
+    assert.equal(await redirectUriIn("relayed-client"), `${server.issuer}/callback`);
+    assert.equal((await server.domain.providerAdmin.get("relayed")).sharedCallback, true);
+  });
+
   it("never shows a provider's client secret once saved: not in the page, not in any RPC answer", async () => {
     const secret = "a-secret-the-console-must-never-show-9f8e7d";
     await signInToConsole(ROOT);

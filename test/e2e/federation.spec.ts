@@ -75,12 +75,13 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       config: {
         applications: [{ ...TEST_APP, providers: ["fake", "trusting", "mapped", "nested", "posting"] }],
         users: [TEST_USER, VERIFIED_USER, VERIFIED_ADMIN],
+        // The spec's shared /callback, which these tests return to (federationMixUp.spec.ts: a callback per provider).
         providers: [
-          fake.provider("fake"),
-          fake.provider("trusting", { displayName: "Trusting IdP", trustEmail: true }),
-          fake.provider("mapped", { displayName: "Mapped IdP", userMapping: GITHUB_SHAPED_MAPPING }),
-          fake.provider("nested", { displayName: "Nested IdP", userMapping: NESTED_MAPPING }),
-          fake.provider("posting", { displayName: "Posting IdP", tokenAuthMethod: "client_secret_post", pkce: true }),
+          fake.provider("fake", { sharedCallback: true }),
+          fake.provider("trusting", { displayName: "Trusting IdP", trustEmail: true, sharedCallback: true }),
+          fake.provider("mapped", { displayName: "Mapped IdP", userMapping: GITHUB_SHAPED_MAPPING, sharedCallback: true }),
+          fake.provider("nested", { displayName: "Nested IdP", userMapping: NESTED_MAPPING, sharedCallback: true }),
+          fake.provider("posting", { displayName: "Posting IdP", tokenAuthMethod: "client_secret_post", pkce: true, sharedCallback: true }),
         ],
       },
       overrides: { secretKey: SECRET_KEY, federationTimeoutMs: TIMEOUT_MS },
@@ -601,7 +602,7 @@ describe("provider secrets at start-up", () => {
       assert.ok(logs.lines.some((l) => /provider sealed: its client secret cannot be read \(it does not decrypt with this IDENTITY_SECRET_KEY\)/.test(l.message)));
       const { federation } = server.domain;
       const begun = await federation.begin("sealed", "caller secret");
-      const login = await federation.takeState(begun.state, { kind: "rpc", loginSecret: "caller secret" });
+      const login = await federation.takeState(begun.state, { kind: "rpc", loginSecret: "caller secret" }, "sealed");
       await assert.rejects(federation.complete(login, CODE), (err: OAuthError) => err.code === "server_error" && /misconfigured/.test(err.description));
       assert.deepEqual(fake.requests, []);
     } finally {

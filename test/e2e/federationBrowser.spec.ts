@@ -34,7 +34,7 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
     ours = await startTestServer({ config: { applications: [{ ...TEST_APP, redirectUris: [callback.url] }], users: [TEST_USER] } });
     // The upstream must know our callback, which names our port: so it starts second.
     upstream = await startTestServer({
-      config: { applications: [{ ...AT_UPSTREAM, redirectUris: [`${ours.issuer}/callback`] }], users: [TEST_USER] },
+      config: { applications: [{ ...AT_UPSTREAM, redirectUris: [`${ours.issuer}/callback/upstream`] }], users: [TEST_USER] },
     });
     const federation = createClient(FederationService, createConnectTransport({ baseUrl: ours.url, httpVersion: "1.1" }));
     await federation.createProvider(
@@ -64,7 +64,7 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
 
   /**
    * From the client's authorize request to the client's redirect_uri: the
-   * provider button, the upstream's login form, back through our /callback.
+   * provider button, the upstream's login form, back through our /callback/upstream.
    * The browser talks to us at our issuer, the host the upstream returns to.
    */
   async function signInThroughUpstream(state: string, screenshot?: string): Promise<string> {

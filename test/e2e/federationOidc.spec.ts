@@ -42,7 +42,7 @@ describe("sign-in through an OIDC provider (discovery, JWKS, ID token)", () => {
     const authUrl = new URL(res.headers.get("location")!);
     fake.nonce = authUrl.searchParams.get("nonce") ?? undefined;
     const state = authUrl.searchParams.get("state")!;
-    const callback = await browse(`${server.url}/callback?${new URLSearchParams(callbackParams(state))}`, jar);
+    const callback = await browse(`${server.url}/callback/${provider}?${new URLSearchParams(callbackParams(state))}`, jar);
     return { authUrl, callback };
   }
 
@@ -125,7 +125,7 @@ describe("sign-in through an OIDC provider (discovery, JWKS, ID token)", () => {
       const begun = await postJson(`${server.url}/api/federation/begin-login`, { provider: "oidc" });
       assert.equal(begun.status, 200);
       fake.nonce = new URL(begun.body.auth_url).searchParams.get("nonce") ?? undefined;
-      return { state: begun.body.state, code: CODE, login_secret: begun.body.login_secret };
+      return { state: begun.body.state, code: CODE, login_secret: begun.body.login_secret, provider: "oidc" };
     };
     const withoutIss = await postJson(`${server.url}/api/federation/complete-login`, await begin());
     assert.equal(withoutIss.status, 403);

@@ -22,8 +22,9 @@ describe("GitHub and Google presets", () => {
           { name: "github", type: "GitHub", ...CLIENT },
           { name: "google", type: "Google", ...CLIENT },
           // GitHub Enterprise style: the URL fields point the preset at another host.
-          { name: "ghe", type: "GitHub", ...CLIENT, ...gh.urls },
-          { name: "google-local", type: "Google", ...CLIENT, tokenUrl: gg.urls.tokenUrl, userInfoUrl: gg.urls.userInfoUrl, trustEmail: true },
+          // These two return to the spec's shared /callback.
+          { name: "ghe", type: "GitHub", ...CLIENT, ...gh.urls, sharedCallback: true },
+          { name: "google-local", type: "Google", ...CLIENT, tokenUrl: gg.urls.tokenUrl, userInfoUrl: gg.urls.userInfoUrl, trustEmail: true, sharedCallback: true },
         ],
       },
     });

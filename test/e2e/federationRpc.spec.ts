@@ -140,7 +140,8 @@ describe("FederationService", () => {
 
   describe("BeginLogin and CompleteLogin", () => {
     before(async () => {
-      await federation.createProvider({ provider: providerInput("rpc-fake") }, admin);
+      // The spec's shared /callback: CompleteLogin without a provider.
+      await federation.createProvider({ provider: providerInput("rpc-fake", { sharedCallback: true }) }, admin);
     });
 
     it("run the round trip through the same domain code: state bound to the login secret, used once", async () => {
@@ -222,7 +223,7 @@ describe("FederationService", () => {
       await federation.createProvider({ provider: providerInput("short-lived") }, admin);
       fake.profile = { ...FAKE_PROFILE, sub: "short", preferred_username: "short" };
       const begun = await federation.beginLogin({ provider: "short-lived" });
-      const { user } = await federation.completeLogin({ state: begun.state, code: "c", loginSecret: begun.loginSecret });
+      const { user } = await federation.completeLogin({ state: begun.state, code: "c", loginSecret: begun.loginSecret, provider: "short-lived" });
       await federation.deleteProvider({ name: "short-lived" }, admin);
       assert.deepEqual(await server.store.federatedIdentities.listByUser(user!.id), []);
       assert.ok(await server.store.users.findById(user!.id));
@@ -250,7 +251,7 @@ describe(`concurrent first sign-ins of one external account (${isPostgresUrl(DAT
     const n = randomBytes(4).toString("hex");
     fake.profile = { ...FAKE_PROFILE, sub: `racer-${n}`, preferred_username: `racer${n}` };
     const begun = await Promise.all(Array.from({ length: 10 }, () => federation.beginLogin({ provider: "racy" })));
-    const done = await Promise.all(begun.map((b) => federation.completeLogin({ state: b.state, code: "c", loginSecret: b.loginSecret })));
+    const done = await Promise.all(begun.map((b) => federation.completeLogin({ state: b.state, code: "c", loginSecret: b.loginSecret, provider: "racy" })));
     assert.equal(new Set(done.map((d) => d.user!.id)).size, 1);
     assert.equal(done.filter((d) => d.created).length, 1);
     assert.equal(done[0]!.user!.name, `racer${n}`);

@@ -57,14 +57,15 @@ describe("every provider type and preset, end to end in headless Chromium", func
       logger: logs,
       config: {
         applications: [{ ...TEST_APP, redirectUris: [callback.url], providers: ["custom", "github", "google", "oidc", "mismatch"] }],
+        // Each returns to the spec's shared /callback (federationMixUp.spec.ts: a callback per provider).
         providers: [
-          custom.provider("custom", { displayName: "Nested IdP", userMapping: NESTED_MAPPING, tokenAuthMethod: "client_secret_post", pkce: true, favicon }),
+          custom.provider("custom", { displayName: "Nested IdP", userMapping: NESTED_MAPPING, tokenAuthMethod: "client_secret_post", pkce: true, favicon, sharedCallback: true }),
           // The presets with only client id and secret, plus the URL fields that point them at the fakes.
-          { name: "github", type: "GitHub", displayName: "GitHub", ...PRESET_CLIENT, ...github.urls, favicon },
-          { name: "google", type: "Google", displayName: "Google", ...PRESET_CLIENT, ...google.urls, trustEmail: true, favicon },
-          { name: "oidc", type: "OIDC", displayName: "Acme OIDC", ...OIDC_CLIENT, issuer: oidc.origin, trustEmail: true, favicon },
+          { name: "github", type: "GitHub", displayName: "GitHub", ...PRESET_CLIENT, ...github.urls, favicon, sharedCallback: true },
+          { name: "google", type: "Google", displayName: "Google", ...PRESET_CLIENT, ...google.urls, trustEmail: true, favicon, sharedCallback: true },
+          { name: "oidc", type: "OIDC", displayName: "Acme OIDC", ...OIDC_CLIENT, issuer: oidc.origin, trustEmail: true, favicon, sharedCallback: true },
           // Its answer lacks the mapped id; its favicon is a 404.
-          custom.provider("mismatch", { displayName: "Mismatched IdP", userMapping: { id: "account.uuid" }, favicon: `${custom.origin}/missing-favicon.ico` }),
+          custom.provider("mismatch", { displayName: "Mismatched IdP", userMapping: { id: "account.uuid" }, favicon: `${custom.origin}/missing-favicon.ico`, sharedCallback: true }),
         ],
       },
     });

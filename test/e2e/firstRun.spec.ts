@@ -55,8 +55,8 @@ describe("the first run: the issuer is the printed listening URL", function () {
     before(async () => {
       callback = await startCallbackServer();
       ours = await startTestServer({ config: { applications: [{ ...TEST_APP, redirectUris: [callback.url] }], users: [] } });
-      // The upstream returns to our /callback under the issuer: the host the browser came with.
-      upstream = await startTestServer({ config: { applications: [{ ...AT_UPSTREAM, redirectUris: [`${ours.issuer}/callback`] }], users: [TEST_USER] } });
+      // The upstream returns to our /callback/upstream under the issuer: the host the browser came with.
+      upstream = await startTestServer({ config: { applications: [{ ...AT_UPSTREAM, redirectUris: [`${ours.issuer}/callback/upstream`] }], users: [TEST_USER] } });
       const federation = createClient(FederationService, createConnectTransport({ baseUrl: ours.url, httpVersion: "1.1" }));
       await federation.createProvider(
         {

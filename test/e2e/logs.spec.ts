@@ -34,7 +34,7 @@ describe("request logs", () => {
     const app = { ...TEST_APP, refreshExpireInHours: 1, providers: ["fake"] }; // refresh tokens issued
     server = await startTestServer({
       logger: logs.logger,
-      config: { applications: [app], users: [TEST_USER], providers: [fake.provider("fake")] },
+      config: { applications: [app], users: [TEST_USER], providers: [fake.provider("fake", { sharedCallback: true })] },
       overrides: { secretKey: SECRET_KEY },
     });
   });

@@ -38,7 +38,7 @@ describe(`hostile input: a seed-stable fuzz sample (${RUNS} cases per endpoint, 
     for (const path of buildRouteTable(serviceBindings(server.domain)).keys()) {
       assert.ok([...names].some((n) => n.startsWith("REST ") && n.endsWith(` ${path}`)), path);
     }
-    for (const path of ["/login/oauth/authorize", "/login", "/login/oauth/provider/<name>", "/login/assets/login.css", "/api/logout"]) {
+    for (const path of ["/login/oauth/authorize", "/login", "/login/oauth/provider/<name>", "/callback/<name>", "/login/assets/login.css", "/api/logout"]) {
       assert.ok([...names].some((n) => n.startsWith("browser ") && n.endsWith(` ${path}`)), path);
     }
     for (const { service } of serviceBindings(server.domain)) {

@@ -89,6 +89,7 @@ const aProvider = (over: Partial<ProviderRecord> = {}): ProviderRecord => ({
   allowInsecureUrls: false,
   emailsUrl: "",
   issuer: "",
+  sharedCallback: true,
   createdAt: T0,
   updatedAt: T0,
   ...over,

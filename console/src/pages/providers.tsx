@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import { FederationService, type Provider } from "../../../gen/identity/v1/federation_pb.js";
 import type { PageProps } from "../app.js";
 import { PROVIDER_TOKEN_AUTH_METHODS, PROVIDER_TYPES } from "../choices.js";
+import { readShellSettings } from "../shell.js";
 import { CheckboxField, Confirm, Dialog, FormActions, Notice, PageHeading, SelectField, Table, TextField, useLoad, useSubmit } from "../ui.js";
 
 const TEXT_FIELDS = [
@@ -35,12 +36,13 @@ interface ProviderForm extends Record<StringKey, string> {
   trustEmail: boolean;
   pkce: boolean;
   allowInsecureUrls: boolean;
+  sharedCallback: boolean;
   mapping: Record<MappingKey, string>;
 }
 
 /** Every field the form shows, by the service's names: where a server field error goes. */
 const FORM_FIELDS = [
-  "name", "type", "clientSecret", "favicon", "tokenAuthMethod", "trustEmail", "pkce", "allowInsecureUrls",
+  "name", "type", "clientSecret", "favicon", "tokenAuthMethod", "trustEmail", "pkce", "allowInsecureUrls", "sharedCallback",
   ...[...TEXT_FIELDS, ...URL_FIELDS, ...MORE_URL_FIELDS].map(([key]) => key),
   ...MAPPING_FIELDS.map(([key]) => `userMapping.${key}`),
 ];
@@ -52,7 +54,7 @@ function formOf(p?: Provider): ProviderForm {
     clientSecret: "", authUrl: p?.authUrl ?? "", scope: p?.scope ?? "", tokenUrl: p?.tokenUrl ?? "",
     userInfoUrl: p?.userInfoUrl ?? "", favicon: p?.favicon ?? "", issuer: p?.issuer ?? "", emailsUrl: p?.emailsUrl ?? "",
     tokenAuthMethod: p?.tokenAuthMethod || "client_secret_basic", trustEmail: p?.trustEmail ?? false, pkce: p?.pkce ?? false,
-    allowInsecureUrls: p?.allowInsecureUrls ?? false, mapping,
+    allowInsecureUrls: p?.allowInsecureUrls ?? false, sharedCallback: p?.sharedCallback ?? false, mapping,
   };
 }
 
@@ -70,8 +72,14 @@ function inputOf(form: ProviderForm, before: ProviderForm | undefined) {
     authUrl: given("authUrl"), scope: given("scope"), tokenUrl: given("tokenUrl"), userInfoUrl: given("userInfoUrl"),
     favicon: given("favicon"), issuer: given("issuer"), emailsUrl: given("emailsUrl"),
     tokenAuthMethod: form.tokenAuthMethod, trustEmail: form.trustEmail, pkce: form.pkce, allowInsecureUrls: form.allowInsecureUrls,
-    userMapping: form.mapping,
+    sharedCallback: form.sharedCallback, userMapping: form.mapping,
   };
+}
+
+/** Where the provider sends the browser back, as the service builds it (Provider.redirect_uri): for a form not saved yet. */
+function redirectUriOf(form: ProviderForm): string {
+  const { issuer } = readShellSettings();
+  return form.sharedCallback ? `${issuer}/callback` : `${issuer}/callback/${form.name.trim() || "<name>"}`;
 }
 
 /** Whether the service holds a client secret for this provider; it never sends the secret itself. */
@@ -104,12 +112,12 @@ export function ProvidersPage({ clients }: PageProps) {
       <PageHeading title="Providers">
         <button type="button" class="primary" onClick={() => setEditing({})}>New provider</button>
       </PageHeading>
-      <p class="lead">Upstream sign-in providers. An application shows the ones it lists on its login page.</p>
+      <p class="lead">Upstream sign-in providers. An application shows the ones it lists on its login page. Register each one's redirect URI at the provider.</p>
       <Notice error={list.error} />
       {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && list.data.length === 0 && <p>No providers yet.</p>}
       {list.data && list.data.length > 0 && (
-        <Table columns={["Display name", "Name", "Type", "Client ID", "Client secret"]} actions>
+        <Table columns={["Display name", "Name", "Type", "Client ID", "Client secret", "Redirect URI"]} actions>
           {list.data.map((p) => (
             <tr key={p.name}>
               <td><span class="with-icon"><Favicon src={p.favicon} />{p.displayName || p.name}</span></td>
@@ -117,6 +125,7 @@ export function ProvidersPage({ clients }: PageProps) {
               <td>{p.type}</td>
               <td class="mono">{p.clientId}</td>
               <td>{secretIsSet(p) ? "Set" : "Not set"}</td>
+              <td class="mono">{p.redirectUri}</td>
               <td class="row-actions">
                 <button type="button" onClick={() => setEditing({ provider: p })} aria-label={`Edit ${p.name}`}>Edit</button>
                 <button type="button" class="danger" onClick={() => setDeleting(p)} aria-label={`Delete ${p.name}`}>Delete</button>
@@ -192,6 +201,9 @@ function ProviderDialog(props: { provider?: Provider; onClose: () => void; onSav
           note="Treat the provider's email as verified." />
         <CheckboxField id="provider-allowInsecureUrls" label="Allow insecure URLs" checked={form.allowInsecureUrls} onValue={set("allowInsecureUrls")}
           error={errors.fields.allowInsecureUrls} note="Allow http URLs off this machine (testing only)." />
+        <CheckboxField id="provider-sharedCallback" label="Shared callback" checked={form.sharedCallback} onValue={set("sharedCallback")}
+          error={errors.fields.sharedCallback} note="Return to the shared /callback. Unsafe when an application offers another provider: one can relay the other's sign-ins." />
+        <p class="note" id="provider-redirectUri">Register this redirect URI at the provider: <code>{redirectUriOf(form)}</code></p>
         <fieldset class="group">
           <legend>User mapping</legend>
           <p class="note">JSON paths into the provider's user info; empty takes the type's default.</p>

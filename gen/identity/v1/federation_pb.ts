@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/federation.proto.
  */
 export const file_identity_v1_federation: GenFile = /*@__PURE__*/
-  fileDesc("ChxpZGVudGl0eS92MS9mZWRlcmF0aW9uLnByb3RvEgtpZGVudGl0eS52MSLCAwoIUHJvdmlkZXISDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSEAoIYXV0aF91cmwYBSABKAkSDQoFc2NvcGUYBiABKAkSEQoJdG9rZW5fdXJsGAcgASgJEhUKDXVzZXJfaW5mb191cmwYCCABKAkSDwoHZmF2aWNvbhgJIAEoCRITCgt0cnVzdF9lbWFpbBgKIAEoCBIfChdjbGllbnRfc2VjcmV0X2VuY3J5cHRlZBgLIAEoCBIUCgxjcmVhdGVkX3RpbWUYDCABKAMSFAoMdXBkYXRlZF90aW1lGA0gASgDEi4KDHVzZXJfbWFwcGluZxgOIAEoCzIYLmlkZW50aXR5LnYxLlVzZXJNYXBwaW5nEhkKEXRva2VuX2F1dGhfbWV0aG9kGA8gASgJEgwKBHBrY2UYECABKAgSGwoTYWxsb3dfaW5zZWN1cmVfdXJscxgRIAEoCBISCgplbWFpbHNfdXJsGBIgASgJEg4KBmlzc3VlchgTIAEoCRIZChFjbGllbnRfc2VjcmV0X3NldBgUIAEoCCJzCgtVc2VyTWFwcGluZxIKCgJpZBgBIAEoCRIQCgh1c2VybmFtZRgCIAEoCRIUCgxkaXNwbGF5X25hbWUYAyABKAkSDQoFZW1haWwYBCABKAkSEgoKYXZhdGFyX3VybBgFIAEoCRINCgVwaG9uZRgGIAEoCSK1BQoNUHJvdmlkZXJJbnB1dBIMCgRuYW1lGAEgASgJEhEKBHR5cGUYAiABKAlIAIgBARIZCgxkaXNwbGF5X25hbWUYAyABKAlIAYgBARIWCgljbGllbnRfaWQYBCABKAlIAogBARIaCg1jbGllbnRfc2VjcmV0GAUgASgJSAOIAQESFQoIYXV0aF91cmwYBiABKAlIBIgBARISCgVzY29wZRgHIAEoCUgFiAEBEhYKCXRva2VuX3VybBgIIAEoCUgGiAEBEhoKDXVzZXJfaW5mb191cmwYCSABKAlIB4gBARIUCgdmYXZpY29uGAogASgJSAiIAQESGAoLdHJ1c3RfZW1haWwYCyABKAhICYgBARIzCgx1c2VyX21hcHBpbmcYDCABKAsyGC5pZGVudGl0eS52MS5Vc2VyTWFwcGluZ0gKiAEBEh4KEXRva2VuX2F1dGhfbWV0aG9kGA0gASgJSAuIAQESEQoEcGtjZRgOIAEoCEgMiAEBEiAKE2FsbG93X2luc2VjdXJlX3VybHMYDyABKAhIDYgBARIXCgplbWFpbHNfdXJsGBAgASgJSA6IAQESEwoGaXNzdWVyGBEgASgJSA+IAQFCBwoFX3R5cGVCDwoNX2Rpc3BsYXlfbmFtZUIMCgpfY2xpZW50X2lkQhAKDl9jbGllbnRfc2VjcmV0QgsKCV9hdXRoX3VybEIICgZfc2NvcGVCDAoKX3Rva2VuX3VybEIQCg5fdXNlcl9pbmZvX3VybEIKCghfZmF2aWNvbkIOCgxfdHJ1c3RfZW1haWxCDwoNX3VzZXJfbWFwcGluZ0IUChJfdG9rZW5fYXV0aF9tZXRob2RCBwoFX3BrY2VCFgoUX2FsbG93X2luc2VjdXJlX3VybHNCDQoLX2VtYWlsc191cmxCCQoHX2lzc3VlciJFChVDcmVhdGVQcm92aWRlclJlcXVlc3QSLAoIcHJvdmlkZXIYASABKAsyGi5pZGVudGl0eS52MS5Qcm92aWRlcklucHV0IkEKFkNyZWF0ZVByb3ZpZGVyUmVzcG9uc2USJwoIcHJvdmlkZXIYASABKAsyFS5pZGVudGl0eS52MS5Qcm92aWRlciIiChJHZXRQcm92aWRlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI+ChNHZXRQcm92aWRlclJlc3BvbnNlEicKCHByb3ZpZGVyGAEgASgLMhUuaWRlbnRpdHkudjEuUHJvdmlkZXIiFgoUTGlzdFByb3ZpZGVyc1JlcXVlc3QiQQoVTGlzdFByb3ZpZGVyc1Jlc3BvbnNlEigKCXByb3ZpZGVycxgBIAMoCzIVLmlkZW50aXR5LnYxLlByb3ZpZGVyIkUKFVVwZGF0ZVByb3ZpZGVyUmVxdWVzdBIsCghwcm92aWRlchgBIAEoCzIaLmlkZW50aXR5LnYxLlByb3ZpZGVySW5wdXQiQQoWVXBkYXRlUHJvdmlkZXJSZXNwb25zZRInCghwcm92aWRlchgBIAEoCzIVLmlkZW50aXR5LnYxLlByb3ZpZGVyIiUKFURlbGV0ZVByb3ZpZGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJIhgKFkRlbGV0ZVByb3ZpZGVyUmVzcG9uc2UiJQoRQmVnaW5Mb2dpblJlcXVlc3QSEAoIcHJvdmlkZXIYASABKAkiXwoSQmVnaW5Mb2dpblJlc3BvbnNlEhAKCGF1dGhfdXJsGAEgASgJEg0KBXN0YXRlGAIgASgJEhQKDGxvZ2luX3NlY3JldBgDIAEoCRISCgpleHBpcmVzX2luGAQgASgDIlYKFENvbXBsZXRlTG9naW5SZXF1ZXN0Eg0KBXN0YXRlGAEgASgJEgwKBGNvZGUYAiABKAkSFAoMbG9naW5fc2VjcmV0GAMgASgJEgsKA2lzcxgEIAEoCSJ7ChVDb21wbGV0ZUxvZ2luUmVzcG9uc2USIgoEdXNlchgBIAEoCzIULmlkZW50aXR5LnYxLkFjY291bnQSLQoIaWRlbnRpdHkYAiABKAsyGy5pZGVudGl0eS52MS5MaW5rZWRJZGVudGl0eRIPCgdjcmVhdGVkGAMgASgIMskFChFGZWRlcmF0aW9uU2VydmljZRJZCg5DcmVhdGVQcm92aWRlchIiLmlkZW50aXR5LnYxLkNyZWF0ZVByb3ZpZGVyUmVxdWVzdBojLmlkZW50aXR5LnYxLkNyZWF0ZVByb3ZpZGVyUmVzcG9uc2USUAoLR2V0UHJvdmlkZXISHy5pZGVudGl0eS52MS5HZXRQcm92aWRlclJlcXVlc3QaIC5pZGVudGl0eS52MS5HZXRQcm92aWRlclJlc3BvbnNlElYKDUxpc3RQcm92aWRlcnMSIS5pZGVudGl0eS52MS5MaXN0UHJvdmlkZXJzUmVxdWVzdBoiLmlkZW50aXR5LnYxLkxpc3RQcm92aWRlcnNSZXNwb25zZRJZCg5VcGRhdGVQcm92aWRlchIiLmlkZW50aXR5LnYxLlVwZGF0ZVByb3ZpZGVyUmVxdWVzdBojLmlkZW50aXR5LnYxLlVwZGF0ZVByb3ZpZGVyUmVzcG9uc2USWQoORGVsZXRlUHJvdmlkZXISIi5pZGVudGl0eS52MS5EZWxldGVQcm92aWRlclJlcXVlc3QaIy5pZGVudGl0eS52MS5EZWxldGVQcm92aWRlclJlc3BvbnNlEnUKCkJlZ2luTG9naW4SHi5pZGVudGl0eS52MS5CZWdpbkxvZ2luUmVxdWVzdBofLmlkZW50aXR5LnYxLkJlZ2luTG9naW5SZXNwb25zZSImgtPkkwIgOgEqIhsvYXBpL2ZlZGVyYXRpb24vYmVnaW4tbG9naW4SgQEKDUNvbXBsZXRlTG9naW4SIS5pZGVudGl0eS52MS5Db21wbGV0ZUxvZ2luUmVxdWVzdBoiLmlkZW50aXR5LnYxLkNvbXBsZXRlTG9naW5SZXNwb25zZSIpgtPkkwIjOgEqIh4vYXBpL2ZlZGVyYXRpb24vY29tcGxldGUtbG9naW5iBnByb3RvMw", [file_google_api_annotations, file_identity_v1_introspection]);
+  fileDesc("ChxpZGVudGl0eS92MS9mZWRlcmF0aW9uLnByb3RvEgtpZGVudGl0eS52MSLxAwoIUHJvdmlkZXISDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSEAoIYXV0aF91cmwYBSABKAkSDQoFc2NvcGUYBiABKAkSEQoJdG9rZW5fdXJsGAcgASgJEhUKDXVzZXJfaW5mb191cmwYCCABKAkSDwoHZmF2aWNvbhgJIAEoCRITCgt0cnVzdF9lbWFpbBgKIAEoCBIfChdjbGllbnRfc2VjcmV0X2VuY3J5cHRlZBgLIAEoCBIUCgxjcmVhdGVkX3RpbWUYDCABKAMSFAoMdXBkYXRlZF90aW1lGA0gASgDEi4KDHVzZXJfbWFwcGluZxgOIAEoCzIYLmlkZW50aXR5LnYxLlVzZXJNYXBwaW5nEhkKEXRva2VuX2F1dGhfbWV0aG9kGA8gASgJEgwKBHBrY2UYECABKAgSGwoTYWxsb3dfaW5zZWN1cmVfdXJscxgRIAEoCBISCgplbWFpbHNfdXJsGBIgASgJEg4KBmlzc3VlchgTIAEoCRIZChFjbGllbnRfc2VjcmV0X3NldBgUIAEoCBIXCg9zaGFyZWRfY2FsbGJhY2sYFSABKAgSFAoMcmVkaXJlY3RfdXJpGBYgASgJInMKC1VzZXJNYXBwaW5nEgoKAmlkGAEgASgJEhAKCHVzZXJuYW1lGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRINCgVlbWFpbBgEIAEoCRISCgphdmF0YXJfdXJsGAUgASgJEg0KBXBob25lGAYgASgJIucFCg1Qcm92aWRlcklucHV0EgwKBG5hbWUYASABKAkSEQoEdHlwZRgCIAEoCUgAiAEBEhkKDGRpc3BsYXlfbmFtZRgDIAEoCUgBiAEBEhYKCWNsaWVudF9pZBgEIAEoCUgCiAEBEhoKDWNsaWVudF9zZWNyZXQYBSABKAlIA4gBARIVCghhdXRoX3VybBgGIAEoCUgEiAEBEhIKBXNjb3BlGAcgASgJSAWIAQESFgoJdG9rZW5fdXJsGAggASgJSAaIAQESGgoNdXNlcl9pbmZvX3VybBgJIAEoCUgHiAEBEhQKB2Zhdmljb24YCiABKAlICIgBARIYCgt0cnVzdF9lbWFpbBgLIAEoCEgJiAEBEjMKDHVzZXJfbWFwcGluZxgMIAEoCzIYLmlkZW50aXR5LnYxLlVzZXJNYXBwaW5nSAqIAQESHgoRdG9rZW5fYXV0aF9tZXRob2QYDSABKAlIC4gBARIRCgRwa2NlGA4gASgISAyIAQESIAoTYWxsb3dfaW5zZWN1cmVfdXJscxgPIAEoCEgNiAEBEhcKCmVtYWlsc191cmwYECABKAlIDogBARITCgZpc3N1ZXIYESABKAlID4gBARIcCg9zaGFyZWRfY2FsbGJhY2sYEiABKAhIEIgBAUIHCgVfdHlwZUIPCg1fZGlzcGxheV9uYW1lQgwKCl9jbGllbnRfaWRCEAoOX2NsaWVudF9zZWNyZXRCCwoJX2F1dGhfdXJsQggKBl9zY29wZUIMCgpfdG9rZW5fdXJsQhAKDl91c2VyX2luZm9fdXJsQgoKCF9mYXZpY29uQg4KDF90cnVzdF9lbWFpbEIPCg1fdXNlcl9tYXBwaW5nQhQKEl90b2tlbl9hdXRoX21ldGhvZEIHCgVfcGtjZUIWChRfYWxsb3dfaW5zZWN1cmVfdXJsc0INCgtfZW1haWxzX3VybEIJCgdfaXNzdWVyQhIKEF9zaGFyZWRfY2FsbGJhY2siRQoVQ3JlYXRlUHJvdmlkZXJSZXF1ZXN0EiwKCHByb3ZpZGVyGAEgASgLMhouaWRlbnRpdHkudjEuUHJvdmlkZXJJbnB1dCJBChZDcmVhdGVQcm92aWRlclJlc3BvbnNlEicKCHByb3ZpZGVyGAEgASgLMhUuaWRlbnRpdHkudjEuUHJvdmlkZXIiIgoSR2V0UHJvdmlkZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiPgoTR2V0UHJvdmlkZXJSZXNwb25zZRInCghwcm92aWRlchgBIAEoCzIVLmlkZW50aXR5LnYxLlByb3ZpZGVyIhYKFExpc3RQcm92aWRlcnNSZXF1ZXN0IkEKFUxpc3RQcm92aWRlcnNSZXNwb25zZRIoCglwcm92aWRlcnMYASADKAsyFS5pZGVudGl0eS52MS5Qcm92aWRlciJFChVVcGRhdGVQcm92aWRlclJlcXVlc3QSLAoIcHJvdmlkZXIYASABKAsyGi5pZGVudGl0eS52MS5Qcm92aWRlcklucHV0IkEKFlVwZGF0ZVByb3ZpZGVyUmVzcG9uc2USJwoIcHJvdmlkZXIYASABKAsyFS5pZGVudGl0eS52MS5Qcm92aWRlciIlChVEZWxldGVQcm92aWRlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSIYChZEZWxldGVQcm92aWRlclJlc3BvbnNlIiUKEUJlZ2luTG9naW5SZXF1ZXN0EhAKCHByb3ZpZGVyGAEgASgJIl8KEkJlZ2luTG9naW5SZXNwb25zZRIQCghhdXRoX3VybBgBIAEoCRINCgVzdGF0ZRgCIAEoCRIUCgxsb2dpbl9zZWNyZXQYAyABKAkSEgoKZXhwaXJlc19pbhgEIAEoAyJoChRDb21wbGV0ZUxvZ2luUmVxdWVzdBINCgVzdGF0ZRgBIAEoCRIMCgRjb2RlGAIgASgJEhQKDGxvZ2luX3NlY3JldBgDIAEoCRILCgNpc3MYBCABKAkSEAoIcHJvdmlkZXIYBSABKAkiewoVQ29tcGxldGVMb2dpblJlc3BvbnNlEiIKBHVzZXIYASABKAsyFC5pZGVudGl0eS52MS5BY2NvdW50Ei0KCGlkZW50aXR5GAIgASgLMhsuaWRlbnRpdHkudjEuTGlua2VkSWRlbnRpdHkSDwoHY3JlYXRlZBgDIAEoCDLJBQoRRmVkZXJhdGlvblNlcnZpY2USWQoOQ3JlYXRlUHJvdmlkZXISIi5pZGVudGl0eS52MS5DcmVhdGVQcm92aWRlclJlcXVlc3QaIy5pZGVudGl0eS52MS5DcmVhdGVQcm92aWRlclJlc3BvbnNlElAKC0dldFByb3ZpZGVyEh8uaWRlbnRpdHkudjEuR2V0UHJvdmlkZXJSZXF1ZXN0GiAuaWRlbnRpdHkudjEuR2V0UHJvdmlkZXJSZXNwb25zZRJWCg1MaXN0UHJvdmlkZXJzEiEuaWRlbnRpdHkudjEuTGlzdFByb3ZpZGVyc1JlcXVlc3QaIi5pZGVudGl0eS52MS5MaXN0UHJvdmlkZXJzUmVzcG9uc2USWQoOVXBkYXRlUHJvdmlkZXISIi5pZGVudGl0eS52MS5VcGRhdGVQcm92aWRlclJlcXVlc3QaIy5pZGVudGl0eS52MS5VcGRhdGVQcm92aWRlclJlc3BvbnNlElkKDkRlbGV0ZVByb3ZpZGVyEiIuaWRlbnRpdHkudjEuRGVsZXRlUHJvdmlkZXJSZXF1ZXN0GiMuaWRlbnRpdHkudjEuRGVsZXRlUHJvdmlkZXJSZXNwb25zZRJ1CgpCZWdpbkxvZ2luEh4uaWRlbnRpdHkudjEuQmVnaW5Mb2dpblJlcXVlc3QaHy5pZGVudGl0eS52MS5CZWdpbkxvZ2luUmVzcG9uc2UiJoLT5JMCIDoBKiIbL2FwaS9mZWRlcmF0aW9uL2JlZ2luLWxvZ2luEoEBCg1Db21wbGV0ZUxvZ2luEiEuaWRlbnRpdHkudjEuQ29tcGxldGVMb2dpblJlcXVlc3QaIi5pZGVudGl0eS52MS5Db21wbGV0ZUxvZ2luUmVzcG9uc2UiKYLT5JMCIzoBKiIeL2FwaS9mZWRlcmF0aW9uL2NvbXBsZXRlLWxvZ2luYgZwcm90bzM", [file_google_api_annotations, file_identity_v1_introspection]);
 
 /**
  * Provider is a login provider as configured (the fields it sets itself:
@@ -151,6 +151,23 @@ export type Provider = Message<"identity.v1.Provider"> & {
    * @generated from field: bool client_secret_set = 20;
    */
   clientSecretSet: boolean;
+
+  /**
+   * Whether the provider returns to the shared `<issuer>/callback` instead
+   * of a callback of its own. Unsafe when an application offers another
+   * provider: one can relay the other's answers (mix-up, RFC 9700 §4.4).
+   *
+   * @generated from field: bool shared_callback = 21;
+   */
+  sharedCallback: boolean;
+
+  /**
+   * Where the provider sends the browser back, to register at the provider:
+   * `<issuer>/callback/<name>`, or `<issuer>/callback` with shared_callback.
+   *
+   * @generated from field: string redirect_uri = 22;
+   */
+  redirectUri: string;
 };
 
 /**
@@ -319,6 +336,11 @@ export type ProviderInput = Message<"identity.v1.ProviderInput"> & {
    * @generated from field: optional string issuer = 17;
    */
   issuer?: string | undefined;
+
+  /**
+   * @generated from field: optional bool shared_callback = 18;
+   */
+  sharedCallback?: boolean | undefined;
 };
 
 /**
@@ -536,15 +558,15 @@ export const BeginLoginRequestSchema: GenMessage<BeginLoginRequest> = /*@__PURE_
  */
 export type BeginLoginResponse = Message<"identity.v1.BeginLoginResponse"> & {
   /**
-   * The provider's Auth URL with client_id, redirect_uri
-   * (`<issuer>/callback`), response_type=code, scope and state.
+   * The provider's Auth URL with client_id, redirect_uri (the provider's
+   * callback, Provider.redirect_uri), response_type=code, scope and state.
    *
    * @generated from field: string auth_url = 1;
    */
   authUrl: string;
 
   /**
-   * Random and single use; the provider returns it to `<issuer>/callback`.
+   * Random and single use; the provider returns it to its redirect_uri.
    *
    * @generated from field: string state = 2;
    */
@@ -603,6 +625,16 @@ export type CompleteLoginRequest = Message<"identity.v1.CompleteLoginRequest"> &
    * @generated from field: string iss = 4;
    */
   iss: string;
+
+  /**
+   * Which callback the browser reached: `<provider>` of
+   * `<issuer>/callback/<provider>`, empty for the shared `<issuer>/callback`.
+   * It must be the one of the provider the state began with, or the sign-in
+   * is refused and the code sent nowhere (mix-up, RFC 9700 §4.4.2).
+   *
+   * @generated from field: string provider = 5;
+   */
+  provider: string;
 };
 
 /**
@@ -656,10 +688,12 @@ export const CompleteLoginResponseSchema: GenMessage<CompleteLoginResponse> = /*
  * FieldViolation detail naming the field.
  *
  * BeginLogin and CompleteLogin are for clients that drive the browser
- * themselves: they send it to `auth_url`, watch it arrive at
- * `<issuer>/callback?code=...&state=...`, and hand code and state back. They
- * run the same domain code as the login page's provider buttons. Browsers
- * that sign in to an application use the login page instead.
+ * themselves: they send it to `auth_url`, watch it arrive at the provider's
+ * callback (`<issuer>/callback/<provider>?code=...&state=...`, or the shared
+ * `<issuer>/callback` for a provider with `shared_callback`), and hand code,
+ * state and the callback's provider back. They run the same domain code as
+ * the login page's provider buttons. Browsers that sign in to an
+ * application use the login page instead.
  *
  * @generated from service identity.v1.FederationService
  */

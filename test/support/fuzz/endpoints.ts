@@ -116,6 +116,17 @@ export function fuzzEndpoints(target: FuzzTarget, connections: FuzzConnections):
       ["POST"],
       ["request", "csrf_token"],
     ),
+    page(
+      "browser GET /callback/<name>",
+      fc.oneof(
+        fc.constant("/callback"),
+        fc.constant(`/callback/${target.providerName}`),
+        fc.stringMatching(/^[A-Za-z0-9_.-]{1,100}$/).map((n) => `/callback/${n}`),
+        hostileString().map((n) => `/callback/${percentEncode(n)}`),
+      ),
+      ["GET"],
+      ["state", "code", "iss", "error", "error_description"],
+    ),
     page("browser GET /login/assets/login.css", fc.constant("/login/assets/login.css"), ["GET"], []),
     page("browser GET|POST /api/logout", fc.constant("/api/logout"), ["GET", "POST"], ["id_token_hint", "post_logout_redirect_uri", "state", "client_id"]),
   );
