@@ -108,13 +108,17 @@ export function basicCredentials(clientId: string, clientSecret: string): string
  */
 export class UpstreamClient {
   readonly clock: Clock;
-  /** Connections are pooled apart: a socket opened without the public-address check never serves a call that needs it. */
+  /**
+   * One pair of agents per lookup, the public-address check being one. No
+   * keep-alive: a sign-in makes a few calls, and a kept socket could be one
+   * the provider has closed (or, across agents, one opened without the check).
+   */
   private readonly agents: Record<"open" | "publicOnly", { http: http.Agent; https: https.Agent }>;
 
   constructor(private readonly options: UpstreamOptions) {
     this.clock = options.clock ?? systemClock;
     const open = options.lookup ?? (dnsLookup as LookupFunction);
-    const agents = (lookup: LookupFunction) => ({ http: new http.Agent({ keepAlive: true, lookup }), https: new https.Agent({ keepAlive: true, lookup }) });
+    const agents = (lookup: LookupFunction) => ({ http: new http.Agent({ lookup }), https: new https.Agent({ lookup }) });
     this.agents = { open: agents(open), publicOnly: agents(publicOnlyLookup(open)) };
   }
 
