@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import type { Domain } from "../domain/index.js";
+import type { Store } from "../store/index.js";
 import { parseProviderInput, type ProviderInput } from "../federation/providers.js";
 import { OAuthError } from "../oauth/errors.js";
 import { parseApplicationInput, type ApplicationInput } from "../accounts/applications.js";
@@ -62,8 +63,29 @@ export async function loadConfigFile(path: string): Promise<ConfigFile> {
   return parseConfigFile(text);
 }
 
+/**
+ * A user entry must not name a user that signing in through a provider
+ * created (linked, and no password): whoever holds that account at the
+ * provider chose the name, and would get whatever the entry gives, isAdmin
+ * included. Checked before anything is applied, so a refused file changes nothing.
+ */
+async function refuseAdoptions(config: ConfigFile, store: Pick<Store, "users" | "federatedIdentities">): Promise<void> {
+  for (const [i, entry] of config.users.entries()) {
+    const user = await store.users.findByName(entry.name);
+    if (!user || user.passwordHash !== null) continue;
+    const [link] = await store.federatedIdentities.listByUser(user.id);
+    if (!link) continue;
+    throw new ConfigFileError(
+      `users[${i}] (${entry.name}): is the name of a user created by signing in through provider ${link.provider}, who has no password; ` +
+        "this entry would hand that account (and what the entry sets, isAdmin included) to whoever holds it there. " +
+        "Rename this entry, or rename or delete that user first (docs/usage.md)",
+    );
+  }
+}
+
 /** Create or update every entry. Providers first, since applications name them. */
-export async function applyConfigFile(config: ConfigFile, domain: Domain): Promise<void> {
+export async function applyConfigFile(config: ConfigFile, domain: Domain, store: Pick<Store, "users" | "federatedIdentities">): Promise<void> {
+  await refuseAdoptions(config, store);
   for (const provider of config.providers) await domain.providerAdmin.upsert(provider);
   for (const user of config.users) await domain.userAdmin.upsert(user);
   for (const app of config.applications) await domain.applicationAdmin.upsert(app);

@@ -237,7 +237,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         logger,
         auditEvents: config.auditEvents,
       });
-      if (configFile) await applyConfigFile(configFile, domain);
+      if (configFile) await applyConfigFile(configFile, domain, store);
       const demo = configFile ? undefined : await seedDemo(domain);
       const consoleClient = await domain.ensureConsoleClient();
       if (consoleClient !== "unchanged") {

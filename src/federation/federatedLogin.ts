@@ -203,13 +203,14 @@ export class FederatedLogin {
     }
     if (!(err instanceof UpstreamError)) return err;
     this.metrics.upstreamCall(provider.name, `${err.step}_failed`);
-    if (err.kind === "invalid") {
-      // An answer that must sign no one in (a bad ID token): not a moment to wait.
-      this.logger.warn("federated sign-in refused: the provider's answer is not valid", { provider: provider.name, step: err.step, reason: err.reason });
+    this.logger.warn("federated sign-in failed at the provider", { provider: provider.name, step: err.step, reason: err.reason });
+    if (err.step === "id_token") {
+      // A verdict on the token the provider sent, not on where a call went: the check is named, and the sign-in refused.
       return new OAuthError("access_denied", `signing in with ${labelOf(provider)} failed: ${err.message}`, 502);
     }
-    this.logger.error("federated sign-in failed at the provider", { provider: provider.name, step: err.step, reason: err.reason });
-    return new OAuthError("temporarily_unavailable", `signing in with ${labelOf(provider)} failed: ${err.message}`, 502);
+    // Anyone can start a sign-in: one answer for every failed call, so that how a target failed (refused, silent,
+    // an HTTP status, a body) maps nothing. The log has the step and the reason.
+    return new OAuthError("temporarily_unavailable", `signing in with ${labelOf(provider)} failed: ${labelOf(provider)} could not be reached or its answer could not be used`, 502);
   }
 }
 

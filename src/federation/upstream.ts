@@ -1,4 +1,10 @@
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import http, { type IncomingMessage } from "node:http";
+import https from "node:https";
+import type { LookupFunction } from "node:net";
+import { systemClock, type Clock } from "../shared/clock.js";
 import { span, tracing, type SpanAttributes } from "../shared/tracing.js";
+import { namesPrivateHost, PRIVATE_TARGET_PROBLEM, isPublicAddress } from "./urlRule.js";
 
 /** Which call to the provider failed. */
 export type UpstreamStep = "token" | "userinfo" | "emails" | "discovery" | "jwks" | "id_token";
@@ -33,6 +39,24 @@ export interface UpstreamOptions {
   timeoutMs: number;
   /** Largest response body read. */
   maxBodyBytes: number;
+  /** What caches of provider answers (OIDC discovery, JWKS) count time with. */
+  clock?: Clock;
+  /** How host names become addresses (tests map names to this machine); dns.lookup unless told. */
+  lookup?: LookupFunction;
+}
+
+/** One call to a provider. */
+export interface UpstreamRequest {
+  method: "GET" | "POST";
+  headers?: Record<string, string>;
+  body?: string;
+  /**
+   * Connect only to public addresses: for a URL that the provider's discovery
+   * named, not the operator (urlRule.ts). Every address the host resolves to
+   * is checked when connecting, so a name that resolves, or later rebinds, to
+   * this machine or its network reaches nothing.
+   */
+  publicOnly?: boolean;
 }
 
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 10_000;
@@ -83,10 +107,23 @@ export function basicCredentials(clientId: string, clientSecret: string): string
  * misbehaving provider costs at most one bounded request.
  */
 export class UpstreamClient {
-  constructor(private readonly options: UpstreamOptions) {}
+  readonly clock: Clock;
+  /**
+   * One pair of agents per lookup, the public-address check being one. No
+   * keep-alive: a sign-in makes a few calls, and a kept socket could be one
+   * the provider has closed (or, across agents, one opened without the check).
+   */
+  private readonly agents: Record<"open" | "publicOnly", { http: http.Agent; https: https.Agent }>;
+
+  constructor(private readonly options: UpstreamOptions) {
+    this.clock = options.clock ?? systemClock;
+    const open = options.lookup ?? (dnsLookup as LookupFunction);
+    const agents = (lookup: LookupFunction) => ({ http: new http.Agent({ lookup }), https: new https.Agent({ lookup }) });
+    this.agents = { open: agents(open), publicOnly: agents(publicOnlyLookup(open)) };
+  }
 
   /** One request whose answer must be a 2xx JSON object (or a form, read as an object of strings). */
-  async requestJson(step: UpstreamStep, url: string, init: RequestInit): Promise<Record<string, unknown>> {
+  async requestJson(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<Record<string, unknown>> {
     const body = await this.request(step, url, init);
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       throw new UpstreamError(step, "answered with something other than a JSON object");
@@ -95,52 +132,50 @@ export class UpstreamClient {
   }
 
   /** One request whose answer must be a 2xx JSON array (GitHub's /user/emails). */
-  async requestJsonArray(step: UpstreamStep, url: string, init: RequestInit): Promise<unknown[]> {
+  async requestJsonArray(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<unknown[]> {
     const body = await this.request(step, url, init);
     if (!Array.isArray(body)) throw new UpstreamError(step, "answered with something other than a JSON array");
     return body;
   }
 
   /** The parsed body of a 2xx answer, in a span when tracing (the step and the host, never the URL's query). */
-  private request(step: UpstreamStep, url: string, init: RequestInit): Promise<unknown> {
+  private request(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<unknown> {
     if (!tracing()) return this.call(step, url, init);
-    const attributes: SpanAttributes = { "identity.upstream.step": step, "http.request.method": init.method ?? "GET" };
+    const attributes: SpanAttributes = { "identity.upstream.step": step, "http.request.method": init.method };
     try {
       const target = new URL(url);
       attributes["server.address"] = target.hostname;
       if (target.port) attributes["server.port"] = Number(target.port);
     } catch {
-      // not a URL: fetch says so in the span's error
+      // not a URL: the call says so in the span's error
     }
     return span(`upstream ${step}`, "client", attributes, () => this.call(step, url, init));
   }
 
   /** The parsed body of a 2xx answer; undefined when it is neither JSON nor a form. */
-  private async call(step: UpstreamStep, url: string, init: RequestInit): Promise<unknown> {
+  private async call(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<unknown> {
     const { timeoutMs, maxBodyBytes } = this.options;
-    let res: Response;
+    const signal = AbortSignal.timeout(timeoutMs);
+    let res: IncomingMessage;
     let text: string;
     try {
-      res = await fetch(url, {
-        ...init,
-        headers: { accept: "application/json", ...init.headers },
-        redirect: "manual",
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      if (res.status >= 300 && res.status < 400) {
-        await res.body?.cancel();
-        throw new UpstreamError(step, `answered with a redirect (HTTP ${res.status}), which is not followed`);
+      res = await this.send(new URL(url), init, signal);
+      const status = res.statusCode ?? 0;
+      if (status >= 300 && status < 400) {
+        res.destroy();
+        throw new UpstreamError(step, `answered with a redirect (HTTP ${status}), which is not followed`);
       }
       text = await readLimited(res, maxBodyBytes, step);
     } catch (err) {
       if (err instanceof UpstreamError) throw err;
-      const name = (err as Error)?.name;
-      if (name === "TimeoutError" || name === "AbortError") throw new UpstreamError(step, `gave no complete answer within ${timeoutMs} ms`);
-      const code = (err as { cause?: { code?: unknown } })?.cause?.code;
+      if (signal.aborted) throw new UpstreamError(step, `gave no complete answer within ${timeoutMs} ms`);
+      const code = (err as { code?: unknown })?.code ?? (err as { cause?: { code?: unknown } })?.cause?.code;
+      if (code === PRIVATE_TARGET_CODE) throw new UpstreamError(step, PRIVATE_TARGET_PROBLEM);
       throw new UpstreamError(step, `could not be reached${typeof code === "string" ? ` (${code})` : ""}`);
     }
+    const status = res.statusCode ?? 0;
     let body: unknown;
-    if (/^application\/x-www-form-urlencoded\b/i.test(res.headers.get("content-type") ?? "")) {
+    if (/^application\/x-www-form-urlencoded\b/i.test(res.headers["content-type"] ?? "")) {
       // Some token endpoints (GitHub's without Accept: application/json) answer as a form.
       body = Object.fromEntries(new URLSearchParams(text));
     } else {
@@ -151,27 +186,59 @@ export class UpstreamClient {
       }
     }
     const object = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
-    if (!res.ok) {
+    if (status < 200 || status > 299) {
       const code = typeof object?.error === "string" ? ` (${errorCode(object.error)})` : "";
-      throw new UpstreamError(step, `answered HTTP ${res.status}${code}`);
+      throw new UpstreamError(step, `answered HTTP ${status}${code}`);
     }
     return body;
   }
+
+  /** The request, its answer's head once it arrives; never a redirect followed (node:http follows none). */
+  private send(target: URL, init: UpstreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
+    const secure = target.protocol === "https:";
+    if (!secure && target.protocol !== "http:") return Promise.reject(new Error(`unsupported protocol ${target.protocol}`));
+    // An address literal is never looked up, so the lookup's check cannot see it.
+    if (init.publicOnly && namesPrivateHost(target)) return Promise.reject(Object.assign(new Error(PRIVATE_TARGET_PROBLEM), { code: PRIVATE_TARGET_CODE }));
+    const agents = this.agents[init.publicOnly ? "publicOnly" : "open"];
+    const headers: Record<string, string> = { accept: "application/json", ...init.headers };
+    if (init.body !== undefined) headers["content-length"] = String(Buffer.byteLength(init.body));
+    return new Promise((resolve, reject) => {
+      const request = (secure ? https : http).request(target, { method: init.method, headers, signal, agent: secure ? agents.https : agents.http }, resolve);
+      request.on("error", reject);
+      request.end(init.body);
+    });
+  }
+}
+
+const PRIVATE_TARGET_CODE = "ERR_PRIVATE_TARGET";
+
+/** `lookup`, refusing a host any of whose addresses is not public (one bad answer is enough: the connection may try each). */
+function publicOnlyLookup(lookup: LookupFunction): LookupFunction {
+  return (hostname, options, callback) => {
+    lookup(hostname, { ...options, all: true }, (err, found) => {
+      const addresses = (Array.isArray(found) ? found : []) as LookupAddress[];
+      if (err || addresses.length === 0) return callback(err ?? Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), "", 0);
+      if (!addresses.every((a) => isPublicAddress(a.address))) {
+        return callback(Object.assign(new Error(PRIVATE_TARGET_PROBLEM), { code: PRIVATE_TARGET_CODE }), "", 0);
+      }
+      if (options.all) return (callback as unknown as (e: null, all: LookupAddress[]) => void)(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
 }
 
 /** The body as text, refusing more than `limit` bytes whether or not Content-Length says so. */
-async function readLimited(res: Response, limit: number, step: UpstreamStep): Promise<string> {
+async function readLimited(res: IncomingMessage, limit: number, step: UpstreamStep): Promise<string> {
   const tooLarge = () => new UpstreamError(step, `answered with more than ${limit} bytes`);
-  if (Number(res.headers.get("content-length") ?? 0) > limit) {
-    await res.body?.cancel();
+  if (Number(res.headers["content-length"] ?? 0) > limit) {
+    res.destroy();
     throw tooLarge();
   }
-  if (!res.body) return "";
-  const chunks: Uint8Array[] = [];
+  const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const chunk of res as AsyncIterable<Buffer>) {
     size += chunk.byteLength;
-    // Leaving the loop cancels the stream: the rest is never downloaded.
+    // Leaving the loop destroys the stream: the rest is never downloaded.
     if (size > limit) throw tooLarge();
     chunks.push(chunk);
   }

@@ -469,12 +469,17 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
       ["an oversized body", (f) => (f.userinfo = oversized), /UserInfo endpoint answered with more than 1048576 bytes/],
     ];
 
+    const STEPS: Record<string, string> = { token: "token endpoint", userinfo: "UserInfo endpoint" };
     for (const [what, misbehave, message] of FAILURES) {
       it(`after ${what}`, async () => {
         misbehave(fake);
         const before = await counts();
         const { jar, state } = await pressButton();
-        await assertErrorPage(await returnToCallback(jar, { code: CODE, state }), 502, message);
+        logs.lines.length = 0;
+        // The page says the same whatever failed (issue #41 §3); the log names the step and the reason.
+        await assertErrorPage(await returnToCallback(jar, { code: CODE, state }), 502, /Signing in with Fake IdP failed: Fake IdP could not be reached or its answer could not be used/);
+        const logged = logs.lines.find((l) => l.message === "federated sign-in failed at the provider")?.fields;
+        assert.match(`${STEPS[String(logged?.step)]} ${String(logged?.reason)}`, message);
         assert.deepEqual(await counts(), before);
         assert.equal(jar.get("identity_session"), undefined, "not signed in");
         const tokenCalls = fake.requests.filter((r) => r.path === "/token").length;
@@ -493,7 +498,7 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
 
       const failure = logs.lines.find((l) => l.message === "federated sign-in failed at the provider");
       assert.deepEqual(failure?.fields, { provider: "fake", step: "token", reason: "answered HTTP 400 (invalid_grant)" });
-      assert.equal(failure?.level, "error");
+      assert.equal(failure?.level, "warn");
       const everything = logs.text();
       for (const secret of [FAKE_CLIENT.clientSecret, SECRET_KEY, CODE, state, ...fake.issuedTokens]) {
         assert.ok(!everything.includes(secret), `the logs hold no ${secret.slice(0, 12)}...`);

@@ -117,7 +117,9 @@ describe("sign-in through an OIDC provider (discovery, JWKS, ID token)", () => {
     fake.userinfoSub = "someone-else";
     const refused = await roundTrip(undefined, "oidc-userinfo");
     assert.equal(refused.callback.status, 502);
-    assert.match(await refused.callback.text(), /UserInfo endpoint describes another user than the ID token/);
+    assert.match(await refused.callback.text(), /could not be reached or its answer could not be used/);
+    const logged = logs.lines.findLast((l) => l.message === "federated sign-in failed at the provider");
+    assert.deepEqual(logged?.fields, { provider: "oidc-userinfo", step: "userinfo", reason: "describes another user than the ID token" });
   });
 
   it("CompleteLogin takes the callback's iss, which this provider promised", async () => {

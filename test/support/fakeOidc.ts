@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { ServerResponse } from "node:http";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from "jose";
 import { decodeBasic, pkceHolds, sendJsonBody, startFakeProvider, type FakeProvider } from "./fakeUpstream.js";
 
@@ -44,6 +45,9 @@ export interface FakeOidc extends FakeProvider {
   callbackIss?: string;
   /** What its UserInfo adds to the `sub`. */
   userinfoClaims: Record<string, unknown>;
+  /** Fields its discovery document says instead of its own (an endpoint elsewhere); an answer instead of the document, when set. */
+  discovery: Record<string, unknown>;
+  discoveryAnswer?: (res: ServerResponse) => void;
   /** A fresh plan (a new random sub), no recorded requests, the default nonce and UserInfo. */
   reset(): void;
 }
@@ -73,7 +77,7 @@ export async function startFakeOidc(): Promise<FakeOidc> {
   const provider = await startFakeProvider(
     {
       "GET /.well-known/openid-configuration": (_req, res) =>
-        sendJsonBody(res, 200, {
+        fake.discoveryAnswer?.(res) ?? sendJsonBody(res, 200, {
           issuer: fake.origin,
           authorization_endpoint: `${fake.origin}/authorize`,
           token_endpoint: `${fake.origin}/token`,
@@ -82,6 +86,7 @@ export async function startFakeOidc(): Promise<FakeOidc> {
           response_types_supported: ["code"],
           code_challenge_methods_supported: ["S256"],
           authorization_response_iss_parameter_supported: true,
+          ...fake.discovery,
         }),
       "GET /jwks": (_req, res) => sendJsonBody(res, 200, { keys: fake.published.map((k) => k.jwk) }),
       "GET /userinfo": (req, res) =>
@@ -107,6 +112,8 @@ export async function startFakeOidc(): Promise<FakeOidc> {
     fake.nonce = undefined;
     fake.userinfoSub = undefined;
     fake.callbackIss = undefined;
+    fake.discovery = {};
+    fake.discoveryAnswer = undefined;
     fake.userinfoClaims = { picture: "https://idp.example/olive.png", name: "Userinfo Name" };
     fake.plan = { claims: { sub: `sub-${randomBytes(4).toString("hex")}`, email: "oidc@example.com", email_verified: true, name: "Olive OIDC" } };
   };

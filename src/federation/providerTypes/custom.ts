@@ -59,6 +59,7 @@ export async function requestTokens(
     method: "POST",
     headers: { ...headers, ...auth, "content-type": "application/x-www-form-urlencoded" },
     body: form.toString(),
+    publicOnly: config.tokenUrlPublicOnly,
   });
   // Some providers answer 200 with an OAuth error body.
   if (typeof body.error === "string") throw new UpstreamError("token", `refused the code (${errorCode(body.error)})`);

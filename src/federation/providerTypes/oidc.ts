@@ -1,12 +1,19 @@
 import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from "jose";
 import { DEFAULT_USER_MAPPING, mapProfile } from "../userMapping.js";
 import { UpstreamError, type UpstreamClient } from "../upstream.js";
-import { insecureUrlProblem } from "../urlRule.js";
+import { discoveredUrlProblem, needsPublicTarget } from "../urlRule.js";
 import { customType, requestTokens } from "./custom.js";
 import type { ProviderConfig, ProviderType } from "./providerType.js";
 
 /** How long a discovery document or a JWKS is used before it is read again (a key the provider withdrew stops verifying). */
 const DISCOVERY_TTL_MS = 60 * 60 * 1000;
+/**
+ * How long a failed discovery is answered from memory: sign-in starts need
+ * no account, so without it anyone could make the service read the document
+ * on every request of theirs; short, so a provider that recovers is used
+ * again soon.
+ */
+const FAILED_DISCOVERY_TTL_MS = 30 * 1000;
 /** Asymmetric algorithms only: a client secret never verifies an ID token here. */
 const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
 
@@ -16,45 +23,78 @@ interface Discovery {
   tokenEndpoint: string;
   jwksUri: string;
   issParameterSupported: boolean;
-  readAt: number;
+  /** The endpoints above that may reach only public addresses (urlRule.ts, needsPublicTarget). */
+  publicOnly: ReadonlySet<string>;
 }
 
-const discoveries = new Map<string, Discovery>();
-const keySets = new Map<string, { jwks: JSONWebKeySet; readAt: number }>();
+/** A read (or one in flight), kept until `expiresAt` on the upstream client's clock. */
+interface Cached<T> {
+  value: Promise<T>;
+  expiresAt: number;
+}
 
-/** OpenID Connect Discovery 1.0 §4: the document at the issuer, whose `issuer` must be the configured one. */
-async function discover(upstream: UpstreamClient, config: ProviderConfig): Promise<Discovery> {
+/** Per upstream client, so each server's caches follow its own clock. */
+const discoveries = new WeakMap<UpstreamClient, Map<string, Cached<Discovery>>>();
+const keySets = new WeakMap<UpstreamClient, Map<string, { jwks: JSONWebKeySet; readAt: number }>>();
+
+function cacheOf<K extends object, V>(caches: WeakMap<K, Map<string, V>>, owner: K): Map<string, V> {
+  let cache = caches.get(owner);
+  if (!cache) caches.set(owner, (cache = new Map()));
+  return cache;
+}
+
+/**
+ * OpenID Connect Discovery 1.0 §4: the document at the issuer, whose
+ * `issuer` must be the configured one. Concurrent sign-ins share one read,
+ * and a failure is kept too, for FAILED_DISCOVERY_TTL_MS.
+ */
+function discover(upstream: UpstreamClient, config: ProviderConfig): Promise<Discovery> {
   // Keyed by the https rule too: a provider held to https never uses endpoints another provider was allowed over http.
   const key = `${config.allowInsecureUrls ? "insecure" : "https"} ${config.issuer}`;
-  const cached = discoveries.get(key);
-  if (cached && Date.now() - cached.readAt < DISCOVERY_TTL_MS) return cached;
+  const cache = cacheOf(discoveries, upstream);
+  const now = upstream.clock.now();
+  const cached = cache.get(key);
+  if (cached && now < cached.expiresAt) return cached.value;
+  // In flight until it settles: the read's own deadline bounds that.
+  const entry: Cached<Discovery> = { value: readDiscovery(upstream, config), expiresAt: Infinity };
+  entry.value.then(
+    () => (entry.expiresAt = upstream.clock.now() + DISCOVERY_TTL_MS),
+    () => (entry.expiresAt = upstream.clock.now() + FAILED_DISCOVERY_TTL_MS),
+  );
+  cache.set(key, entry);
+  return entry.value;
+}
+
+async function readDiscovery(upstream: UpstreamClient, config: ProviderConfig): Promise<Discovery> {
   const url = `${config.issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
   const body = await upstream.requestJson("discovery", url, { method: "GET" });
   if (body.issuer !== config.issuer) throw new UpstreamError("discovery", "names another issuer than the provider's", "invalid");
+  const publicOnly = new Set<string>();
   const endpoint = (field: string): string => {
     const value = body[field];
     if (typeof value !== "string") throw new UpstreamError("discovery", `has no ${field}`);
-    const problem = insecureUrlProblem(value, config.allowInsecureUrls);
+    // The document, not the operator, chose this URL: it may not lead the service (or the browser) into this network.
+    const problem = discoveredUrlProblem(value, config);
     if (problem) throw new UpstreamError("discovery", `has a ${field} that ${problem}`, "invalid");
+    if (needsPublicTarget(value, config)) publicOnly.add(value);
     return value;
   };
-  const found: Discovery = {
+  return {
     issuer: config.issuer,
     authorizationEndpoint: endpoint("authorization_endpoint"),
     tokenEndpoint: endpoint("token_endpoint"),
     jwksUri: endpoint("jwks_uri"),
     issParameterSupported: body.authorization_response_iss_parameter_supported === true,
-    readAt: Date.now(),
+    publicOnly,
   };
-  discoveries.set(key, found);
-  return found;
 }
 
-async function readKeys(upstream: UpstreamClient, jwksUri: string): Promise<JSONWebKeySet> {
-  const body = await upstream.requestJson("jwks", jwksUri, { method: "GET" });
+async function readKeys(upstream: UpstreamClient, discovery: Discovery): Promise<JSONWebKeySet> {
+  const { jwksUri } = discovery;
+  const body = await upstream.requestJson("jwks", jwksUri, { method: "GET", publicOnly: discovery.publicOnly.has(jwksUri) });
   if (!Array.isArray(body.keys)) throw new UpstreamError("jwks", "has no keys");
   const jwks = body as unknown as JSONWebKeySet;
-  keySets.set(jwksUri, { jwks, readAt: Date.now() });
+  cacheOf(keySets, upstream).set(jwksUri, { jwks, readAt: upstream.clock.now() });
   return jwks;
 }
 
@@ -62,9 +102,9 @@ async function readKeys(upstream: UpstreamClient, jwksUri: string): Promise<JSON
 async function verifyIdToken(upstream: UpstreamClient, config: ProviderConfig, discovery: Discovery, idToken: string): Promise<JWTPayload> {
   // OIDC Core §2: exp and iat are required (jose checks exp only when present); sub is the link's key.
   const options = { issuer: discovery.issuer, audience: config.clientId, algorithms: ALGORITHMS, clockTolerance: 60, requiredClaims: ["exp", "iat", "sub"] };
-  const stored = keySets.get(discovery.jwksUri);
-  const cached = stored && Date.now() - stored.readAt < DISCOVERY_TTL_MS ? stored : undefined;
-  const jwks = cached?.jwks ?? (await readKeys(upstream, discovery.jwksUri));
+  const stored = cacheOf(keySets, upstream).get(discovery.jwksUri);
+  const cached = stored && upstream.clock.now() - stored.readAt < DISCOVERY_TTL_MS ? stored : undefined;
+  const jwks = cached?.jwks ?? (await readKeys(upstream, discovery));
   try {
     try {
       return (await jwtVerify(idToken, createLocalJWKSet(jwks), options)).payload;
@@ -72,7 +112,7 @@ async function verifyIdToken(upstream: UpstreamClient, config: ProviderConfig, d
       // A key the cached set lacks: the provider may have rotated; read the set again, once.
       // (ID tokens come from its token endpoint, never from the browser, so no one else can force reads.)
       if (!(err instanceof joseErrors.JWKSNoMatchingKey) || !cached) throw err;
-      return (await jwtVerify(idToken, createLocalJWKSet(await readKeys(upstream, discovery.jwksUri)), options)).payload;
+      return (await jwtVerify(idToken, createLocalJWKSet(await readKeys(upstream, discovery)), options)).payload;
     }
   } catch (err) {
     if (err instanceof UpstreamError) throw err;
@@ -117,6 +157,8 @@ export const oidcType: ProviderType = {
       authUrl: config.authUrl || discovery.authorizationEndpoint,
       tokenUrl: config.tokenUrl || discovery.tokenEndpoint,
       issParameterRequired: discovery.issParameterSupported,
+      // A tokenUrl the operator set is theirs to point anywhere; discovery's is held to public addresses.
+      tokenUrlPublicOnly: !config.tokenUrl && discovery.publicOnly.has(discovery.tokenEndpoint),
     };
   },
 

@@ -9,6 +9,8 @@ export type ProviderConfig = Pick<
 > & {
   /** OIDC: the provider said (RFC 9207) that its callbacks carry `iss`. */
   issParameterRequired?: boolean;
+  /** OIDC: the token URL came from discovery, not the operator, and may reach only public addresses (urlRule.ts). */
+  tokenUrlPublicOnly?: boolean;
 };
 
 /** A configurable string field of a provider. */
