@@ -25,7 +25,7 @@ describe("the config file and users created through a provider (issue #41 §4)",
       // Anyone with an account at the provider: no sign-in here first.
       fake.profile = { ...FAKE_PROFILE, sub: "carol-at-upstream", preferred_username: "carol" };
       const begun = await postJson(`${server.url}/api/federation/begin-login`, { provider: "upstream" });
-      const done = await postJson(`${server.url}/api/federation/complete-login`, { state: begun.body.state, code: "c", login_secret: begun.body.login_secret });
+      const done = await postJson(`${server.url}/api/federation/complete-login`, { state: begun.body.state, code: "c", login_secret: begun.body.login_secret, provider: "upstream" });
       assert.equal(done.status, 200, JSON.stringify(done.body));
       assert.equal(done.body.user.name, "carol");
       // A local user who linked an account through a provider keeps a password: still the operator's.

@@ -102,7 +102,7 @@ describe("SSRF through OIDC discovery (issue #41 §3)", () => {
     if (begun.status !== 200) return { begun, completed: undefined };
     fake.nonce = new URL(begun.body.auth_url).searchParams.get("nonce") ?? undefined;
     const completed = await postJson(`${server.url}/api/federation/complete-login`, {
-      state: begun.body.state, code: OIDC_CODE, login_secret: begun.body.login_secret, iss: fake.origin,
+      state: begun.body.state, code: OIDC_CODE, login_secret: begun.body.login_secret, iss: fake.origin, provider,
     });
     return { begun, completed };
   }

@@ -179,7 +179,10 @@ describe("provider mix-up (RFC 9700 §4.4.2): a malicious provider relays a vict
     const res = await redeem(attacker, attackerAuthUrl, evil.heardCodes[0] ?? honestCode);
     assert.ok(!clientGotCode(res), "the attacker was signed in as the victim with the honest provider's code");
     assert.equal(res.status, 502);
-    assert.match(await res.text(), /token endpoint answered HTTP 400 \(invalid_grant\)/);
+    // Every failed provider call reads alike (issue 41 §3); the honest token endpoint refused the code.
+    assert.match(await res.text(), /Honest IdP could not be reached or its answer could not be used/);
+    assert.equal(honest.requests.filter((r) => r.path === "/token").length, 1);
+    assert.ok(logs.lines.some((l) => l.level === "warn" && /400/.test(JSON.stringify(l.fields))), "the log says the token endpoint refused");
     assert.deepEqual(evil.heardCodes, [honestCode]);
   });
 
