@@ -1,7 +1,7 @@
 import { compactVerify, createLocalJWKSet } from "jose";
 import type { Store } from "../store/index.js";
 import { OAuthError } from "./errors.js";
-import { redirectUriAllowed } from "./redirectUris.js";
+import { applicationRedirectAllowed } from "./redirectUris.js";
 import type { KeyRing } from "./keys.js";
 import { SIGNING_ALGS } from "../shared/model.js";
 import type { SessionManager } from "./sessions.js";
@@ -62,13 +62,13 @@ export async function endSession(
 
 /**
  * The post-logout redirect, only to a URI registered for the client (§3),
- * matched as redirect_uri is: exactly, or on a loopback address with any
- * port (RFC 8252 §7.3).
+ * matched as redirect_uri is (`applicationRedirectAllowed`): exactly, or on
+ * a loopback address with any port (RFC 8252 §7.3), the console's excepted.
  */
 async function registeredRedirect(deps: EndSessionDeps, clientId: string, params: EndSessionParams): Promise<string> {
   if (!clientId) throw new OAuthError("invalid_request", "post_logout_redirect_uri needs id_token_hint or client_id");
   const app = await deps.store.applications.findByClientId(clientId);
-  if (!app || !redirectUriAllowed(app.redirectUris, params.postLogoutRedirectUri)) {
+  if (!app || !applicationRedirectAllowed(app, params.postLogoutRedirectUri)) {
     throw new OAuthError("invalid_request", "post_logout_redirect_uri is not registered for this client");
   }
   const target = new URL(params.postLogoutRedirectUri);
