@@ -170,6 +170,18 @@ function openPostgres(options: DbOptions, queryTimeoutMs: number, log: (message:
   });
 }
 
+/**
+ * Whether `url` names a SQLite database that lives in the memory of the
+ * connection that opens it (`:memory:`, a `file:` URI in memory mode, or ""
+ * for a private temporary one): no other process, or connection, sees it.
+ */
+export function isPrivateSqlite(url: string): boolean {
+  if (url === "" || url === ":memory:") return true;
+  if (!url.startsWith("file:")) return false;
+  const [path, query = ""] = url.slice("file:".length).split("?");
+  return path === ":memory:" || path === "" || new URLSearchParams(query).get("mode") === "memory";
+}
+
 /** The SQLite file behind `db`, when other connections can open it too. */
 export function sqliteFile(db: Db): string | undefined {
   if (db.client.driverName !== "sqlite3") return undefined;
