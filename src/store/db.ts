@@ -1,11 +1,10 @@
 import { createHash } from "node:crypto";
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
 import knex, { type Knex } from "knex";
 import pg from "pg";
 import sqlite3 from "sqlite3";
 import { DEFAULT_QUERY_TIMEOUT_MS, withDeadlines, withoutDeadline } from "./deadlines.js";
 import { isUniqueViolation } from "./errors.js";
+import { prepareSqliteFile } from "./fileModes.js";
 import { migrations } from "./migrations/index.js";
 
 export type Db = Knex;
@@ -217,7 +216,8 @@ export async function openSqliteWriter(file: string, busyTimeoutMs: number): Pro
 }
 
 function openSqlite(path: string, queryTimeoutMs: number, log: (message: string) => void): Db {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  // A file of our own making is private from its first byte (fileModes.ts); URIs are SQLite's to open.
+  if (!isPrivateSqlite(path) && !path.startsWith("file:")) prepareSqliteFile(path);
   return knex({
     client: withDeadlines("sqlite3", queryTimeoutMs),
     connection: { filename: path },
