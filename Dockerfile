@@ -37,7 +37,8 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY bin ./bin
-RUN mkdir -p /data && chown node:node /data
+# The database holds the private signing keys: its folder is the service user's alone.
+RUN mkdir -p /data && chown node:node /data && chmod 700 /data
 USER node
 VOLUME /data
 # serve listens on every interface of the container; DATABASE_URL (a

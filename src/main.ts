@@ -7,7 +7,7 @@ import { createLogger, errorFields } from "./shared/log.js";
 import { OAuthError } from "./oauth/errors.js";
 import { startServer } from "./app/server.js";
 import { startTracing } from "./app/tracing.js";
-import { isClusterPrimary, isClusterWorker, joinCluster, runPrimary, workerCount, type Banner } from "./app/workers.js";
+import { isClusterPrimary, isClusterWorker, joinCluster, refuseUnsharedDatabase, runPrimary, workerCount, type Banner } from "./app/workers.js";
 import { packageVersion } from "./app/version.js";
 
 const FLAG_WIDTH = Math.max(...SERVE_OPTIONS.map((o) => o.flag.length));
@@ -114,6 +114,7 @@ async function serve(args: string[]): Promise<number> {
   const timeoutSeconds = config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds;
   // --workers N: this process starts N workers (this same command) and serves nothing itself.
   const workers = workerCount(config.workers);
+  refuseUnsharedDatabase(workers, config.database);
   if (workers > 1 && isClusterPrimary()) {
     const status = await runPrimary(workers, logger, (banner, pids) => printBanner(banner, `${workers} workers (pids ${pids.join(", ")})\n`), timeoutSeconds);
     process.exit(status);

@@ -30,6 +30,7 @@ import { serviceBindings, type ServiceBinding } from "./../rpc/services.js";
 import { useBufferTextEncoding } from "./../rpc/textEncoding.js";
 import { correctErrorAnswers } from "./../rpc/errorAnswers.js";
 import { sqliteFile, withDbLock } from "./../store/db.js";
+import { sqliteFilesOthersMayRead } from "./../store/fileModes.js";
 import { openDatabase } from "./database.js";
 import { createStore, type Store } from "./../store/index.js";
 import { startWalCheckpoints } from "./../store/walCheckpoints.js";
@@ -184,6 +185,11 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   let metricsListener: MetricsListener | undefined;
   const store = createStore(db, { fastReads: fast.rowReader, logger });
   const file = sqliteFile(db);
+  // Files made by an older version, or by hand, keep their modes: said once at start, not changed.
+  const exposed = file === undefined ? [] : sqliteFilesOthersMayRead(file);
+  if (exposed.length > 0) {
+    logger.warn("database files others may read: they hold the private signing keys; chmod 600 each file and 700 its folder", { files: exposed });
+  }
   const checkpoints =
     file === undefined ? undefined : startWalCheckpoints(file, (err) => logger.error("database checkpoint failed", errorFields(err)));
   const close = async () => {

@@ -2,6 +2,7 @@ import cluster, { type Worker } from "node:cluster";
 import { availableParallelism } from "node:os";
 import { AggregatorRegistry } from "prom-client";
 import { APPLICATION_CACHE_MS } from "./../store/applications.js";
+import { isPrivateSqlite } from "./../store/db.js";
 import type { Logger } from "./../shared/log.js";
 import type { RunningServer } from "./server.js";
 
@@ -17,6 +18,20 @@ import type { RunningServer } from "./server.js";
 /** How many processes `--workers` asks for: 0 is one per core. */
 export function workerCount(workers: number | undefined): number {
   return workers === 0 ? availableParallelism() : (workers ?? 1);
+}
+
+/**
+ * Refuses `count` workers on a database they cannot share: each worker
+ * opening `:memory:` would get one of its own, so a change made through one
+ * worker (a user disabled, a token revoked) would not hold on the others.
+ */
+export function refuseUnsharedDatabase(count: number, database: string): void {
+  if (count > 1 && isPrivateSqlite(database)) {
+    throw new Error(
+      `--workers ${count} cannot run on an in-memory database (${database || '""'}): the workers would each have one of their own, ` +
+        "so a change made through one would not hold on the others. Use a SQLite file or PostgreSQL (--database), or --workers 1",
+    );
+  }
 }
 
 /** What the primary prints once, from the workers' ready messages. */

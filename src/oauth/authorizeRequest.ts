@@ -2,7 +2,7 @@ import type { ApplicationRepository } from "../store/applications.js";
 import { parseClaimsRequest, type ClaimsRequest } from "./claimsRequest.js";
 import { echo, OAuthError } from "./errors.js";
 import { parseChallenge, PKCE_METHOD } from "./pkce.js";
-import { redirectUriAllowed } from "./redirectUris.js";
+import { applicationRedirectAllowed } from "./redirectUris.js";
 import { isPublicClient } from "./publicClients.js";
 import { parseScope } from "./scopes.js";
 import { grantEnabled } from "./grants/index.js";
@@ -76,7 +76,7 @@ export async function resolveRedirect(
   const app = await apps.findByClientId(clientId);
   if (!app) throw new OAuthError("invalid_client", "unknown client_id");
   if (!redirectUri) throw new OAuthError("invalid_request", "missing parameter: redirect_uri");
-  if (!redirectUriAllowed(app.redirectUris, redirectUri)) {
+  if (!applicationRedirectAllowed(app, redirectUri)) {
     throw new OAuthError("invalid_request", "redirect_uri is not registered for this application");
   }
   return app;

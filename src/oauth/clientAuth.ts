@@ -2,7 +2,7 @@ import type { ApplicationRepository } from "../store/applications.js";
 import { OAuthError } from "./errors.js";
 import type { ClientThrottle } from "./clientThrottle.js";
 import { isPublicClient } from "./publicClients.js";
-import { DUMMY_GENERATED_SECRET_HASH, isFastSecretHash, sha256, verifySecret } from "./secrets.js";
+import { DUMMY_GENERATED_SECRET_HASH, isFastSecretHash, OneCheckAtATime, sha256, verifySecret } from "./secrets.js";
 import type { ApplicationRecord } from "../shared/model.js";
 
 /** Client credentials as sent in the request body or message fields. */
@@ -68,22 +68,6 @@ export function resolveClient(body: PresentedClient, basic: BasicCredentials): P
 const VERIFIED_CACHE_LIMIT = 10_000;
 
 /**
- * scrypt checks of client secrets run one at a time per process: the
- * budgets bound how many run, this bounds how many run at once, so they
- * never hold more than one of libuv's threads, which every database call
- * and every other hash also need.
- */
-class OneAtATime {
-  private tail: Promise<unknown> = Promise.resolve();
-
-  run<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(task);
-    this.tail = result.catch(() => undefined);
-    return result;
-  }
-}
-
-/**
  * Authenticates OAuth clients. A secret the service generated is stored as
  * a SHA-256 and checked for the cost of one; a secret a person chose is
  * stored as scrypt. After one successful scrypt check, the pair (stored
@@ -106,7 +90,8 @@ export class ClientAuthenticator {
   private readonly verified = new Set<string>();
   /** Checks under way, so a burst of requests with one new secret costs one scrypt, not one each. */
   private readonly verifying = new Map<string, Promise<boolean>>();
-  private readonly scryptQueue = new OneAtATime();
+  /** scrypt checks run one at a time per process (secrets.ts says why). */
+  private readonly scryptQueue = new OneCheckAtATime();
 
   constructor(
     private readonly applications: Pick<ApplicationRepository, "findByClientId">,

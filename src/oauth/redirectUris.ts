@@ -1,3 +1,5 @@
+import { CONSOLE_CLIENT_ID } from "./scopes.js";
+
 /** Loopback hosts of RFC 8252 §7.3, where native apps pick a port at run time. */
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]"]);
 
@@ -5,12 +7,23 @@ const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]"]);
  * Whether `requested` may be used as a redirect target of an application
  * that registered `registered`. The match is exact, character for character
  * (RFC 9700 §4.1.3), except that an http loopback redirect may name any port
- * (RFC 8252 §7.3).
+ * (RFC 8252 §7.3) unless `anyLoopbackPort` is false.
  */
-export function redirectUriAllowed(registered: readonly string[], requested: string): boolean {
+export function redirectUriAllowed(registered: readonly string[], requested: string, anyLoopbackPort = true): boolean {
   if (registered.includes(requested)) return true;
+  if (!anyLoopbackPort) return false;
   const wanted = loopbackWithoutPort(requested);
   return wanted !== undefined && registered.some((uri) => loopbackWithoutPort(uri) === wanted);
+}
+
+/**
+ * `redirectUriAllowed` for an application. The console's own client gets no
+ * loopback port latitude: it is no native app (it lives at `<issuer>/admin/`),
+ * and its codes carry the admin scope, so with a loopback issuer any other
+ * local program could otherwise receive and redeem an admin's code.
+ */
+export function applicationRedirectAllowed(app: { clientId: string; redirectUris: readonly string[] }, requested: string): boolean {
+  return redirectUriAllowed(app.redirectUris, requested, app.clientId !== CONSOLE_CLIENT_ID);
 }
 
 /**

@@ -91,6 +91,24 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
   return timingSafeEqual(key, Buffer.from(hash, "base64url"));
 }
 
+/**
+ * Costly secret checks (scrypt), one at a time. Each holds one of libuv's
+ * threads for its whole run, and every database call and every other hash
+ * needs those threads too; the lockout budgets bound how many checks run,
+ * a queue bounds how many run at once. Client secrets (clientAuth.ts) and
+ * user passwords (userAuth.ts) each have one per process, so a flood of
+ * either holds at most one thread and cannot starve the other.
+ */
+export class OneCheckAtATime {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(task);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
 /** A hash to verify against when the account does not exist, so timing does not reveal it. */
 export const DUMMY_SECRET_HASH =
   "scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";

@@ -2,7 +2,7 @@ import type { UserRepository } from "../store/users.js";
 import { OAuthError } from "./errors.js";
 import type { LoginThrottle } from "./loginThrottle.js";
 import type { Metrics } from "./metrics.js";
-import { DUMMY_SECRET_HASH, sha256, verifySecret } from "./secrets.js";
+import { DUMMY_SECRET_HASH, OneCheckAtATime, sha256, verifySecret } from "./secrets.js";
 import { userActor, type AuditTrail } from "../shared/audit.js";
 import type { UserRecord } from "../shared/model.js";
 
@@ -16,7 +16,11 @@ export class UserAuthenticator {
     private readonly throttle: LoginThrottle,
     private readonly metrics: Metrics,
     private readonly audit: AuditTrail,
+    private readonly verify: (password: string, hash: string) => Promise<boolean> = verifySecret,
   ) {}
+
+  /** Password checks (scrypt) run one at a time per process, after the throttle let them through (secrets.ts says why). */
+  private readonly checks = new OneCheckAtATime();
 
   /** Attempts under way, by name and password: the same sign-in sent again meanwhile shares its check. */
   private readonly underWay = new Map<string, Promise<UserRecord | undefined>>();
@@ -57,9 +61,11 @@ export class UserAuthenticator {
   private attempt(username: string, password: string, clientAddress: string | undefined): Promise<UserRecord | undefined> {
     return this.throttle.attempt(username, clientAddress, async () => {
       const found = await this.users.findByName(username);
-      // The costly step the throttle rations, counted where it runs.
-      this.metrics.passwordChecked();
-      const matches = await verifySecret(password, found?.passwordHash ?? DUMMY_SECRET_HASH);
+      const matches = await this.checks.run(() => {
+        // The costly step the throttle rations, counted where it runs.
+        this.metrics.passwordChecked();
+        return this.verify(password, found?.passwordHash ?? DUMMY_SECRET_HASH);
+      });
       return found && matches && !found.disabled ? found : undefined;
     });
   }

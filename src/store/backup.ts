@@ -1,7 +1,8 @@
-import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, openSync, statSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, statSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import sqlite3 from "sqlite3";
 import { openSqliteConnection } from "./db.js";
+import { createPrivateFile } from "./fileModes.js";
 
 export interface BackupResult {
   /** Size of the copy, in bytes. */
@@ -13,9 +14,10 @@ export interface BackupResult {
  * may be writing to it: `VACUUM INTO` reads one snapshot (a read transaction,
  * which WAL lets run beside the writer), so the copy holds every transaction
  * committed before it began and none after. The copy is written under a
- * temporary name beside `target`, checked (`PRAGMA quick_check`), synced,
- * readable by its owner only (it holds the private signing keys), and then
- * linked to `target`, which fails rather than replace an existing file.
+ * temporary name beside `target`, created readable by its owner only
+ * before its first byte (it holds the private signing keys), checked
+ * (`PRAGMA quick_check`), synced, and then linked to `target`, which fails
+ * rather than replace an existing file.
  */
 export async function backupSqlite(source: string, target: string): Promise<BackupResult> {
   if (!existsSync(source)) throw new Error(`no SQLite database at ${source}`);
@@ -23,6 +25,8 @@ export async function backupSqlite(source: string, target: string): Promise<Back
   const partial = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
   if (existsSync(partial)) unlinkSync(partial);
   try {
+    // 0600 before SQLite writes a byte into it: VACUUM INTO fills an empty file it is given.
+    createPrivateFile(partial);
     const connection = await openSqliteConnection(source, sqlite3.OPEN_READWRITE, 10_000);
     try {
       await run(connection, "VACUUM INTO ?", [partial]);
@@ -30,7 +34,6 @@ export async function backupSqlite(source: string, target: string): Promise<Back
       await new Promise<void>((resolve) => connection.close(() => resolve()));
     }
     await check(partial);
-    chmodSync(partial, 0o600);
     syncFile(partial);
     try {
       linkSync(partial, target);

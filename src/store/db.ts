@@ -1,11 +1,10 @@
 import { createHash } from "node:crypto";
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
 import knex, { type Knex } from "knex";
 import pg from "pg";
 import sqlite3 from "sqlite3";
 import { DEFAULT_QUERY_TIMEOUT_MS, withDeadlines, withoutDeadline } from "./deadlines.js";
 import { isUniqueViolation } from "./errors.js";
+import { prepareSqliteFile } from "./fileModes.js";
 import { migrations } from "./migrations/index.js";
 
 export type Db = Knex;
@@ -170,6 +169,18 @@ function openPostgres(options: DbOptions, queryTimeoutMs: number, log: (message:
   });
 }
 
+/**
+ * Whether `url` names a SQLite database that lives in the memory of the
+ * connection that opens it (`:memory:`, a `file:` URI in memory mode, or ""
+ * for a private temporary one): no other process, or connection, sees it.
+ */
+export function isPrivateSqlite(url: string): boolean {
+  if (url === "" || url === ":memory:") return true;
+  if (!url.startsWith("file:")) return false;
+  const [path, query = ""] = url.slice("file:".length).split("?");
+  return path === ":memory:" || path === "" || new URLSearchParams(query).get("mode") === "memory";
+}
+
 /** The SQLite file behind `db`, when other connections can open it too. */
 export function sqliteFile(db: Db): string | undefined {
   if (db.client.driverName !== "sqlite3") return undefined;
@@ -205,7 +216,8 @@ export async function openSqliteWriter(file: string, busyTimeoutMs: number): Pro
 }
 
 function openSqlite(path: string, queryTimeoutMs: number, log: (message: string) => void): Db {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  // A file of our own making is private from its first byte (fileModes.ts); URIs are SQLite's to open.
+  if (!isPrivateSqlite(path) && !path.startsWith("file:")) prepareSqliteFile(path);
   return knex({
     client: withDeadlines("sqlite3", queryTimeoutMs),
     connection: { filename: path },

@@ -22,11 +22,12 @@ export interface LogoutHandlerOptions {
  * Browser sign-out (OpenID Connect RP-Initiated Logout 1.0), GET or POST.
  * Hand-written because it answers with pages, redirects and cookies.
  *
- * With a valid `id_token_hint`, a relying party the user signed in to asks:
- * the session ends at once, the cookie is cleared, and the browser goes to
- * the registered post_logout_redirect_uri, or gets Casdoor's
- * `{"status":"ok"}`. Without one, any page could have sent the browser here,
- * so the user is asked first (§2): a confirmation page whose form posts back
+ * With a valid `id_token_hint` for the session's own user, a relying party
+ * the user signed in to asks: the session ends at once, the cookie is
+ * cleared, and the browser goes to the registered post_logout_redirect_uri,
+ * or gets Casdoor's `{"status":"ok"}`. Without one (or with another user's
+ * ID token), any page could have sent the browser here, so the user is
+ * asked first (§2): a confirmation page whose form posts back
  * with this browser's CSRF token, and only that post ends the session. The
  * redirect URI, `state` and `client_id` travel through the form. An invalid
  * request (a bad hint, an unregistered redirect) is refused before anything,
@@ -54,9 +55,10 @@ export function createLogoutHandler(domain: Domain, options: LogoutHandlerOption
         state: params.get("state") ?? "",
         clientId: params.get("client_id") ?? "",
       };
-      const { redirect: next, hinted } = await domain.signOut.check(request);
-      if (hinted) {
-        await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
+      const sessionCookie = cookieValue(req.headers.cookie, SESSION_COOKIE);
+      const { redirect: next, immediate, clientId } = await domain.signOut.check(request, sessionCookie);
+      if (immediate) {
+        await domain.sessions.end(sessionCookie);
         if (next) {
           res.writeHead(302, { location: next, "set-cookie": CLEARED_SESSION_COOKIE, "cache-control": "no-store" });
           res.end();
@@ -68,13 +70,14 @@ export function createLogoutHandler(domain: Domain, options: LogoutHandlerOption
       const confirmation = req.method === "POST" ? params.get("csrf_token") : undefined;
       if (confirmation === undefined || confirmation === "") {
         const { csrfToken, cookies } = browserCsrfToken(req, secure);
-        sendPage(res, 200, signOutPage({ ...request, csrfToken }), cookies);
+        // The client a hint named travels as client_id, so the confirmation finds its redirect.
+        sendPage(res, 200, signOutPage({ ...request, clientId, csrfToken }), cookies);
         return;
       }
       if (!sentFromThisBrowser(req, confirmation)) {
         throw new OAuthError("access_denied", "the sign-out form is missing its security token or was not sent from this browser", 403);
       }
-      await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
+      await domain.sessions.end(sessionCookie);
       if (next) redirect(res, next, [CLEARED_SESSION_COOKIE]);
       else sendPage(res, 200, signedOutPage(), [CLEARED_SESSION_COOKIE]);
     } catch (err) {

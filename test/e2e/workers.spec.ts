@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
-import { availableParallelism } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { cleanEnv, ensureBuilt, runCli, type CliProcess } from "../support/cli.js";
-import { workerCount } from "../../src/app/workers.js";
+import { refuseUnsharedDatabase, workerCount } from "../../src/app/workers.js";
 import { BACKENDS, describeEachDatabase } from "../support/databases.js";
 import { ADMIN_TOKEN, basicAuth, TEST_APP, writeConfigFile } from "../support/server.js";
 
@@ -243,10 +245,51 @@ describe("serve --workers, starting", () => {
   it("exits 1 when the first worker cannot start, naming why", async function () {
     this.timeout(30_000);
     ensureBuilt();
-    const failed = runCli(["serve", "--port", "0", "--workers", "2", "--database", ":memory:", "--config", "/no/such/config.json"], cleanEnv());
+    // Changed with issue 41 (§8): two workers need a database they share, so a file here, not :memory:.
+    const dir = mkdtempSync(join(tmpdir(), "identity-workers-"));
+    const failed = runCli(["serve", "--port", "0", "--workers", "2", "--database", join(dir, "identity.sqlite"), "--config", "/no/such/config.json"], cleanEnv());
     assert.equal(await failed.exited, 1);
     assert.match(failed.stderr(), /cannot read \/no\/such\/config\.json/);
     assert.match(failed.stderr(), /a worker failed to start/);
     assert.doesNotMatch(failed.stdout(), /listening on/);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("takes only a database every worker opens alike: a file or PostgreSQL, not one in memory", () => {
+    for (const database of [":memory:", "", "file::memory:", "file:shared?mode=memory&cache=shared"]) {
+      assert.throws(() => refuseUnsharedDatabase(2, database), /in-memory database/, database);
+      assert.doesNotThrow(() => refuseUnsharedDatabase(1, database), database);
+    }
+    for (const database of ["./data/identity.sqlite", "/tmp/:memory:.sqlite", "file:identity.sqlite", "postgres://db/identity"]) {
+      assert.doesNotThrow(() => refuseUnsharedDatabase(4, database), database);
+    }
+  });
+
+  // Issue 41, §8: each worker would open a database of its own, so a user disabled through one stays active on the others.
+  it("refuses more than one worker on an in-memory database, saying why, with no stack trace", async function () {
+    this.timeout(30_000);
+    ensureBuilt();
+    for (const [args, env] of [
+      [["--workers", "2", "--database", ":memory:"], {}],
+      [["--workers", "2"], { DATABASE_URL: ":memory:" }],
+      [["--database", ":memory:"], { IDENTITY_WORKERS: "3" }],
+    ] as const) {
+      const refused = runCli(["serve", "--port", "0", ...args, "--admin-token", ADMIN_TOKEN], cleanEnv(env));
+      // Serving is the failure: stop it then, rather than wait for an exit that never comes.
+      const served = refused.waitFor(/listening on/).then(
+        () => true,
+        () => false,
+      );
+      if (await served) {
+        refused.child.kill("SIGKILL");
+        await refused.exited;
+        assert.fail(`started: ${args.join(" ")} ${JSON.stringify(env)}`);
+      }
+      const code = await refused.exited;
+      assert.notEqual(code, 0, `${args.join(" ")} ${JSON.stringify(env)}`);
+      assert.match(refused.stderr(), /^identity: .*in-memory database.*workers/m);
+      assert.doesNotMatch(refused.stderr(), /^\s+at /m, "no stack trace");
+      assert.doesNotMatch(refused.stdout(), /listening on/);
+    }
   });
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { redirectUriAllowed } from "../../src/oauth/redirectUris.js";
+import { applicationRedirectAllowed, redirectUriAllowed } from "../../src/oauth/redirectUris.js";
+import { CONSOLE_CLIENT_ID } from "../../src/oauth/scopes.js";
 
 describe("redirect_uri matching", () => {
   const registered = ["https://app.example.com/cb", "http://127.0.0.1:9999/callback", "http://[::1]/native"];
@@ -35,6 +36,20 @@ describe("redirect_uri matching", () => {
       "not a url",
     ]) {
       assert.equal(redirectUriAllowed(registered, uri), false, uri);
+    }
+  });
+
+  it("matches the console's redirect URI exactly, on a loopback issuer too (issue 41)", () => {
+    for (const own of ["http://127.0.0.1:8000/admin/", "http://[::1]:8000/admin/", "https://id.example.com/admin/"]) {
+      const console = { clientId: CONSOLE_CLIENT_ID, redirectUris: [own] };
+      assert.ok(applicationRedirectAllowed(console, own), own);
+      const otherPort = new URL(own);
+      otherPort.port = "8001";
+      const noPort = new URL(own);
+      noPort.port = "";
+      for (const uri of [otherPort.href, noPort.href].filter((u) => u !== own)) assert.equal(applicationRedirectAllowed(console, uri), false, uri);
+      // The same URIs for any other client keep RFC 8252 §7.3's latitude.
+      assert.equal(applicationRedirectAllowed({ clientId: "native", redirectUris: [own] }, otherPort.href), own.startsWith("http:"));
     }
   });
 });
