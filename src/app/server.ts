@@ -142,14 +142,14 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   let ready: FrontDoors | undefined;
   let listener;
   try {
-    listener = await listenOnePort(
-      (req, res) =>
+    listener = await listenOnePort({
+      handler: (req, res) =>
         ready ? ready.requests(req as IncomingMessage, res as ServerResponse) : sendJson(res as ServerResponse, 503, { error: "temporarily_unavailable" }),
-      config.host,
-      config.port,
+      host: config.host,
+      port: config.port,
       limits,
-      fast.grpcUnary ? (stream, headers) => ready?.streams?.(stream, headers) ?? false : undefined,
-      config.tlsCert && config.tlsKey
+      streamHandler: fast.grpcUnary ? (stream, headers) => ready?.streams?.(stream, headers) ?? false : undefined,
+      tls: config.tlsCert && config.tlsKey
         ? {
             certFile: config.tlsCert,
             keyFile: config.tlsKey,
@@ -165,7 +165,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
             onReloadError: (err) => logger.error("TLS certificate not reloaded: the one in use stays", { error: err.message }),
           }
         : undefined,
-    );
+    });
   } catch (err) {
     await db.destroy();
     throw err;

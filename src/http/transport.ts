@@ -57,6 +57,23 @@ export interface OnePortServer {
   http2: http2.Http2Server;
 }
 
+/** What listenOnePort serves, where, and under which bounds. */
+export interface OnePortOptions {
+  handler: Handler;
+  host: string;
+  port: number;
+  limits?: ConnectionLimits;
+  /** Serves HTTP/2 streams before the compatibility layer (the unary gRPC door); none by default. */
+  streamHandler?: StreamHandler;
+  /** HTTPS with ALPN instead of cleartext. */
+  tls?: TlsOptions;
+}
+
+/** Whether the port is closing: set once by close(), read by every server on it. */
+interface Draining {
+  now: boolean;
+}
+
 /**
  * One port for both protocol families. In cleartext the first bytes of a
  * connection say which: the HTTP/2 connection preface goes to the h2c server
@@ -66,25 +83,64 @@ export interface OnePortServer {
  * or none HTTP/1.1 (HTTP/2 over TLS is negotiated, RFC 9113 §3.2), so every
  * limit below holds on both.
  */
-export async function listenOnePort(
-  handler: Handler,
-  host: string,
-  port: number,
-  limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
-  streamHandler: StreamHandler = () => false,
-  tlsOptions?: TlsOptions,
-): Promise<OnePortServer> {
-  let keyPair = tlsOptions ? await readKeyPair(tlsOptions) : undefined;
-  let draining = false;
+export async function listenOnePort(options: OnePortOptions): Promise<OnePortServer> {
+  const limits = options.limits ?? DEFAULT_CONNECTION_LIMITS;
+  const draining: Draining = { now: false };
+  const h1 = http1Server(options.handler, limits, draining);
+  const { h2, sessions } = http2Server(options.handler, limits, options.streamHandler ?? (() => false));
+  const sockets = new Set<net.Socket>();
+  const track = (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  };
+  const front = options.tls ? await tlsFront(options.tls, limits, h1, h2, draining, track) : cleartextFront(limits, h1, h2, track);
+
+  await new Promise<void>((resolve, reject) => {
+    front.server.once("error", (err) => {
+      front.stop();
+      reject(err);
+    });
+    front.server.listen(options.port, options.host, () => resolve());
+  });
+  const address = front.server.address() as net.AddressInfo;
+
+  return {
+    port: address.port,
+    get tls() {
+      return front.keyPair();
+    },
+    http1: h1,
+    http2: h2,
+    close: (graceMs = 0) =>
+      new Promise<void>((resolve) => {
+        draining.now = true;
+        front.stop();
+        const deadline = setTimeout(() => {
+          for (const socket of sockets) socket.destroy();
+        }, graceMs);
+        // Refuses new connections now; calls back once every accepted one has closed.
+        front.server.close(() => {
+          clearTimeout(deadline);
+          resolve();
+        });
+        front.dropUndecided();
+        h1.close(); // closes idle connections and stops its timeout checks
+        // GOAWAY: streams already open finish, new ones are refused.
+        for (const session of sessions) session.close();
+      }),
+  };
+}
+
+/** The HTTP/1.1 server: it never listens itself; the front hands it connections. */
+function http1Server(handler: Handler, limits: ConnectionLimits, draining: Draining): http.Server {
   // While draining, every HTTP/1.1 response says `connection: close`. The
   // check sits where the headers are written instead of in a Set of the
   // responses in flight: an entry added and deleted per request made V8
   // promote every request's objects to the old generation once a full
-  // collection had run, 15-20% of introspection's throughput
-  // (docs/performance.md).
+  // collection had run (docs/performance.md).
   class ClosingWhenDraining extends http.ServerResponse {
     override writeHead(...args: unknown[]): this {
-      if (draining && !this.headersSent) this.setHeader("connection", "close");
+      if (draining.now && !this.headersSent) this.setHeader("connection", "close");
       return (super.writeHead as (...passed: unknown[]) => this).apply(this, args);
     }
   }
@@ -96,8 +152,7 @@ export async function listenOnePort(
     // How often the two timeouts above are checked: the slack on them.
     connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
   });
-  // The HTTP/1.1 server never listens itself (the sniffer below feeds it), so
-  // tell it it does: only then does it track its connections, which the
+  // Tell it it listens: only then does it track its connections, which the
   // header and request timeouts and closeIdleConnections() rely on.
   h1.emit("listening");
   h1.on("clientError", answerClientError(limits));
@@ -106,22 +161,23 @@ export async function listenOnePort(
     res.shouldKeepAlive = false;
     res.writeHead(417, JSON_ERROR_HEADERS).end(oauthErrorJson("the Expect header names an expectation this server does not support"));
   });
-  const h2 = http2.createServer({ settings: { maxHeaderListSize: limits.maxHeaderBytes } });
-  h2.setTimeout(limits.idleTimeoutMs); // an idle session is destroyed
-
-  const sockets = new Set<net.Socket>();
-  const undecided = new Set<net.Socket>();
-  const sessions = new Set<http2.ServerHttp2Session>();
-
   // While draining, a connection is closed as soon as it has no request in
   // flight (one whose answer went out before draining began stays open).
   const closeIdleWhenDraining = () => {
-    if (draining) setImmediate(() => h1.closeIdleConnections());
+    if (draining.now) setImmediate(() => h1.closeIdleConnections());
   };
   h1.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
     res.on("close", closeIdleWhenDraining);
   });
   h1.on("request", handler as http.RequestListener);
+  return h1;
+}
+
+/** The HTTP/2 server (h2c, or h2 over TLS), and its open sessions. */
+function http2Server(handler: Handler, limits: ConnectionLimits, streamHandler: StreamHandler) {
+  const h2 = http2.createServer({ settings: { maxHeaderListSize: limits.maxHeaderBytes } });
+  h2.setTimeout(limits.idleTimeoutMs); // an idle session is destroyed
+  const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
@@ -136,7 +192,7 @@ export async function listenOnePort(
   // Node's compatibility layer (request and response objects, as HTTP/1.1
   // has), from a second HTTP/2 server that never listens: the layer hooks
   // every stream of the server whose `request` event has a listener, and
-  // its objects were about a tenth of a gRPC introspection's main-thread CPU.
+  // its objects cost a gRPC introspection's main thread (docs/performance.md).
   const compat = http2.createServer();
   h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
     // A caller's reset comes as an error event, thrown if nothing listens;
@@ -157,8 +213,23 @@ export async function listenOnePort(
     }
   });
   compat.on("request", handler);
+  return { h2, sessions };
+}
 
-  /** Reads a connection's first bytes and hands it to the server of the protocol they open. */
+/** The listening socket, and what closing it must also stop. */
+interface Front {
+  server: net.Server;
+  /** The certificate new connections get; undefined in cleartext. */
+  keyPair(): KeyPair | undefined;
+  /** Stop watching the certificate files. */
+  stop(): void;
+  /** Drop connections that have not yet said (or negotiated) their protocol. */
+  dropUndecided(): void;
+}
+
+/** Cleartext: a connection's first bytes pick HTTP/2 (the preface) or HTTP/1.1. */
+function cleartextFront(limits: ConnectionLimits, h1: http.Server, h2: http2.Http2Server, track: (socket: net.Socket) => void): Front {
+  const undecided = new Set<net.Socket>();
   const sniff = (socket: net.Socket) => {
     undecided.add(socket);
     socket.once("close", () => undecided.delete(socket));
@@ -188,93 +259,74 @@ export async function listenOnePort(
     socket.on("data", onData);
     socket.on("error", () => socket.destroy());
   };
-  const track = (socket: net.Socket) => {
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+  const server = net.createServer((socket) => {
+    track(socket);
+    sniff(socket);
+  });
+  return {
+    server,
+    keyPair: () => undefined,
+    stop: () => {},
+    dropUndecided: () => {
+      for (const socket of undecided) socket.destroy();
+    },
   };
+}
 
+/** TLS: the protocol ALPN negotiated picks the server; the certificate pair is re-read while serving. */
+async function tlsFront(
+  options: TlsOptions,
+  limits: ConnectionLimits,
+  h1: http.Server,
+  h2: http2.Http2Server,
+  draining: Draining,
+  track: (socket: net.Socket) => void,
+): Promise<Front> {
+  let keyPair = await readKeyPair(options);
   // TCP connections still in their TLS handshake, by peer address: the TLS
   // server hands over a new socket, on which the same peer address and port
   // find the connection again.
   const handshaking = new Map<string, net.Socket>();
   const peerOf = (socket: net.Socket) => `${socket.remoteAddress}|${socket.remotePort}`;
-  const tlsServerOptions = (pair: KeyPair): tls.TlsOptions => ({ cert: pair.cert, key: pair.key, ALPNProtocols: ["h2", "http/1.1"] });
-  const front: net.Server = keyPair
-    ? tls.createServer(
-        // The handshake is part of "a connection's first bytes".
-        { ...tlsServerOptions(keyPair), handshakeTimeout: limits.headersTimeoutMs },
-        (socket) => {
-          handshaking.delete(peerOf(socket));
-          if (draining) socket.destroy();
-          else if (socket.alpnProtocol === "h2") h2.emit("connection", socket);
-          else h1.emit("connection", socket);
-        },
-      )
-    : net.createServer((socket) => {
-        track(socket);
-        sniff(socket);
-      });
-  if (keyPair) {
-    front.on("connection", (socket: net.Socket) => {
-      track(socket);
-      const peer = peerOf(socket);
-      handshaking.set(peer, socket);
-      socket.once("close", () => handshaking.get(peer) === socket && handshaking.delete(peer));
-    });
-    // A failed or timed-out handshake: nothing to answer. The TLS server
-    // leaves the socket open, the handshake timeout's included.
-    front.on("tlsClientError", (_err: Error, socket: tls.TLSSocket) => socket.destroy());
-  }
-  const watch =
-    keyPair && tlsOptions
-      ? watchKeyPair(
-          tlsOptions,
-          keyPair,
-          tlsOptions.reloadIntervalMs ?? DEFAULT_TLS_RELOAD_MS,
-          (pair) => {
-            // New handshakes use it; connections already open keep theirs.
-            (front as tls.Server).setSecureContext(tlsServerOptions(pair));
-            keyPair = pair;
-            tlsOptions.onReload?.(pair);
-          },
-          (err) => tlsOptions.onReloadError?.(err),
-        )
-      : undefined;
-
-  await new Promise<void>((resolve, reject) => {
-    front.once("error", (err) => {
-      watch?.stop();
-      reject(err);
-    });
-    front.listen(port, host, () => resolve());
-  });
-  const address = front.address() as net.AddressInfo;
-
-  return {
-    port: address.port,
-    get tls() {
-      return keyPair;
+  const serverOptions = (pair: KeyPair): tls.TlsOptions => ({ cert: pair.cert, key: pair.key, ALPNProtocols: ["h2", "http/1.1"] });
+  const server = tls.createServer(
+    // The handshake is part of "a connection's first bytes".
+    { ...serverOptions(keyPair), handshakeTimeout: limits.headersTimeoutMs },
+    (socket) => {
+      handshaking.delete(peerOf(socket));
+      if (draining.now) socket.destroy();
+      else if (socket.alpnProtocol === "h2") h2.emit("connection", socket);
+      else h1.emit("connection", socket);
     },
-    http1: h1,
-    http2: h2,
-    close: (graceMs = 0) =>
-      new Promise<void>((resolve) => {
-        draining = true;
-        watch?.stop();
-        const deadline = setTimeout(() => {
-          for (const socket of sockets) socket.destroy();
-        }, graceMs);
-        // Refuses new connections now; calls back once every accepted one has closed.
-        front.close(() => {
-          clearTimeout(deadline);
-          resolve();
-        });
-        for (const socket of undecided) socket.destroy();
-        for (const socket of handshaking.values()) socket.destroy();
-        h1.close(); // closes idle connections and stops its timeout checks
-        // GOAWAY: streams already open finish, new ones are refused.
-        for (const session of sessions) session.close();
-      }),
+  );
+  server.on("connection", (socket: net.Socket) => {
+    track(socket);
+    const peer = peerOf(socket);
+    handshaking.set(peer, socket);
+    socket.once("close", () => handshaking.get(peer) === socket && handshaking.delete(peer));
+  });
+  // A failed or timed-out handshake: nothing to answer. The TLS server
+  // leaves the socket open, the handshake timeout's included.
+  server.on("tlsClientError", (_err: Error, socket: tls.TLSSocket) => socket.destroy());
+  const watch = watchKeyPair(
+    options,
+    keyPair,
+    options.reloadIntervalMs ?? DEFAULT_TLS_RELOAD_MS,
+    (pair) => {
+      // New handshakes use it; connections already open keep theirs.
+      server.setSecureContext(serverOptions(pair));
+      keyPair = pair;
+      options.onReload?.(pair);
+    },
+    (err) => options.onReloadError?.(err),
+  );
+  return {
+    server,
+    keyPair: () => keyPair,
+    stop: () => watch.stop(),
+    dropUndecided: () => {
+      for (const socket of handshaking.values()) socket.destroy();
+    },
   };
 }
 

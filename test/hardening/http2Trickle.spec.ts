@@ -173,15 +173,15 @@ describe("HTTP/2 request trickled byte by byte", function () {
 
   it("never cuts a request whose body has arrived, however long its answer takes", async () => {
     const limits = { ...DEFAULT_CONNECTION_LIMITS, headersTimeoutMs: 200, requestTimeoutMs: 300 };
-    const slow = await listenOnePort(
-      (req, res) => {
+    const slow = await listenOnePort({
+      handler: (req, res) => {
         req.resume();
         req.on("end", () => setTimeout(() => res.end("late"), 900));
       },
-      "127.0.0.1",
-      0,
+      host: "127.0.0.1",
+      port: 0,
       limits,
-    );
+    });
     const session = http2.connect(`http://127.0.0.1:${slow.port}`);
     session.on("error", () => {});
     try {

@@ -37,8 +37,8 @@ describe("one-port transport over TLS", function () {
     const arrival = new Promise<void>((resolve) => (arrived = resolve));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    server = await listenOnePort(
-      (req, res) => {
+    server = await listenOnePort({
+      handler: (req, res) => {
         if (req.url === "/slow") {
           arrived();
           void released.then(() => res.end("slow done"));
@@ -46,12 +46,11 @@ describe("one-port transport over TLS", function () {
           req.resume().on("end", () => res.end("posted"));
         } else res.end(`${req.httpVersion} ${(req.socket as tls.TLSSocket).encrypted === true}`);
       },
-      "127.0.0.1",
-      0,
-      { ...DEFAULT_CONNECTION_LIMITS, ...limits },
-      undefined,
-      { certFile, keyFile },
-    );
+      host: "127.0.0.1",
+      port: 0,
+      limits: { ...DEFAULT_CONNECTION_LIMITS, ...limits },
+      tls: { certFile, keyFile },
+    });
     return { server, arrival, release };
   }
 

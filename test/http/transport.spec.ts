@@ -10,16 +10,16 @@ async function slowServer() {
   const arrival = new Promise<void>((resolve) => (arrived = resolve));
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
-  const server = await listenOnePort(
-    (req, res) => {
+  const server = await listenOnePort({
+    handler: (req, res) => {
       if (req.url === "/slow") {
         arrived();
         void released.then(() => res.end("slow done"));
       } else res.end("fast");
     },
-    "127.0.0.1",
-    0,
-  );
+    host: "127.0.0.1",
+    port: 0,
+  });
   return { server, arrival, release };
 }
 
