@@ -70,129 +70,169 @@ const RESTART_DELAY_MS = 1000;
  * them. Resolves with the exit status.
  */
 export async function runPrimary(count: number, logger: Logger, print: (banner: Banner, pids: number[]) => void, shutdownTimeoutSeconds: number): Promise<number> {
-  const aggregator = new AggregatorRegistry();
-  let stopping = false;
-  let serving = false;
-  const ready = new Map<Worker, Banner>();
-  const waiters = new Map<Worker, { resolve: (b: Banner) => void; reject: (e: Error) => void }>();
-  let nextId = 0;
-  const forgetting = new Map<number, { writer: Worker; writerId: number; left: Set<Worker>; timer: NodeJS.Timeout }>();
-  let done: (status: number) => void = () => {};
-  const finished = new Promise<number>((resolve) => (done = resolve));
+  const primary = new Primary(logger, shutdownTimeoutSeconds);
+  cluster.on("exit", (worker, code, signal) => primary.exited(worker, code, signal));
+  process.on("SIGINT", (signal) => primary.signalled(signal));
+  process.on("SIGTERM", (signal) => primary.signalled(signal));
+  return primary.start(count, print);
+}
 
-  const send = (worker: Worker, message: Message) => {
-    if (worker.isConnected()) worker.send(message, (err: Error | null) => err && logger.warn("message to a worker lost", { pid: worker.process.pid, error: err.message }));
-  };
-  const settleForget = (id: number) => {
-    const entry = forgetting.get(id);
-    if (!entry) return;
-    forgetting.delete(id);
-    clearTimeout(entry.timer);
-    send(entry.writer, { type: "identity:forgot", id: entry.writerId });
-  };
+const liveWorkers = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
 
-  const onMessage = (worker: Worker, message: unknown) => {
-    if (!isMessage(message)) return;
-    switch (message.type) {
-      case "identity:ready":
-        ready.set(worker, message.banner);
-        waiters.get(worker)?.resolve(message.banner);
-        break;
-      case "identity:forget": {
-        const siblings = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && w !== worker && w.isConnected());
-        const id = ++nextId;
-        // Past the cache bound a sibling's cache has expired anyway.
-        const timer = setTimeout(() => settleForget(id), APPLICATION_CACHE_MS);
-        forgetting.set(id, { writer: worker, writerId: message.id, left: new Set(siblings), timer });
-        if (siblings.length === 0) settleForget(id);
-        for (const sibling of siblings) send(sibling, { type: "identity:forget", id, what: message.what });
-        break;
-      }
-      case "identity:forgot": {
-        const entry = forgetting.get(message.id);
-        entry?.left.delete(worker);
-        if (entry && entry.left.size === 0) settleForget(message.id);
-        break;
-      }
-      case "identity:metrics":
-        aggregator.clusterMetrics().then(
-          (body) => send(worker, { type: "identity:metrics-answer", id: message.id, contentType: aggregator.contentType, body }),
-          (err: Error) => send(worker, { type: "identity:metrics-answer", id: message.id, error: err.message }),
-        );
-        break;
+/** The primary's state: its workers' start, their messages, a death, a signal. */
+class Primary {
+  private stopping = false;
+  private serving = false;
+  private readonly aggregator = new AggregatorRegistry();
+  private readonly waiters = new Map<Worker, { resolve: (b: Banner) => void; reject: (e: Error) => void }>();
+  private readonly relay: ForgetRelay;
+  private done: (status: number) => void = () => {};
+  private readonly finished = new Promise<number>((resolve) => (this.done = resolve));
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly shutdownTimeoutSeconds: number,
+  ) {
+    this.relay = new ForgetRelay((worker, message) => this.send(worker, message));
+  }
+
+  /** Start the workers, the first alone; print the banner once all serve. */
+  async start(count: number, print: (banner: Banner, pids: number[]) => void): Promise<number> {
+    try {
+      const first = this.fork();
+      const banners = [await first.ready];
+      const rest = Array.from({ length: count - 1 }, () => this.fork());
+      banners.push(...(await Promise.all(rest.map((r) => r.ready))));
+      this.serving = true;
+      const demo = banners.find((b) => b.demo)?.demo;
+      print({ ...banners[0]!, demo }, [first.worker, ...rest.map((r) => r.worker)].map((w) => w.process.pid!));
+    } catch (err) {
+      if (this.stopping) return this.finished;
+      this.logger.error("a worker failed to start", { error: (err as Error).message });
+      this.stopping = true;
+      if (liveWorkers().length === 0) return 1;
+      this.stopAll();
+      await Promise.race([this.finished, new Promise((r) => setTimeout(r, (this.shutdownTimeoutSeconds + 5) * 1000).unref())]);
+      return 1;
     }
-  };
+    return this.finished;
+  }
 
-  const fork = (): { worker: Worker; ready: Promise<Banner> } => {
-    const worker = cluster.fork();
-    const started = new Promise<Banner>((resolve, reject) => waiters.set(worker, { resolve, reject }));
-    started.catch(() => {}).finally(() => waiters.delete(worker));
-    worker.on("message", (message: unknown) => onMessage(worker, message));
-    return { worker, ready: started };
-  };
-
-  cluster.on("exit", (worker, code, signal) => {
-    ready.delete(worker);
-    waiters.get(worker)?.reject(new Error(`worker ${worker.process.pid} exited (${signal ?? code}) before it served`));
-    for (const [id, entry] of forgetting) {
-      if (entry.left.delete(worker) && entry.left.size === 0) settleForget(id);
-    }
-    const left = Object.keys(cluster.workers ?? {}).length;
-    if (stopping) {
-      if (left === 0) {
-        logger.info("stopped");
-        done(0);
+  /** A worker died: while serving, another takes its place; while stopping, the last one ends the primary. */
+  exited(worker: Worker, code: number, signal: string): void {
+    this.waiters.get(worker)?.reject(new Error(`worker ${worker.process.pid} exited (${signal ?? code}) before it served`));
+    this.relay.gone(worker);
+    if (this.stopping) {
+      if (liveWorkers().length === 0) {
+        this.logger.info("stopped");
+        this.done(0);
       }
       return;
     }
-    if (!serving) return;
-    logger.error("worker exited unexpectedly: starting another", { pid: worker.process.pid, code, signal });
+    if (!this.serving) return;
+    this.logger.error("worker exited unexpectedly: starting another", { pid: worker.process.pid, code, signal });
     setTimeout(() => {
-      if (stopping) return;
-      const next = fork();
-      next.ready.then(() => logger.info("worker replaced", { pid: next.worker.process.pid }), () => {});
+      if (this.stopping) return;
+      const next = this.fork();
+      next.ready.then(() => this.logger.info("worker replaced", { pid: next.worker.process.pid }), () => {});
     }, RESTART_DELAY_MS).unref();
-  });
+  }
 
-  const stopAll = () => {
-    for (const worker of Object.values(cluster.workers ?? {})) if (worker) send(worker, { type: "identity:stop" });
-  };
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      logger.warn("second signal: exiting without waiting", { signal });
-      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGKILL");
+  /** SIGINT or SIGTERM: drain the workers; a second signal kills them. */
+  signalled(signal: NodeJS.Signals): void {
+    if (this.stopping) {
+      this.logger.warn("second signal: exiting without waiting", { signal });
+      for (const worker of liveWorkers()) worker.process.kill("SIGKILL");
       process.exit(signal === "SIGINT" ? 130 : 143);
     }
-    stopping = true;
-    logger.info("shutting down", { signal, workers: Object.keys(cluster.workers ?? {}).length, timeout_seconds: shutdownTimeoutSeconds });
-    if (Object.keys(cluster.workers ?? {}).length === 0) done(0);
-    stopAll();
+    this.stopping = true;
+    this.logger.info("shutting down", { signal, workers: liveWorkers().length, timeout_seconds: this.shutdownTimeoutSeconds });
+    if (liveWorkers().length === 0) this.done(0);
+    this.stopAll();
     // Each worker cuts what is still running at the timeout; one that hangs past it is killed.
     setTimeout(() => {
-      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGKILL");
-    }, (shutdownTimeoutSeconds + 10) * 1000).unref();
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-
-  try {
-    const first = fork();
-    const banners = [await first.ready];
-    const rest = Array.from({ length: count - 1 }, () => fork());
-    banners.push(...(await Promise.all(rest.map((r) => r.ready))));
-    serving = true;
-    const demo = banners.find((b) => b.demo)?.demo;
-    print({ ...banners[0]!, demo }, [first.worker, ...rest.map((r) => r.worker)].map((w) => w.process.pid!));
-  } catch (err) {
-    if (stopping) return finished;
-    logger.error("a worker failed to start", { error: (err as Error).message });
-    stopping = true;
-    if (Object.keys(cluster.workers ?? {}).length === 0) return 1;
-    stopAll();
-    await Promise.race([finished, new Promise((r) => setTimeout(r, (shutdownTimeoutSeconds + 5) * 1000).unref())]);
-    return 1;
+      for (const worker of liveWorkers()) worker.process.kill("SIGKILL");
+    }, (this.shutdownTimeoutSeconds + 10) * 1000).unref();
   }
-  return finished;
+
+  private fork(): { worker: Worker; ready: Promise<Banner> } {
+    const worker = cluster.fork();
+    const started = new Promise<Banner>((resolve, reject) => this.waiters.set(worker, { resolve, reject }));
+    started.catch(() => {}).finally(() => this.waiters.delete(worker));
+    worker.on("message", (message: unknown) => this.received(worker, message));
+    return { worker, ready: started };
+  }
+
+  private received(worker: Worker, message: unknown): void {
+    if (!isMessage(message)) return;
+    switch (message.type) {
+      case "identity:ready":
+        this.waiters.get(worker)?.resolve(message.banner);
+        break;
+      case "identity:forget":
+        this.relay.forget(worker, message.id, message.what);
+        break;
+      case "identity:forgot":
+        this.relay.forgot(worker, message.id);
+        break;
+      case "identity:metrics":
+        this.aggregator.clusterMetrics().then(
+          (body) => this.send(worker, { type: "identity:metrics-answer", id: message.id, contentType: this.aggregator.contentType, body }),
+          (err: Error) => this.send(worker, { type: "identity:metrics-answer", id: message.id, error: err.message }),
+        );
+        break;
+    }
+  }
+
+  private send(worker: Worker, message: Message): void {
+    if (worker.isConnected()) worker.send(message, (err: Error | null) => err && this.logger.warn("message to a worker lost", { pid: worker.process.pid, error: err.message }));
+  }
+
+  private stopAll(): void {
+    for (const worker of liveWorkers()) this.send(worker, { type: "identity:stop" });
+  }
+}
+
+/**
+ * A worker's write relayed to its siblings: each forgets its cache, and the
+ * writer hears once all have (or once the cache bound has passed).
+ */
+class ForgetRelay {
+  private nextId = 0;
+  private readonly pending = new Map<number, { writer: Worker; writerId: number; left: Set<Worker>; timer: NodeJS.Timeout }>();
+
+  constructor(private readonly send: (worker: Worker, message: Message) => void) {}
+
+  forget(writer: Worker, writerId: number, what: Forgettable): void {
+    const siblings = liveWorkers().filter((w) => w !== writer && w.isConnected());
+    const id = ++this.nextId;
+    // Past the cache bound a sibling's cache has expired anyway.
+    const timer = setTimeout(() => this.settle(id), APPLICATION_CACHE_MS);
+    this.pending.set(id, { writer, writerId, left: new Set(siblings), timer });
+    if (siblings.length === 0) this.settle(id);
+    for (const sibling of siblings) this.send(sibling, { type: "identity:forget", id, what });
+  }
+
+  forgot(sibling: Worker, id: number): void {
+    const entry = this.pending.get(id);
+    entry?.left.delete(sibling);
+    if (entry && entry.left.size === 0) this.settle(id);
+  }
+
+  /** A dead worker forgets nothing more: nobody waits for it. */
+  gone(worker: Worker): void {
+    for (const [id, entry] of this.pending) {
+      if (entry.left.delete(worker) && entry.left.size === 0) this.settle(id);
+    }
+  }
+
+  private settle(id: number): void {
+    const entry = this.pending.get(id);
+    if (!entry) return;
+    this.pending.delete(id);
+    clearTimeout(entry.timer);
+    this.send(entry.writer, { type: "identity:forgot", id: entry.writerId });
+  }
 }
 
 /**
