@@ -10,11 +10,17 @@ interface FormErrors {
 
 const NO_ERRORS: FormErrors = { fields: {} };
 
-/** A failure placed next to its field when the form has that field, else above the form. */
+/** Each field's failure next to that field when the form has it; the rest, or a failure about no field, above the form. */
 function formErrorsOf(err: unknown, fieldsShown: readonly string[]): FormErrors {
   const failure: Failure = failureOf(err);
-  if (failure.field && fieldsShown.includes(failure.field)) return { fields: { [failure.field]: failure.message } };
-  return { fields: {}, form: failure.field ? `${failure.field}: ${failure.message}` : failure.message };
+  if (failure.fields.length === 0) return { fields: {}, form: failure.message };
+  const fields: Record<string, string> = {};
+  const elsewhere: string[] = [];
+  for (const { field, message } of failure.fields) {
+    if (!fieldsShown.includes(field)) elsewhere.push(`${field}: ${message}`);
+    else fields[field] = fields[field] ? `${fields[field]}; ${message}` : message;
+  }
+  return { fields, form: elsewhere.join("; ") || undefined };
 }
 
 interface FieldProps {
