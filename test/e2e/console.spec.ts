@@ -205,7 +205,7 @@ describe("admin console in headless Chromium", function () {
     }
     // Reloading keeps the session: no second trip to the login page.
     await page.reload();
-    await page.getByRole("heading", { level: 1, name: "Events" }).waitFor();
+    await page.getByRole("heading", { level: 1, name: "Settings" }).waitFor();
     assert.equal(new URL(page.url()).pathname, "/admin/");
     assert.equal(calls[0], `POST ${TOKEN_PATH}`);
     assert.equal(calls.filter((c) => c === `POST ${TOKEN_PATH}`).length, 1, "one code exchange");
@@ -802,7 +802,7 @@ describe("admin console in headless Chromium", function () {
           .filter((control: any) => !control.id || !document.querySelector(`label[for="${control.id}"]`)?.textContent?.trim())
           .map((control: any) => control.outerHTML as string),
       );
-    const forms: Record<string, string[]> = { Applications: ["New application"], Users: ["New user"], "Signing keys": [], Sessions: [], Events: [] };
+    const forms: Record<string, string[]> = { Applications: ["New application"], Users: ["New user"], "Signing keys": [], Sessions: [], Events: [], Settings: [] };
     for (const [title, dialogs] of Object.entries(forms)) {
       await openPage(title);
       assert.deepEqual(await unlabelled(), [], title);
