@@ -24,9 +24,9 @@ const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
  * The RPC front door's one mapping of domain errors: a Connect code, the
  * description as message, and the OAuth code both as an `x-oauth-error`
  * header and as a typed `OAuthErrorDetail`; refused input also carries one
- * `FieldViolation` for each bad field, so a form can mark every one. An unreachable database becomes
- * Unavailable. Anything else becomes a bare Internal error, so no stack or
- * internal message reaches a caller.
+ * `FieldViolation` for each bad field, so a form can mark every one. An
+ * unreachable database becomes Unavailable. Anything else becomes a bare
+ * Internal error, so no stack or internal message reaches a caller.
  */
 export function toConnectError(failure: unknown, log: LogUnexpected, context?: RequestContext): ConnectError {
   if (failure instanceof ConnectError) return failure;

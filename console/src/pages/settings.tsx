@@ -65,7 +65,7 @@ function ConsoleSignInForm(props: {
           What you save here is stored, and counts on instances started without it.
         </p>
       )}
-      <form onSubmit={(e) => { setSaved(false); return submit(e); }} noValidate>
+      <form onSubmit={submit} noValidate>
         <CheckboxGroup id="settings-consoleProviders" legend="Providers on the console's sign-in page" options={[...props.providers, ...gone]}
           values={chosen} onValues={(values) => { setChosen(values); setSaved(false); }} error={errors.fields.consoleProviders} />
         <FormActions busy={busy} submit="Save" error={errors.form} />
