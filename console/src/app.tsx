@@ -5,6 +5,7 @@ import { EventsPage } from "./pages/events.js";
 import { KeysPage } from "./pages/keys.js";
 import { ProvidersPage } from "./pages/providers.js";
 import { SessionsPage } from "./pages/sessions.js";
+import { SettingsPage } from "./pages/settings.js";
 import { UsersPage } from "./pages/users.js";
 
 /** The pages, in navigation order: each entry's text is its page's heading. */
@@ -15,6 +16,7 @@ const PAGES = [
   { path: "keys", title: "Signing keys", Page: KeysPage },
   { path: "sessions", title: "Sessions", Page: SessionsPage },
   { path: "events", title: "Events", Page: EventsPage },
+  { path: "settings", title: "Settings", Page: SettingsPage },
 ] as const;
 
 export interface PageProps {

@@ -1,4 +1,4 @@
-import { render } from "preact";
+import { render, type VNode } from "preact";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import { App, NotAdministrator, SignInFailed } from "./app.js";
 import { createClients, failureOf, isRefused, isSignedOut } from "./rpc.js";
@@ -8,18 +8,24 @@ import "./console.css";
 
 /**
  * The console starts here. Without a token it leaves at once for the
- * service's authorization endpoint (the shell has drawn nothing); back with a
- * code, it exchanges it, checks the user may administer, and draws the app.
+ * service's authorization endpoint (the shell's loading message stays up
+ * meanwhile); back with a code, it exchanges it, checks the user may
+ * administer, and draws the app.
  */
 async function start(): Promise<void> {
   const signIn = new ConsoleSignIn(readShellSettings());
-  const root = document.getElementById("app")!;
+  const app = document.getElementById("app")!;
+  // The shell's frame and loading message stay until the first drawing replaces them.
+  const draw = (ui: VNode) => {
+    app.replaceChildren();
+    render(ui, app);
+  };
   const url = new URL(location.href);
   let session: Session | undefined;
   try {
     session = signIn.isCallback(url) ? await signIn.complete(url) : signIn.current();
   } catch (err) {
-    render(<SignInFailed message={err instanceof Error ? err.message : String(err)} onRetry={() => void signIn.redirect("")} />, root);
+    draw(<SignInFailed message={err instanceof Error ? err.message : String(err)} onRetry={() => void signIn.redirect("")} />);
     return;
   }
   if (!session) return void (await signIn.redirect());
@@ -33,11 +39,11 @@ async function start(): Promise<void> {
     const failure = failureOf(err);
     // A dead token: the clients' interceptor is already on its way to sign in again.
     if (isSignedOut(failure)) return;
-    if (isRefused(failure)) return render(<NotAdministrator userName={session.userName} onSignOut={onSignOut} />, root);
-    render(<SignInFailed message={failure.message} onRetry={() => location.reload()} />, root);
+    if (isRefused(failure)) return draw(<NotAdministrator userName={session.userName} onSignOut={onSignOut} />);
+    draw(<SignInFailed message={failure.message} onRetry={() => location.reload()} />);
     return;
   }
-  render(<App clients={clients} userName={session.userName} onSignOut={onSignOut} />, root);
+  draw(<App clients={clients} userName={session.userName} onSignOut={onSignOut} />);
 }
 
 void start();

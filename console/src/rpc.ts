@@ -24,23 +24,31 @@ export function createClients(accessToken: () => string, onSignedOut: () => void
 
 export type ClientOf = ReturnType<typeof createClients>;
 
-/** A failed call, as the console shows it: its message, and the form field it names, if any. */
+/** A failed call, as the console shows it: its message, and the form fields it names, if any. */
 export interface Failure {
   code: Code;
   message: string;
-  field?: string;
+  /** What is wrong with each field named, by the field's JSON name; empty when the failure is about no field. */
+  fields: FieldFailure[];
+}
+
+export interface FieldFailure {
+  field: string;
+  message: string;
 }
 
 /**
- * Invalid input carries a FieldViolation detail naming the field by its JSON
- * name (`authUrl`, `userMapping.email`; docs/admin.md): that field is where
- * the console shows it.
+ * Invalid input carries one FieldViolation detail for each bad field, naming
+ * it by its JSON name (`authUrl`, `userMapping.email`; docs/admin.md): that
+ * field is where the console shows it.
  */
 export function failureOf(err: unknown): Failure {
   const error = ConnectError.from(err);
-  const [violation] = error.findDetails(FieldViolationSchema);
-  if (violation?.field) return { code: error.code, field: violation.field, message: violation.description || error.rawMessage };
-  return { code: error.code, message: error.rawMessage || "The call failed." };
+  const fields = error
+    .findDetails(FieldViolationSchema)
+    .filter((v) => v.field)
+    .map((v) => ({ field: v.field, message: v.description || error.rawMessage }));
+  return { code: error.code, message: error.rawMessage || "The call failed.", fields };
 }
 
 /** Whether the caller's token no longer works (expired, revoked): time to sign in again. */

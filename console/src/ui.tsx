@@ -10,11 +10,17 @@ interface FormErrors {
 
 const NO_ERRORS: FormErrors = { fields: {} };
 
-/** A failure placed next to its field when the form has that field, else above the form. */
+/** Each field's failure next to that field when the form has it; the rest, or a failure about no field, above the form. */
 function formErrorsOf(err: unknown, fieldsShown: readonly string[]): FormErrors {
   const failure: Failure = failureOf(err);
-  if (failure.field && fieldsShown.includes(failure.field)) return { fields: { [failure.field]: failure.message } };
-  return { fields: {}, form: failure.field ? `${failure.field}: ${failure.message}` : failure.message };
+  if (failure.fields.length === 0) return { fields: {}, form: failure.message };
+  const fields: Record<string, string> = {};
+  const elsewhere: string[] = [];
+  for (const { field, message } of failure.fields) {
+    if (!fieldsShown.includes(field)) elsewhere.push(`${field}: ${message}`);
+    else fields[field] = fields[field] ? `${fields[field]}; ${message}` : message;
+  }
+  return { fields, form: elsewhere.join("; ") || undefined };
 }
 
 interface FieldProps {
@@ -199,22 +205,21 @@ export function useSubmit(fields: readonly string[], save: () => Promise<FormErr
     } catch (err) {
       refused = formErrorsOf(err, fields);
     }
-    if (refused) {
-      setErrors(refused);
-      setBusy(false);
-    }
+    // A form that stays open after it saved (a page's, not a dialog's) is ready again, unmarked.
+    setErrors(refused || NO_ERRORS);
+    setBusy(false);
   };
   return { errors, busy, submit };
 }
 
 /** A form in a dialog: submit runs `save`; its errors go next to the fields or above them. */
-export function FormActions(props: { busy: boolean; submit: string; onCancel: () => void; error?: string }) {
+export function FormActions(props: { busy: boolean; submit: string; onCancel?: () => void; error?: string }) {
   return (
     <>
       {props.error && <p class="error" role="alert">{props.error}</p>}
       <div class="actions">
         <button type="submit" class="primary" disabled={props.busy}>{props.submit}</button>
-        <button type="button" onClick={props.onCancel}>Cancel</button>
+        {props.onCancel && <button type="button" onClick={props.onCancel}>Cancel</button>}
       </div>
     </>
   );
@@ -265,18 +270,35 @@ export function PageHeading(props: { title: string; children?: ComponentChildren
   );
 }
 
-/** A list's table, which scrolls sideways on a narrow screen; `actions` adds a last column for each row's buttons. */
+/**
+ * A list's table; `actions` adds a last column for each row's buttons. On a
+ * narrow screen each row reads as a card, each cell under its column's name
+ * (console.css), so nothing scrolls sideways. The rows come from the pages:
+ * each cell is given its column's name here, and the table roles, which
+ * browsers drop from a table no longer laid out as one.
+ */
 export function Table(props: { columns: readonly string[]; actions?: boolean; children: ComponentChildren }) {
+  const ref = useRef<HTMLTableSectionElement>(null);
+  useLayoutEffect(() => {
+    for (const row of ref.current!.rows) {
+      row.setAttribute("role", "row");
+      [...row.cells].forEach((cell, i) => {
+        cell.setAttribute("role", "cell");
+        const column = props.columns[i];
+        if (column) cell.dataset.label = column;
+      });
+    }
+  });
   return (
     <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            {props.columns.map((column) => <th scope="col" key={column}>{column}</th>)}
-            {props.actions && <th scope="col"><span class="visually-hidden">Actions</span></th>}
+      <table role="table">
+        <thead role="rowgroup">
+          <tr role="row">
+            {props.columns.map((column) => <th scope="col" role="columnheader" key={column}>{column}</th>)}
+            {props.actions && <th scope="col" role="columnheader"><span class="visually-hidden">Actions</span></th>}
           </tr>
         </thead>
-        <tbody>{props.children}</tbody>
+        <tbody role="rowgroup" ref={ref}>{props.children}</tbody>
       </table>
     </div>
   );

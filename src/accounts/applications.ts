@@ -20,6 +20,7 @@ import { CONSOLE_APP_NAME, isConsoleApplication } from "./consoleClient.js";
 import {
   absoluteHttpUrlProblem,
   conflictsAsErrors,
+  FieldChecks,
   InvalidInputError,
   optionalBoolean,
   optionalHours,
@@ -71,38 +72,48 @@ export interface ApplicationInput {
   publicClient?: boolean;
 }
 
-/** Check untrusted input (a config entry, CLI flags, an RPC) field by field. */
+/** Check untrusted input (a config entry, CLI flags, an RPC) field by field, naming every bad one. */
 export function parseApplicationInput(raw: Record<string, unknown>): ApplicationInput {
-  rejectUnknownFields(raw, APPLICATION_FIELDS);
-  const clientId = optionalString(raw.clientId, "clientId", 200);
-  if (clientId !== undefined && !/^[\x21-\x7e]{1,200}$/.test(clientId)) {
-    throw new InvalidInputError("clientId", "must be 1-200 printable ASCII characters without spaces");
-  }
-  const clientSecret = optionalString(raw.clientSecret, "clientSecret", 500);
-  // A chosen secret is the only client credential an attacker can guess;
-  // leaving it out has the service generate 256 random bits instead.
-  if (clientSecret !== undefined && [...clientSecret].length < MIN_CHOSEN_SECRET_LENGTH) {
-    throw new InvalidInputError("clientSecret", `must be at least ${MIN_CHOSEN_SECRET_LENGTH} characters (leave it out to have one generated)`);
-  }
-  return {
-    name: requireName(raw.name),
+  const checks = new FieldChecks();
+  const check = <T>(run: () => T) => checks.check(run);
+  check(() => rejectUnknownFields(raw, APPLICATION_FIELDS));
+  const clientId = check(() => {
+    const value = optionalString(raw.clientId, "clientId", 200);
+    if (value !== undefined && !/^[\x21-\x7e]{1,200}$/.test(value)) {
+      throw new InvalidInputError("clientId", "must be 1-200 printable ASCII characters without spaces");
+    }
+    return value;
+  });
+  const clientSecret = check(() => {
+    const value = optionalString(raw.clientSecret, "clientSecret", 500);
+    // A chosen secret is the only client credential an attacker can guess;
+    // leaving it out has the service generate 256 random bits instead.
+    if (value !== undefined && [...value].length < MIN_CHOSEN_SECRET_LENGTH) {
+      throw new InvalidInputError("clientSecret", `must be at least ${MIN_CHOSEN_SECRET_LENGTH} characters (leave it out to have one generated)`);
+    }
+    return value;
+  });
+  const input = {
+    name: check(() => requireName(raw.name)),
     clientId,
     clientSecret,
-    redirectUris: optionalStringList(raw.redirectUris, "redirectUris", (uri) => absoluteHttpUrlProblem(uri) ?? cleartextRedirectProblem(uri)),
-    grantTypes: optionalStringList(raw.grantTypes, "grantTypes", (g) => (grantTypeNamed(g) ? undefined : `is not one of ${GRANT_TYPES.join(", ")}`))?.map(
-      (g) => grantTypeNamed(g)!,
+    redirectUris: check(() => optionalStringList(raw.redirectUris, "redirectUris", (uri) => absoluteHttpUrlProblem(uri) ?? cleartextRedirectProblem(uri))),
+    grantTypes: check(() =>
+      optionalStringList(raw.grantTypes, "grantTypes", (g) => (grantTypeNamed(g) ? undefined : `is not one of ${GRANT_TYPES.join(", ")}`))?.map((g) => grantTypeNamed(g)!),
     ),
-    expireInHours: optionalHours(raw.expireInHours, "expireInHours"),
-    refreshExpireInHours: optionalHours(raw.refreshExpireInHours, "refreshExpireInHours"),
-    providers: optionalStringList(raw.providers, "providers", (p) => (isProviderName(p) ? undefined : "is not a provider name")),
+    expireInHours: check(() => optionalHours(raw.expireInHours, "expireInHours")),
+    refreshExpireInHours: check(() => optionalHours(raw.refreshExpireInHours, "refreshExpireInHours")),
+    providers: check(() => optionalStringList(raw.providers, "providers", (p) => (isProviderName(p) ? undefined : "is not a provider name"))),
     // Cross-origin answers go to scripts on these origins only; like redirect
     // URIs, never over clear text beyond the machine itself.
-    allowedOrigins: optionalStringList(raw.allowedOrigins, "allowedOrigins", (o) => originProblem(o) ?? cleartextRedirectProblem(o)),
-    tokenFormat: optionalOneOf(raw.tokenFormat, "tokenFormat", TOKEN_FORMATS),
-    signingAlg: optionalOneOf(raw.signingAlg, "signingAlg", SIGNING_ALGS),
-    accessTokenStrategy: optionalOneOf(raw.accessTokenStrategy, "accessTokenStrategy", ACCESS_TOKEN_STRATEGIES),
-    publicClient: optionalBoolean(raw.publicClient, "publicClient"),
+    allowedOrigins: check(() => optionalStringList(raw.allowedOrigins, "allowedOrigins", (o) => originProblem(o) ?? cleartextRedirectProblem(o))),
+    tokenFormat: check(() => optionalOneOf(raw.tokenFormat, "tokenFormat", TOKEN_FORMATS)),
+    signingAlg: check(() => optionalOneOf(raw.signingAlg, "signingAlg", SIGNING_ALGS)),
+    accessTokenStrategy: check(() => optionalOneOf(raw.accessTokenStrategy, "accessTokenStrategy", ACCESS_TOKEN_STRATEGIES)),
+    publicClient: check(() => optionalBoolean(raw.publicClient, "publicClient")),
   };
+  checks.done();
+  return input as ApplicationInput;
 }
 
 /** One of `values`, or undefined when absent; the RPC's proto3 string arrives as "" when unset. */
@@ -278,11 +289,11 @@ export function originAllowList(repo: ApplicationRepository): (origin: string) =
 /** A public client takes no secret and none of the grants that need one. */
 function checkPublicClient(publicClient: boolean, grantTypes: readonly string[], input: ApplicationInput): void {
   if (!publicClient) return;
-  if (input.clientSecret !== undefined) throw new InvalidInputError("clientSecret", "must be left out: a public client has no secret");
+  const checks = new FieldChecks();
+  if (input.clientSecret !== undefined) checks.refuse("clientSecret", "must be left out: a public client has no secret");
   const refused = grantTypes.filter((g) => SECRET_GRANT_TYPES.includes(g));
-  if (refused.length > 0) {
-    throw new InvalidInputError("grantTypes", `a public client cannot use ${refused.join(" or ")}: they need a client secret`);
-  }
+  if (refused.length > 0) checks.refuse("grantTypes", `a public client cannot use ${refused.join(" or ")}: they need a client secret`);
+  checks.done();
 }
 
 const noSecret = (): { clientSecret?: string; clientSecretHash: string } => ({ clientSecretHash: noSecretHash() });

@@ -21,20 +21,13 @@ export interface ConsoleClient {
   redirectUri: string;
   /** What the console asks for; only an admin user is granted the admin scope (oauth/scopes.ts). */
   scope: string;
-  /**
-   * The login providers its sign-in page offers beside the password
-   * (--console-providers), so that an admin who signs in only through one
-   * reaches the console too.
-   */
-  providers: string[];
 }
 
-export function consoleClientFor(issuer: string, providers: readonly string[] = []): ConsoleClient {
+export function consoleClientFor(issuer: string): ConsoleClient {
   return {
     clientId: CONSOLE_CLIENT_ID,
     redirectUri: `${issuer.replace(/\/+$/, "")}/admin/`,
     scope: `openid profile ${ADMIN_SCOPE}`,
-    providers: [...providers],
   };
 }
 
@@ -43,7 +36,10 @@ export function isConsoleApplication(app: Pick<ApplicationRecord, "name" | "clie
   return app.name === CONSOLE_APP_NAME || app.clientId === CONSOLE_CLIENT_ID;
 }
 
-/** The fields the service keeps the console's application at, whatever was stored. */
+/**
+ * The fields the service keeps the console's application at, whatever was
+ * stored; not its providers, which are a setting (consoleProviders.ts).
+ */
 function consoleFields(client: ConsoleClient) {
   return {
     name: CONSOLE_APP_NAME,
@@ -54,7 +50,6 @@ function consoleFields(client: ConsoleClient) {
     publicClient: true,
     grantTypes: ["authorization_code"],
     refreshExpireInHours: 0,
-    providers: client.providers,
     // Served from the issuer's own origin: no cross-origin calls to allow.
     allowedOrigins: [] as string[],
     // Short-lived JWTs: an admin's token is worth the least to whoever finds it.
@@ -90,6 +85,7 @@ export async function ensureConsoleClient(
     const app: ApplicationRecord = {
       id: randomUUID(),
       ...wanted,
+      providers: [],
       clientSecretHash: noSecretHash(),
       createdAt: now,
       updatedAt: now,
@@ -111,7 +107,6 @@ export async function ensureConsoleClient(
     same(current.redirectUris, wanted.redirectUris) &&
     same(current.grantTypes, wanted.grantTypes) &&
     current.refreshExpireInHours === wanted.refreshExpireInHours &&
-    same(current.providers, wanted.providers) &&
     same(current.allowedOrigins, wanted.allowedOrigins) &&
     current.expireInHours === wanted.expireInHours &&
     current.tokenFormat === wanted.tokenFormat &&
@@ -123,6 +118,7 @@ export async function ensureConsoleClient(
   }
   // A fresh unknown secret hash too: a row found under the console's name or
   // client id may have been made before, with a secret someone knows.
-  await repo.update({ ...current, ...wanted, clientSecretHash: noSecretHash(), updatedAt: now });
+  // Only the columns that differ are written: an admin's change of its providers meanwhile stays.
+  await repo.update({ ...current, ...wanted, clientSecretHash: noSecretHash(), updatedAt: now }, current);
   return "updated";
 }

@@ -4,7 +4,7 @@ import type { Clock } from "../shared/clock.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import { hashSecret, SCRYPT_COST, verifySecret, type ScryptCost } from "../oauth/secrets.js";
 import type { UserRepository } from "../store/users.js";
-import { conflictsAsErrors, InvalidInputError, optionalBoolean, optionalString, rejectUnknownFields, requireName } from "./validation.js";
+import { conflictsAsErrors, FieldChecks, InvalidInputError, optionalBoolean, optionalString, rejectUnknownFields, requireName } from "./validation.js";
 import type { UserRecord } from "../shared/model.js";
 
 export const USER_FIELDS = [
@@ -29,23 +29,31 @@ export interface UserInput {
 }
 
 export function parseUserInput(raw: Record<string, unknown>): UserInput {
-  rejectUnknownFields(raw, USER_FIELDS);
-  const password = optionalString(raw.password, "password", 1000);
-  if (password === "") throw new InvalidInputError("password", "must not be empty");
-  const email = optionalString(raw.email, "email", 320);
-  if (email && !/^[^\s@]+@[^\s@]+$/.test(email)) throw new InvalidInputError("email", "is not an email address");
-  return {
-    name: requireName(raw.name),
-    password,
-    displayName: optionalString(raw.displayName, "displayName", 200),
-    email,
-    emailVerified: optionalBoolean(raw.emailVerified, "emailVerified"),
-    avatar: optionalString(raw.avatar, "avatar", 2000),
-    phone: optionalString(raw.phone, "phone", 50),
-    address: optionalString(raw.address, "address", 1000),
-    isAdmin: optionalBoolean(raw.isAdmin, "isAdmin"),
-    disabled: optionalBoolean(raw.disabled, "disabled"),
+  const checks = new FieldChecks();
+  const check = <T>(run: () => T) => checks.check(run);
+  check(() => rejectUnknownFields(raw, USER_FIELDS));
+  const input = {
+    name: check(() => requireName(raw.name)),
+    password: check(() => {
+      const password = optionalString(raw.password, "password", 1000);
+      if (password === "") throw new InvalidInputError("password", "must not be empty");
+      return password;
+    }),
+    displayName: check(() => optionalString(raw.displayName, "displayName", 200)),
+    email: check(() => {
+      const email = optionalString(raw.email, "email", 320);
+      if (email && !/^[^\s@]+@[^\s@]+$/.test(email)) throw new InvalidInputError("email", "is not an email address");
+      return email;
+    }),
+    emailVerified: check(() => optionalBoolean(raw.emailVerified, "emailVerified")),
+    avatar: check(() => optionalString(raw.avatar, "avatar", 2000)),
+    phone: check(() => optionalString(raw.phone, "phone", 50)),
+    address: check(() => optionalString(raw.address, "address", 1000)),
+    isAdmin: check(() => optionalBoolean(raw.isAdmin, "isAdmin")),
+    disabled: check(() => optionalBoolean(raw.disabled, "disabled")),
   };
+  checks.done();
+  return input as UserInput;
 }
 
 /** User management shared by the config file, the CLI and the admin RPCs. */

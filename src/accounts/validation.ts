@@ -1,11 +1,60 @@
 import { OAuthError } from "../oauth/errors.js";
 import { ConflictError } from "../store/errors.js";
 
-/** Bad admin input (config file, CLI or admin RPC), naming the field. */
+/** One bad field: its input (and the contract's JSON) name, and what is wrong without the name. */
+export interface FieldProblem {
+  field: string;
+  problem: string;
+}
+
+/**
+ * Bad admin input (config file, CLI or admin RPC), naming the field; or
+ * several fields (`more`), so a form can show an error under each. The first
+ * is `field` and `problem`; the description names them all.
+ */
 export class InvalidInputError extends OAuthError {
-  /** `field` is the input's (and the contract's JSON) name; `problem` says what is wrong without it. */
-  constructor(readonly field: string, readonly problem: string) {
-    super("invalid_request", `${field}: ${problem}`);
+  /** Every bad field, in the order they were checked. */
+  readonly problems: readonly FieldProblem[];
+
+  constructor(readonly field: string, readonly problem: string, more: readonly FieldProblem[] = []) {
+    super("invalid_request", [{ field, problem }, ...more].map((p) => `${p.field}: ${p.problem}`).join("; "));
+    this.problems = [{ field, problem }, ...more];
+  }
+}
+
+/**
+ * Runs the checks of one input's fields and refuses them together: each
+ * check that refuses its field is noted and the next runs, and done() throws
+ * one InvalidInputError naming every bad field.
+ */
+export class FieldChecks {
+  private readonly problems: FieldProblem[] = [];
+
+  /** The check's value; undefined when it refused, its problems noted. Any other error goes up at once. */
+  check<T>(run: () => T): T | undefined {
+    try {
+      return run();
+    } catch (err) {
+      if (!(err instanceof InvalidInputError)) throw err;
+      this.problems.push(...err.problems);
+      return undefined;
+    }
+  }
+
+  /** Notes a problem found without a check. */
+  refuse(field: string, problem: string): void {
+    this.problems.push({ field, problem });
+  }
+
+  /** Whether a check already refused this field (a later check of it would only repeat that). */
+  refused(field: string): boolean {
+    return this.problems.some((p) => p.field === field);
+  }
+
+  /** Throws every problem noted, as one error. */
+  done(): void {
+    const [first, ...more] = this.problems;
+    if (first) throw new InvalidInputError(first.field, first.problem, more);
   }
 }
 
@@ -79,8 +128,10 @@ export function originProblem(value: string): string | undefined {
 
 /** Reject fields a caller sent that we do not know, so typos do not pass silently. */
 export function rejectUnknownFields(input: Record<string, unknown>, known: readonly string[]): void {
-  const unknown = Object.keys(input).find((k) => !known.includes(k));
-  if (unknown !== undefined) throw new InvalidInputError(unknown, "is not a known field");
+  const [first, ...more] = Object.keys(input)
+    .filter((k) => !known.includes(k))
+    .map((field) => ({ field, problem: "is not a known field" }));
+  if (first) throw new InvalidInputError(first.field, first.problem, more);
 }
 
 /** Run a write, turning a uniqueness conflict into `already_exists`. */

@@ -68,7 +68,7 @@ export interface ServeConfig {
   clientAuthLockoutSeconds?: number;
   /** Reverse proxies whose X-Forwarded-For names the client address. */
   trustedProxies?: string[];
-  /** Login providers offered on the admin console's sign-in page, besides the password. */
+  /** Login providers the admin console's sign-in page offers on this instance, instead of the stored list. */
   consoleProviders?: string[];
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
@@ -298,7 +298,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: "consoleProviders", flag: "console-providers", env: "IDENTITY_CONSOLE_PROVIDERS", default: "",
-    description: "comma-separated names of login providers offered on the admin console's sign-in page beside the password; none by default",
+    description: "comma-separated names of login providers the admin console's sign-in page offers beside the password on this instance, overriding the stored list that admins change on its Settings page; unset, the stored list",
     parse: providerNames,
   },
   {

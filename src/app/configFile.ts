@@ -1,19 +1,23 @@
 import { readFile } from "node:fs/promises";
 import type { Domain } from "../domain/index.js";
 import type { Store } from "../store/index.js";
-import { parseProviderInput, type ProviderInput } from "../federation/providers.js";
+import { isProviderName, parseProviderInput, type ProviderInput } from "../federation/providers.js";
 import { OAuthError } from "../oauth/errors.js";
 import { parseApplicationInput, type ApplicationInput } from "../accounts/applications.js";
 import { parseUserInput, type UserInput } from "../accounts/users.js";
+import { CONSOLE_PROVIDERS_FIELD } from "../accounts/consoleProviders.js";
+import { InvalidInputError, optionalStringList } from "../accounts/validation.js";
 
-/** The `--config` file: applications, users and providers, each upserted by name. */
+/** The `--config` file: applications, users and providers, each upserted by name; the console's providers, set when present. */
 export interface ConfigFile {
   applications: ApplicationInput[];
   users: UserInput[];
   providers: ProviderInput[];
+  /** The login providers the console's sign-in page offers (accounts/consoleProviders.ts); left as stored when absent. */
+  consoleProviders?: string[];
 }
 
-const SECTIONS = ["applications", "users", "providers"] as const;
+const SECTIONS = ["applications", "users", "providers", CONSOLE_PROVIDERS_FIELD] as const;
 
 /** A config file problem, naming the entry and the field. */
 export class ConfigFileError extends Error {}
@@ -50,7 +54,17 @@ export function parseConfigFile(text: string): ConfigFile {
     applications: entries(sections, "applications", parseApplicationInput),
     users: entries(sections, "users", parseUserInput),
     providers: entries(sections, "providers", parseProviderInput),
+    consoleProviders: consoleProviders(sections[CONSOLE_PROVIDERS_FIELD]),
   };
+}
+
+function consoleProviders(raw: unknown): string[] | undefined {
+  try {
+    return optionalStringList(raw, CONSOLE_PROVIDERS_FIELD, (p) => (isProviderName(p) ? undefined : "is not a provider name"));
+  } catch (err) {
+    if (err instanceof OAuthError) throw new ConfigFileError(err.description);
+    throw err;
+  }
 }
 
 export async function loadConfigFile(path: string): Promise<ConfigFile> {
@@ -63,6 +77,7 @@ export async function loadConfigFile(path: string): Promise<ConfigFile> {
   return parseConfigFile(text);
 }
 
+/**
 /**
  * A user entry must not name a user that signing in through a provider
  * created (linked, and no password): whoever holds that account at the
@@ -83,10 +98,21 @@ async function refuseAdoptions(config: ConfigFile, store: Pick<Store, "users" | 
   }
 }
 
-/** Create or update every entry. Providers first, since applications name them. */
+/**
+ * Create or update every entry. Providers first, since applications and the
+ * console's providers name them; those must exist (the file's own, or made
+ * before), or the start fails naming them.
+ */
 export async function applyConfigFile(config: ConfigFile, domain: Domain, store: Pick<Store, "users" | "federatedIdentities">): Promise<void> {
   await refuseAdoptions(config, store);
   for (const provider of config.providers) await domain.providerAdmin.upsert(provider);
   for (const user of config.users) await domain.userAdmin.upsert(user);
   for (const app of config.applications) await domain.applicationAdmin.upsert(app);
+  if (config.consoleProviders === undefined) return;
+  try {
+    await domain.consoleProviders.set(config.consoleProviders);
+  } catch (err) {
+    if (err instanceof InvalidInputError) throw new ConfigFileError(err.description);
+    throw err;
+  }
 }

@@ -243,18 +243,19 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         logger,
         auditEvents: config.auditEvents,
       });
-      if (configFile) await applyConfigFile(configFile, domain, store);
-      const demo = configFile ? undefined : await seedDemo(domain);
+      // The console's application first: the config file's consoleProviders is stored on it.
       const consoleClient = await domain.ensureConsoleClient();
       if (consoleClient !== "unchanged") {
         logger.info(`admin console application ${consoleClient}`, { clientId: domain.console.clientId, redirectUri: domain.console.redirectUri });
       }
+      if (configFile) await applyConfigFile(configFile, domain, store);
+      const demo = configFile ? undefined : await seedDemo(domain);
       return { domain, demo };
     });
     for (const warning of await domain.providerAdmin.secretWarnings()) logger.error(warning);
     // A name that matches no provider shows no button: say so rather than leave an admin without one.
     const providerNames = new Set((await store.providers.list()).map((p) => p.name));
-    for (const name of domain.console.providers.filter((n) => !providerNames.has(n))) {
+    for (const name of (domain.consoleProviders.override ?? []).filter((n) => !providerNames.has(n))) {
       logger.warn("--console-providers names a login provider that does not exist; the console's sign-in page does not offer it", { provider: name });
     }
     if (metrics && typeof metricsMode === "object") {

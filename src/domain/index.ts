@@ -3,6 +3,7 @@ import { UserAdmin } from "./../accounts/users.js";
 import { listUsersPage, type UserPage, type UserPageRequest } from "./../accounts/userPages.js";
 import { UserSessions } from "./../accounts/userSessions.js";
 import { consoleClientFor, ensureConsoleClient, type ConsoleClient } from "./../accounts/consoleClient.js";
+import { ConsoleProviders } from "./../accounts/consoleProviders.js";
 import { noAudit, type AuditTrail } from "./../shared/audit.js";
 import type { Clock } from "./../shared/clock.js";
 import { listAuditEvents, lockoutEvent, LoggedAuditTrail, type AuditPage, type AuditQuery } from "./auditTrail.js";
@@ -72,6 +73,8 @@ export interface Domain {
   adminToken?: string;
   /** The admin console's public client, which /admin signs in with (accounts/consoleClient.ts). */
   console: ConsoleClient;
+  /** The providers the console's sign-in page offers: the stored setting, or --console-providers. */
+  consoleProviders: ConsoleProviders;
   /** Creates the console's application, or brings it back to what it must be; run once at start. */
   ensureConsoleClient(): Promise<"created" | "updated" | "unchanged">;
   /** The stored audit events, newest first, a page at a time. */
@@ -98,7 +101,7 @@ export interface DomainOptions {
   adminToken?: string;
   keyReloadMs?: number;
   refreshReuseGraceSeconds?: number;
-  /** Login providers the console's sign-in page offers beside the password (--console-providers); none when absent. */
+  /** --console-providers: the login providers this instance's console sign-in offers, instead of the stored setting; none when absent. */
   consoleProviders?: string[];
   /** Brute-force policy of the password grant and the login form; off when absent. */
   loginPolicy?: LoginPolicy;
@@ -150,7 +153,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     metrics,
     audit,
   );
-  const consoleClient = consoleClientFor(issuer, options.consoleProviders);
+  const consoleClient = consoleClientFor(issuer);
   const minter = new TokenMinter(store, keys, clock, issuer);
   const codes = new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds);
   const clients = new ClientAuthenticator(
@@ -206,6 +209,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     federation,
     adminToken: options.adminToken,
     console: consoleClient,
+    consoleProviders: new ConsoleProviders(store.applications, store.providers, clock, audit, options.consoleProviders),
     ensureConsoleClient: () => ensureConsoleClient(store.applications, clock, consoleClient),
     auditEvents: (query) => listAuditEvents(store.auditEvents, query),
     readiness: { database: () => store.ping(), signingKeyLoaded: () => keys.hasSigningKey() },

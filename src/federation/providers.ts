@@ -3,6 +3,7 @@ import type { Clock } from "../shared/clock.js";
 import {
   absoluteHttpUrlProblem,
   conflictsAsErrors,
+  FieldChecks,
   InvalidInputError,
   optionalBoolean,
   optionalString,
@@ -62,34 +63,49 @@ function providerName(value: unknown): string {
   return value;
 }
 
-/** Check the fields that are present, naming the first bad one. */
+/** Check the fields that are present, naming every bad one. */
 export function parseProviderPatch(raw: Record<string, unknown>): ProviderPatch {
-  rejectUnknownFields(raw, PROVIDER_FIELDS);
-  const patch: ProviderPatch = { name: providerName(raw.name) };
+  const checks = new FieldChecks();
+  const patch = patchOf(raw, checks);
+  checks.done();
+  return patch;
+}
+
+/** The fields that are present and good; `checks` notes the bad ones. */
+function patchOf(raw: Record<string, unknown>, checks: FieldChecks): ProviderPatch {
+  const check = <T>(run: () => T) => checks.check(run);
+  check(() => rejectUnknownFields(raw, PROVIDER_FIELDS));
+  const patch = { name: check(() => providerName(raw.name)) } as ProviderPatch;
   if (raw.type !== undefined) {
-    if (!isProviderType(raw.type)) throw new InvalidInputError("type", TYPE_PROBLEM);
-    patch.type = raw.type;
+    patch.type = check(() => {
+      if (!isProviderType(raw.type)) throw new InvalidInputError("type", TYPE_PROBLEM);
+      return raw.type;
+    });
   }
-  patch.displayName = optionalString(raw.displayName, "displayName", 200);
+  patch.displayName = check(() => optionalString(raw.displayName, "displayName", 200));
   for (const field of STRING_FIELDS) {
-    const value = optionalString(raw[field], field, 2000);
-    if (value === undefined) continue;
-    if (value === "") throw new InvalidInputError(field, "is required");
-    const problem = URL_FIELDS.has(field) ? absoluteHttpUrlProblem(value) : undefined;
-    if (problem) throw new InvalidInputError(field, problem);
-    patch[field] = value;
+    patch[field] = check(() => {
+      const value = optionalString(raw[field], field, 2000);
+      if (value === undefined) return undefined;
+      if (value === "") throw new InvalidInputError(field, "is required");
+      const problem = URL_FIELDS.has(field) ? absoluteHttpUrlProblem(value) : undefined;
+      if (problem) throw new InvalidInputError(field, problem);
+      return value;
+    });
   }
-  patch.trustEmail = optionalBoolean(raw.trustEmail, "trustEmail");
-  patch.userMapping = userMapping(raw.userMapping);
+  patch.trustEmail = check(() => optionalBoolean(raw.trustEmail, "trustEmail"));
+  patch.userMapping = check(() => userMapping(raw.userMapping));
   if (raw.tokenAuthMethod !== undefined) {
-    if (!PROVIDER_TOKEN_AUTH_METHODS.includes(raw.tokenAuthMethod as ProviderTokenAuthMethod)) {
-      throw new InvalidInputError("tokenAuthMethod", `must be ${PROVIDER_TOKEN_AUTH_METHODS.map((m) => `"${m}"`).join(" or ")}`);
-    }
-    patch.tokenAuthMethod = raw.tokenAuthMethod as ProviderTokenAuthMethod;
+    patch.tokenAuthMethod = check(() => {
+      if (!PROVIDER_TOKEN_AUTH_METHODS.includes(raw.tokenAuthMethod as ProviderTokenAuthMethod)) {
+        throw new InvalidInputError("tokenAuthMethod", `must be ${PROVIDER_TOKEN_AUTH_METHODS.map((m) => `"${m}"`).join(" or ")}`);
+      }
+      return raw.tokenAuthMethod as ProviderTokenAuthMethod;
+    });
   }
-  patch.pkce = optionalBoolean(raw.pkce, "pkce");
-  patch.allowInsecureUrls = optionalBoolean(raw.allowInsecureUrls, "allowInsecureUrls");
-  patch.sharedCallback = optionalBoolean(raw.sharedCallback, "sharedCallback");
+  patch.pkce = check(() => optionalBoolean(raw.pkce, "pkce"));
+  patch.allowInsecureUrls = check(() => optionalBoolean(raw.allowInsecureUrls, "allowInsecureUrls"));
+  patch.sharedCallback = check(() => optionalBoolean(raw.sharedCallback, "sharedCallback"));
   return patch;
 }
 
@@ -97,22 +113,26 @@ export function parseProviderPatch(raw: Record<string, unknown>): ProviderPatch 
 function userMapping(raw: unknown): UserMapping | undefined {
   if (raw === undefined) return undefined;
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new InvalidInputError("userMapping", "must be an object of JSON paths");
-  rejectUnknownFields(raw as Record<string, unknown>, USER_MAPPING_KEYS.map(String));
+  const checks = new FieldChecks();
+  checks.check(() => rejectUnknownFields(raw as Record<string, unknown>, USER_MAPPING_KEYS.map(String)));
   const mapping: UserMapping = {};
   for (const key of USER_MAPPING_KEYS) {
-    const path = optionalString((raw as Record<string, unknown>)[key], `userMapping.${key}`, 200);
-    if (!path) continue;
-    const problem = mappingPathProblem(path);
-    if (problem) throw new InvalidInputError(`userMapping.${key}`, problem);
-    mapping[key] = path;
+    const path = checks.check(() => {
+      const path = optionalString((raw as Record<string, unknown>)[key], `userMapping.${key}`, 200);
+      const problem = path ? mappingPathProblem(path) : undefined;
+      if (problem) throw new InvalidInputError(`userMapping.${key}`, problem);
+      return path;
+    });
+    if (path) mapping[key] = path;
   }
+  checks.done();
   return mapping;
 }
 
-/** The fields the provider's type needs it to set (presets fill in the rest). */
-function checkRequired(provider: { type: string } & Partial<Record<StringField, string>>): void {
+/** Notes the fields the provider's type needs it to set (presets fill in the rest), unless already refused. */
+function noteMissing(provider: { type: string } & Partial<Record<StringField, string>>, checks: FieldChecks): void {
   for (const field of providerTypeOf(provider.type)?.required ?? []) {
-    if (!provider[field]) throw new InvalidInputError(field, `is required for type ${provider.type}`);
+    if (!provider[field] && !checks.refused(field)) checks.refuse(field, `is required for type ${provider.type}`);
   }
 }
 
@@ -122,18 +142,39 @@ function checkRequired(provider: { type: string } & Partial<Record<StringField, 
  * and the code, and the answers decide who signs in.
  */
 export function checkProviderUrls(provider: Pick<ProviderRecord, "allowInsecureUrls"> & Partial<Record<StringField, string>>): void {
+  const checks = new FieldChecks();
+  noteInsecureUrls(provider, checks);
+  checks.done();
+}
+
+function noteInsecureUrls(provider: Pick<ProviderRecord, "allowInsecureUrls"> & Partial<Record<StringField, string>>, checks: FieldChecks): void {
   for (const field of URL_FIELDS) {
     const value = provider[field];
-    const problem = value ? insecureUrlProblem(value, provider.allowInsecureUrls) : undefined;
-    if (problem) throw new InvalidInputError(field, problem);
+    const problem = value && !checks.refused(field) ? insecureUrlProblem(value, provider.allowInsecureUrls) : undefined;
+    if (problem) checks.refuse(field, problem);
   }
 }
 
-/** Check a whole provider (config file, create). */
+/** A whole record: safe URLs, and the fields its type requires; every bad field named. */
+function checkRecord(record: ProviderRecord): void {
+  const checks = new FieldChecks();
+  noteInsecureUrls(record, checks);
+  noteMissing(record, checks);
+  checks.done();
+}
+
+/** Check a whole provider (config file, create), naming every bad field. */
 export function parseProviderInput(raw: Record<string, unknown>): ProviderInput {
-  const patch = parseProviderPatch(raw);
-  if (patch.type === undefined) throw new InvalidInputError("type", TYPE_PROBLEM);
-  checkRequired({ ...patch, type: patch.type });
+  const checks = new FieldChecks();
+  const patch = patchOf(raw, checks);
+  if (patch.type === undefined) {
+    if (!checks.refused("type")) checks.refuse("type", TYPE_PROBLEM);
+    checks.done();
+  }
+  // Checked again on the record at create; here too, so that one answer names these with the rest.
+  noteInsecureUrls({ ...patch, allowInsecureUrls: patch.allowInsecureUrls ?? false }, checks);
+  noteMissing({ ...patch, type: patch.type! }, checks);
+  checks.done();
   return patch as ProviderInput;
 }
 
@@ -193,8 +234,7 @@ export class ProviderAdmin {
       createdAt: now,
       updatedAt: now,
     };
-    checkRequired(record);
-    checkProviderUrls(record);
+    checkRecord(record);
     await conflictsAsErrors(() => this.repo.insert(record));
     this.recordChange("provider_created", record.name, undefined, record);
     return record;
@@ -209,8 +249,7 @@ export class ProviderAdmin {
       clientSecret: patch.clientSecret === undefined ? current.clientSecret : this.resealed(current, patch.clientSecret),
       updatedAt: this.clock.now(),
     };
-    checkRequired(record);
-    checkProviderUrls(record);
+    checkRecord(record);
     if (patch.clientSecret === undefined) checkSecretStays(current, record);
     // Only what this update changed is written: another update since our read keeps its fields.
     await this.repo.update(record, current);

@@ -23,10 +23,10 @@ const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
 /**
  * The RPC front door's one mapping of domain errors: a Connect code, the
  * description as message, and the OAuth code both as an `x-oauth-error`
- * header and as a typed `OAuthErrorDetail`; input refused for one field also
- * carries a `FieldViolation` naming it. An unreachable database becomes
- * Unavailable. Anything else becomes a bare Internal error, so no stack or
- * internal message reaches a caller.
+ * header and as a typed `OAuthErrorDetail`; refused input also carries one
+ * `FieldViolation` for each bad field, so a form can mark every one. An
+ * unreachable database becomes Unavailable. Anything else becomes a bare
+ * Internal error, so no stack or internal message reaches a caller.
  */
 export function toConnectError(failure: unknown, log: LogUnexpected, context?: RequestContext): ConnectError {
   if (failure instanceof ConnectError) return failure;
@@ -39,7 +39,7 @@ export function toConnectError(failure: unknown, log: LogUnexpected, context?: R
     const oauthDetail = { desc: OAuthErrorDetailSchema, value: create(OAuthErrorDetailSchema, { error: err.code, errorDescription: description }) };
     const fieldDetails =
       err instanceof InvalidInputError
-        ? [{ desc: FieldViolationSchema, value: create(FieldViolationSchema, { field: err.field, description: wellFormed(err.problem) }) }]
+        ? err.problems.map((p) => ({ desc: FieldViolationSchema, value: create(FieldViolationSchema, { field: p.field, description: wellFormed(p.problem) }) }))
         : [];
     return new ConnectError(description, CONNECT_CODES[err.code] ?? Code.InvalidArgument, { "x-oauth-error": err.code }, [oauthDetail, ...fieldDetails]);
   }

@@ -6,8 +6,10 @@ import { escapeHtml } from "./pages.js";
 
 /**
  * The admin console (console/ at the repository root): an HTML shell and the
- * bundle esbuild builds into dist/console. The shell shows nothing: its
- * script signs in through this service (code + PKCE) and then draws the app.
+ * bundle esbuild builds into dist/console. The shell shows the console's
+ * frame and a loading message before any script runs (so never a blank
+ * page, even while the script loads or when it cannot run); its script signs
+ * in through this service (code + PKCE) and then draws the app over it.
  */
 export const CONSOLE_PATH = "/admin/";
 const CONSOLE_ALIAS = "/admin";
@@ -73,7 +75,9 @@ export function consoleRoutes(domain: Pick<Domain, "issuer" | "console">): Recor
 <link rel="stylesheet" href="${STYLE_PATH}?v=${style?.version ?? ""}">
 <script type="module" src="${SCRIPT_PATH}?v=${script?.version ?? ""}"></script>
 </head>
-<body><div id="app"></div></body>
+<body><div id="app"><header class="top"><span class="brand">Identity console</span></header>
+<main id="main" class="loading"><p role="status">Loading the console…</p>
+<noscript><p class="error">The console needs JavaScript: turn it on for this site and reload.</p></noscript></main></div></body>
 </html>
 `);
 

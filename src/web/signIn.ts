@@ -72,7 +72,7 @@ export class SignInPages {
    */
   async provider(req: IncomingMessage, res: ServerResponse, name: string, form: ReadonlyMap<string, string>): Promise<void> {
     const { pending, app, csrfToken } = await this.pendingFromForm(req, form);
-    if (!app.providers.includes(name)) throw new OAuthError("invalid_request", "this application does not offer that provider", 404);
+    if (!(await this.providersOf(app)).includes(name)) throw new OAuthError("invalid_request", "this application does not offer that provider", 404);
     const { authUrl } = await this.domain.federation.begin(name, csrfToken, pending.id);
     redirect(res, authUrl);
   }
@@ -154,11 +154,21 @@ export class SignInPages {
     cookies: string[] = [],
   ): Promise<void> {
     const configured = await this.domain.providerAdmin.list();
-    const offered = app.providers
+    const offered = (await this.providersOf(app))
       .map((name) => configured.find((p) => p.name === name))
       .filter((p) => p !== undefined);
     const providers = offered.map((p) => ({ name: p.name, label: p.displayName || p.name, favicon: effectiveProvider(p).favicon }));
     sendPage(res, status, loginPage({ ...form, appName: app.name, requestId: pending.id, providers }), cookies);
+  }
+
+  /**
+   * The providers an application's login page offers. The console's are a
+   * setting read afresh at every sign-in (accounts/consoleProviders.ts), not
+   * the application row cached by client id, so a change made on another
+   * instance counts at once.
+   */
+  private async providersOf(app: ApplicationRecord): Promise<string[]> {
+    return app.clientId === this.domain.console.clientId ? this.domain.consoleProviders.offered() : app.providers;
   }
 
   /** The page for an error that must not (or cannot) go back to the client. */

@@ -220,6 +220,25 @@ describeEachDatabase("admin contract for the console", (db) => {
       const notInput = await refused(apps.getApplication({ name: "missing" }, admin));
       assert.deepEqual(violations(notInput), [], "a refusal about no field names none");
     });
+
+    it("name every bad field of one request, not only the first, over Connect and gRPC", async () => {
+      for (const transport of [createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }), createGrpcTransport({ baseUrl: server.url })]) {
+        // A malformed URL, a clear-text one, missing fields and a bad mapping path, all in one provider.
+        const provider = { name: "many-bad", type: "Custom", clientId: "c", clientSecret: "s", authUrl: "http://idp.example.com/a", scope: "openid",
+          tokenUrl: "not a url", userMapping: { email: "a..b" } };
+        const err = await refused(createClient(FederationService, transport).createProvider({ provider }, admin));
+        assert.equal(err.code, Code.InvalidArgument);
+        assert.deepEqual(violations(err).map(([f]) => f).sort(), ["authUrl", "favicon", "tokenUrl", "userInfoUrl", "userMapping.email"]);
+        for (const [field, description] of violations(err)) assert.ok(err.rawMessage.includes(`${field}: ${description}`), err.rawMessage);
+
+        const app = await refused(createClient(ApplicationAdminService, transport).createApplication(
+          { application: { name: "many-bad", redirectUris: ["ftp://nope"], allowedOrigins: ["https://a.example/path"], expireInHours: -1, clientSecret: "short" } }, admin));
+        assert.deepEqual(violations(app).map(([f]) => f), ["clientSecret", "redirectUris", "expireInHours", "allowedOrigins"]);
+        const user = await refused(createClient(UserAdminService, transport).createUser({ user: { name: "has space", email: "not-an-email", password: "" } }, admin));
+        assert.deepEqual(violations(user).map(([f]) => f), ["name", "password", "email"]);
+      }
+      assert.equal(await server.store.applications.findByName("many-bad"), undefined);
+    });
   });
 
   describe("users: search and paging", () => {

@@ -55,7 +55,6 @@ describeEachDatabase("admin scope: an admin user's access token opens the admin 
       clientId: "identity-console",
       redirectUri: `${server.issuer}/admin/`,
       scope: CONSOLE_SCOPE,
-      providers: [],
     });
     const app = await server.store.applications.findByClientId("identity-console");
     assert.deepEqual(app?.redirectUris, [`${server.issuer}/admin/`]);

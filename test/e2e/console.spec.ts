@@ -4,7 +4,7 @@ import { mkdirSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Browser, BrowserContext, Page, Response } from "playwright-core";
-import { SessionAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
+import { ApplicationAdminService, SessionAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import * as choices from "../../console/src/choices.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { GRANT_TYPES } from "../../src/accounts/applications.js";
@@ -14,13 +14,18 @@ import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
 import { freshPage, launchChromium } from "../support/chromium.js";
 import { isActive, passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
-import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { consoleAuthorization } from "../support/consoleSignIn.js";
+import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";
 
 const ROOT = { name: "root", password: "pw-root-123456", displayName: "Root", isAdmin: true };
+/** A provider that is never called: enough for buttons and settings. */
+const ACME_LIKE = { ...TEST_PROVIDER, name: "pinned", displayName: "Pinned" };
 const SCREENSHOT = "docs/images/console-providers.png";
+/** Screenshots for a person to look at (the phone-width pages); not part of the docs. */
+const SHOTS = process.env.CONSOLE_SCREENSHOTS ?? "/tmp/console-screenshots";
 // The DOM is not in this project's TypeScript lib; these run in the page.
 declare const document: any;
-declare function getComputedStyle(element: unknown): { outlineStyle: string };
+declare function getComputedStyle(element: unknown): { outlineStyle: string; overflowX: string; borderBottomStyle: string };
 
 const REVOKE_PATH = "/api/login/oauth/revoke";
 const RPC_PATH = /\/identity\.v1\.[A-Za-z]+\/[A-Za-z]+$/;
@@ -128,11 +133,14 @@ describe("admin console in headless Chromium", function () {
     return secret;
   }
 
-  it("serves an empty shell under a strict CSP, and /admin leads to it", async () => {
+  it("serves a shell with the console's frame and a loading message under a strict CSP, and /admin leads to it", async () => {
     const res = await fetch(`${server.url}/admin/`);
     const shell = { status: res.status, headers: res.headers, text: await res.text() };
     assert.equal(shell.status, 200);
-    assert.match(shell.text, /<body><div id="app"><\/div><\/body>/, "nothing to see before the redirect");
+    // Never a blank page: the frame and a loading message are in the HTML itself, before any script runs.
+    assert.match(shell.text, /<div id="app"><header class="top"><span class="brand">Identity console<\/span><\/header>/);
+    assert.match(shell.text, /<p role="status">Loading the console…<\/p>/);
+    assert.match(shell.text, /<noscript><p class="error">The console needs JavaScript/, "and says why it goes no further without scripts");
     assert.doesNotMatch(shell.text, /<script>|<style|style=/);
     const csp = shell.headers.get("content-security-policy")!;
     for (const rule of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"]) {
@@ -159,6 +167,27 @@ describe("admin console in headless Chromium", function () {
     }
   });
 
+  it("shows its frame and a loading message with no script run at all, styled and within its CSP", async () => {
+    const still = await browser.newContext({ javaScriptEnabled: false });
+    try {
+      const bare = await still.newPage();
+      const violations: string[] = [];
+      bare.on("console", (message) => /Content Security Policy/i.test(message.text()) && violations.push(message.text()));
+      await bare.goto(`${server.url}/admin/`);
+      assert.equal(new URL(bare.url()).pathname, "/admin/", "no script, so no redirect: the shell itself");
+      assert.equal((await bare.locator("header .brand").textContent())?.trim(), "Identity console");
+      assert.equal((await bare.getByRole("status").textContent())?.trim(), "Loading the console…");
+      // The stylesheet (a link, not inline) draws the frame.
+      assert.equal(await bare.evaluate(() => getComputedStyle(document.querySelector("header.top")).borderBottomStyle), "solid");
+      mkdirSync(SHOTS, { recursive: true });
+      await bare.setViewportSize({ width: 375, height: 300 });
+      await bare.screenshot({ path: `${SHOTS}/shell.png` });
+      assert.deepEqual(violations, []);
+    } finally {
+      await still.close();
+    }
+  });
+
   it("signs an admin in through the service's own login page, and every page is in the navigation", async () => {
     // What the page itself calls: only the token endpoint, then the generated clients' RPC paths.
     const calls: string[] = [];
@@ -168,7 +197,7 @@ describe("admin console in headless Chromium", function () {
     await signInToConsole(ROOT);
     assert.equal(await heading().textContent(), "Providers");
     const entries = await nav().getByRole("link").allTextContents();
-    assert.deepEqual(entries, ["Providers", "Applications", "Users", "Signing keys", "Sessions", "Events"]);
+    assert.deepEqual(entries, ["Providers", "Applications", "Users", "Signing keys", "Sessions", "Events", "Settings"]);
     for (const title of entries) {
       await openPage(title);
       assert.equal(await heading().textContent(), title);
@@ -176,13 +205,13 @@ describe("admin console in headless Chromium", function () {
     }
     // Reloading keeps the session: no second trip to the login page.
     await page.reload();
-    await page.getByRole("heading", { level: 1, name: "Events" }).waitFor();
+    await page.getByRole("heading", { level: 1, name: "Settings" }).waitFor();
     assert.equal(new URL(page.url()).pathname, "/admin/");
     assert.equal(calls[0], `POST ${TOKEN_PATH}`);
     assert.equal(calls.filter((c) => c === `POST ${TOKEN_PATH}`).length, 1, "one code exchange");
     const rpcs = calls.slice(1);
     assert.ok(rpcs.length >= 6, calls.join(", "));
-    for (const rpc of rpcs) assert.match(rpc, /^POST \/identity\.v1\.(Federation|ApplicationAdmin|UserAdmin|KeyAdmin|SessionAdmin|EventAdmin)Service\/\w+$/);
+    for (const rpc of rpcs) assert.match(rpc, /^POST \/identity\.v1\.(Federation|ApplicationAdmin|UserAdmin|KeyAdmin|SessionAdmin|EventAdmin|SettingsAdmin)Service\/\w+$/);
   });
 
   /** The access token the console holds now, from its session in sessionStorage. */
@@ -434,20 +463,110 @@ describe("admin console in headless Chromium", function () {
     assert.match((await edit.locator("#provider-scope-error").textContent())!, /required/);
   });
 
-  it("shows an application's field error next to its field", async () => {
+  it("shows an error under every bad field of an application, not only the first", async () => {
     const dialog = await newApplicationDialog("badredirect", "https://ok.example.com/cb\nnot a url");
-    await dialog.getByRole("button", { name: "Create" }).click();
-    const error = dialog.locator("#app-redirectUris-error");
-    await error.waitFor();
-    assert.match((await error.textContent())!, /not a url/);
-    assert.equal(await dialog.getByLabel("Redirect URIs", { exact: true }).getAttribute("aria-invalid"), "true");
-    assert.equal(await server.store.applications.findByName("badredirect"), undefined);
-    // A lifetime that is not a whole number of hours is named under its field before anything is sent.
+    await dialog.getByLabel("Allowed origins", { exact: true }).fill("https://ok.example.com/with/path");
+    // Not a whole number of hours: the service names it with the rest.
     await dialog.getByLabel("Token lifetime (hours)", { exact: true }).fill("1.5");
     await dialog.getByRole("button", { name: "Create" }).click();
+    await dialog.locator("#app-redirectUris-error").waitFor();
+    const marked = await dialog.locator(".field-error").evaluateAll((errors: any[]) => errors.map((e) => e.id as string));
+    assert.deepEqual(marked, ["app-redirectUris-error", "app-allowedOrigins-error", "app-expireInHours-error"]);
+    assert.match((await dialog.locator("#app-redirectUris-error").textContent())!, /not a url/);
+    assert.match((await dialog.locator("#app-allowedOrigins-error").textContent())!, /not an origin/);
     assert.match((await dialog.locator("#app-expireInHours-error").textContent())!, /whole number of hours/);
-    assert.equal(await dialog.locator("#app-redirectUris-error").count(), 0, "only the lifetime is marked now");
+    for (const label of ["Redirect URIs", "Allowed origins", "Token lifetime (hours)"]) {
+      const field = dialog.getByLabel(label, { exact: true });
+      assert.equal(await field.getAttribute("aria-invalid"), "true", label);
+    }
+    assert.equal(await dialog.getByRole("alert").count(), 0, "nothing left over above the form");
+    assert.equal(await server.store.applications.findByName("badredirect"), undefined);
+    // Put right one at a time: the errors that remain stay under their fields.
+    await dialog.getByLabel("Redirect URIs", { exact: true }).fill("https://ok.example.com/cb");
+    await dialog.getByRole("button", { name: "Create" }).click();
+    await dialog.locator("#app-redirectUris-error").waitFor({ state: "detached" });
+    assert.deepEqual(await dialog.locator(".field-error").evaluateAll((errors: any[]) => errors.map((e) => e.id as string)), ["app-allowedOrigins-error", "app-expireInHours-error"]);
     assert.equal(await dialog.getByRole("button", { name: "Create" }).isEnabled(), true, "the form can be sent again");
+  });
+
+  it("shows an error under every bad field of a provider: malformed, clear-text and missing ones together", async () => {
+    await signInToConsole(ROOT);
+    await page.getByRole("button", { name: "New provider" }).click();
+    const dialog = page.getByRole("dialog", { name: "New provider" });
+    await dialog.getByLabel("Name", { exact: true }).fill("several");
+    await dialog.getByLabel("Client ID", { exact: true }).fill("c");
+    await dialog.getByLabel("Client Secret", { exact: true }).fill("s");
+    await dialog.getByLabel("Auth URL", { exact: true }).fill("http://login.example.com/authorize");
+    await dialog.getByLabel("Token URL", { exact: true }).fill("not a url");
+    await dialog.getByLabel("Email path", { exact: true }).fill("a..b");
+    await dialog.getByRole("button", { name: "Create" }).click();
+    await dialog.locator("#provider-authUrl-error").waitFor();
+    const errors = Object.fromEntries(
+      await dialog.locator(".field-error").evaluateAll((found: any[]) => found.map((e) => [e.id as string, e.textContent as string])),
+    );
+    assert.deepEqual(Object.keys(errors).sort(), [
+      "provider-authUrl-error", "provider-favicon-error", "provider-mapping-email-error", "provider-scope-error", "provider-tokenUrl-error", "provider-userInfoUrl-error",
+    ].sort(), JSON.stringify(errors));
+    assert.match(errors["provider-authUrl-error"]!, /https/);
+    assert.match(errors["provider-tokenUrl-error"]!, /not an absolute URL/);
+    assert.match(errors["provider-scope-error"]!, /required/);
+  });
+
+  it("changes the console's sign-in providers on the Settings page; the next sign-in offers them, and a name that is no provider is refused under the list", async () => {
+    await signInToConsole(ROOT);
+    await openPage("Settings");
+    const list = page.getByRole("group", { name: "Providers on the console's sign-in page" });
+    await list.getByLabel("Acme", { exact: true }).check();
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("status").filter({ hasText: "Saved. The next sign-in offers Acme." }).waitFor();
+    assert.equal(await page.locator("#console-providers-overridden").count(), 0, "not overridden here");
+    // The next sign-in, in another browser: the console's login page offers it.
+    const visitor = await freshPage(browser);
+    try {
+      await visitor.page.goto(consoleAuthorization(server).url);
+      assert.deepEqual((await visitor.page.locator("button.provider").allTextContents()).map((t) => t.trim()), ["Sign in with Acme"]);
+    } finally {
+      await visitor.context.close();
+    }
+
+    // A stored name whose provider is gone since: shown so it can be taken off; kept, it is refused under the list.
+    await server.domain.providerAdmin.create({ ...ACME_LIKE, type: "Custom", name: "short-lived" });
+    await server.domain.consoleProviders.set(["acme", "short-lived"]);
+    await server.domain.providerAdmin.delete("short-lived");
+    await page.reload();
+    const gone = list.getByLabel("short-lived (no such provider)", { exact: true });
+    assert.equal(await gone.isChecked(), true);
+    await page.getByRole("button", { name: "Save" }).click();
+    const error = page.locator("#settings-consoleProviders-error");
+    await error.waitFor();
+    assert.match((await error.textContent())!, /"short-lived" is not a login provider/);
+    assert.deepEqual(await server.domain.consoleProviders.stored(), ["acme", "short-lived"], "nothing stored");
+    await gone.uncheck();
+    await list.getByLabel("Acme", { exact: true }).uncheck();
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("status").filter({ hasText: "the password alone" }).waitFor();
+    assert.equal(await error.count(), 0);
+    assert.deepEqual(await server.domain.consoleProviders.stored(), []);
+  });
+
+  it("says on the Settings page when --console-providers overrides the stored list on this instance", async () => {
+    const pinned = await startTestServer({ config: { users: [ROOT], providers: [ACME_LIKE] }, overrides: { consoleProviders: [ACME_LIKE.name] } });
+    try {
+      await page.goto(`${pinned.url}/admin/#/settings`);
+      await page.getByLabel("Username").fill(ROOT.name);
+      await page.getByLabel("Password").fill(ROOT.password);
+      await page.getByRole("button", { name: "Sign in", exact: true }).click();
+      await page.getByRole("heading", { level: 1, name: "Settings" }).waitFor();
+      const note = page.locator("#console-providers-overridden");
+      await note.waitFor();
+      assert.match((await note.textContent())!, /Overridden on this instance by --console-providers: its sign-in page offers Pinned\./);
+      await page.getByRole("group", { name: "Providers on the console's sign-in page" }).getByLabel("Pinned", { exact: true }).check();
+      await page.getByRole("button", { name: "Save" }).click();
+      await page.getByRole("status").filter({ hasText: "on instances without the override" }).waitFor();
+      assert.deepEqual(await pinned.domain.consoleProviders.stored(), [ACME_LIKE.name], "stored all the same");
+    } finally {
+      await pinned.close();
+    }
   });
 
   it("signs in again when its token stops working (the admin's sessions were ended)", async () => {
@@ -704,7 +823,7 @@ describe("admin console in headless Chromium", function () {
           .filter((control: any) => !control.id || !document.querySelector(`label[for="${control.id}"]`)?.textContent?.trim())
           .map((control: any) => control.outerHTML as string),
       );
-    const forms: Record<string, string[]> = { Applications: ["New application"], Users: ["New user"], "Signing keys": [], Sessions: [], Events: [] };
+    const forms: Record<string, string[]> = { Applications: ["New application"], Users: ["New user"], "Signing keys": [], Sessions: [], Events: [], Settings: [] };
     for (const [title, dialogs] of Object.entries(forms)) {
       await openPage(title);
       assert.deepEqual(await unlabelled(), [], title);
@@ -718,22 +837,72 @@ describe("admin console in headless Chromium", function () {
     }
   });
 
-  it("works at phone width: no sideways scrolling, the navigation and dialogs fit", async () => {
+  /**
+   * What scrolls sideways at this width: the page itself beyond the viewport,
+   * and every element that scrolls its own overflow (overflow-x auto or
+   * scroll) and has more to show than its box.
+   */
+  const sideways = () =>
+    page.evaluate(() => {
+      const scrollers = [...document.querySelectorAll("*")]
+        .filter((el: any) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX) && el.scrollWidth > el.clientWidth)
+        .map((el: any) => `${el.tagName.toLowerCase()}.${el.className} ${el.scrollWidth}>${el.clientWidth}`);
+      return { pageWidth: document.scrollingElement.scrollWidth as number, scrollers: scrollers as string[] };
+    });
+
+  it("reads at 375 px: tables as cards, nothing scrolls sideways, not even inside its own box", async () => {
+    // Long values, as real ones are: they must wrap, not push.
+    const apps = createClient(ApplicationAdminService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+    await apps.createApplication({ application: {
+      name: "a-rather-long-application-name-that-goes-on.example",
+      redirectUris: ["https://a-very-long-host-name.of-some-customer.example.com/oauth2/callback/with/a/deep/path?and=query", "http://127.0.0.1:45678/cb"],
+      grantTypes: ["authorization_code", "refresh_token", "client_credentials", "password"],
+      allowedOrigins: ["https://a-very-long-host-name.of-some-customer.example.com"],
+    } }, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     await page.setViewportSize({ width: 375, height: 740 });
     await signInToConsole(ROOT);
-    const overflow = () => page.evaluate(() => (document.documentElement.scrollWidth - document.documentElement.clientWidth) as number);
-    for (const title of ["Providers", "Applications", "Users", "Signing keys", "Sessions", "Events"]) {
-      await openPage(title);
+    mkdirSync(SHOTS, { recursive: true });
+    const pages = { Providers: "", Applications: "", Users: "", "Signing keys": "", Sessions: `#/sessions?user=${ROOT.name}`, Events: "", Settings: "" };
+    for (const [title, route] of Object.entries(pages)) {
+      if (route) await page.goto(`${server.url}/admin/${route}`);
+      else await openPage(title);
+      await page.getByRole("heading", { level: 1, name: title, exact: true }).waitFor();
       // Measured with the page's rows drawn, not while it still says Loading…
-      if (title !== "Sessions") await page.locator("main tbody tr").first().waitFor();
-      assert.ok((await overflow()) <= 0, `${title} fits 375px`);
+      await page.getByText("Loading…").waitFor({ state: "detached" });
+      if (title !== "Settings") await page.locator("main tbody tr").first().waitFor();
+      const seen = await sideways();
+      assert.ok(seen.pageWidth <= 375, `${title}: the page is ${seen.pageWidth}px wide`);
+      assert.deepEqual(seen.scrollers, [], `${title}: nothing scrolls sideways in its own box`);
+      await page.screenshot({ path: `${SHOTS}/phone-${title.toLowerCase().replace(/\W+/g, "-")}.png`, fullPage: true });
     }
-    await openPage("Providers");
-    await page.getByRole("button", { name: "New provider" }).click();
-    const box = (await page.getByRole("dialog").boundingBox())!;
-    assert.ok(box.x >= 0 && box.x + box.width <= 375, `the dialog fits: ${JSON.stringify(box)}`);
-    const field = (await page.getByLabel("Auth URL", { exact: true }).boundingBox())!;
-    assert.ok(field.x + field.width <= 375);
+    // A row is a card: each cell names its column, and the cells stack.
+    await openPage("Applications");
+    const card = page.getByRole("row").filter({ hasText: "a-rather-long-application-name" });
+    const cells = card.getByRole("cell");
+    assert.equal(await cells.first().getAttribute("data-label"), "Name");
+    const [name, clientId] = [(await cells.nth(0).boundingBox())!, (await cells.nth(1).boundingBox())!];
+    assert.ok(clientId.y >= name.y + name.height - 1, "the second cell is below the first, not beside it");
+    assert.ok((await card.boundingBox())!.width <= 375);
+    assert.equal(await page.getByRole("columnheader", { name: "Redirect URIs" }).count(), 1, "the column names stay for screen readers");
+
+    for (const [title, button, dialogName] of [
+      ["Providers", "New provider", "New provider"],
+      ["Applications", "Edit a-rather-long-application-name-that-goes-on.example", "Edit application a-rather-long-application-name-that-goes-on.example"],
+      ["Users", "New user", "New user"],
+    ] as const) {
+      await openPage(title);
+      await page.getByRole("button", { name: button }).click();
+      const dialog = page.getByRole("dialog", { name: dialogName });
+      await dialog.waitFor();
+      const box = (await dialog.boundingBox())!;
+      assert.ok(box.x >= 0 && box.x + box.width <= 375, `the dialog fits: ${JSON.stringify(box)}`);
+      const seen = await sideways();
+      assert.ok(seen.pageWidth <= 375, `${dialogName}: the page is ${seen.pageWidth}px wide`);
+      assert.deepEqual(seen.scrollers, [], `${dialogName}: nothing scrolls sideways`);
+      await page.screenshot({ path: `${SHOTS}/phone-dialog-${title.toLowerCase()}.png` });
+      await page.keyboard.press("Escape");
+      await dialog.waitFor({ state: "detached" });
+    }
   });
 
   it("works with the keyboard alone: links, buttons, focus shown, dialogs that take and give back focus", async () => {

@@ -36,8 +36,8 @@ function formOf(a?: Application): ApplicationForm {
 }
 
 const lines = (text: string) => text.split(/\s*\n\s*/).map((l) => l.trim()).filter(Boolean);
-/** A whole number of hours, or NaN so the service names the field. */
-const hours = (text: string) => (/^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN);
+/** A whole number of hours; anything else as -1, which the service refuses, naming the field with the others. */
+const hours = (text: string) => (/^\s*\d+\s*$/.test(text) ? Number(text) : -1);
 
 function inputOf(form: ApplicationForm, editing: boolean) {
   return {
@@ -149,13 +149,7 @@ function ApplicationDialog(props: {
   const [form, setForm] = useState(() => formOf(props.application));
   const editing = props.application !== undefined;
   const set = <K extends keyof ApplicationForm>(key: K) => (value: ApplicationForm[K]) => setForm((f) => ({ ...f, [key]: value }));
-  const { errors, busy, submit } = useSubmit(FORM_FIELDS, async () => {
-    const input = inputOf(form, editing);
-    // Checked here: a number that is not one cannot be put in the request at all.
-    const notHours = (["expireInHours", "refreshExpireInHours"] as const).filter((key) => Number.isNaN(input[key]));
-    if (notHours.length) return { fields: Object.fromEntries(notHours.map((key) => [key, "must be a whole number of hours"])) };
-    await props.onSave(input);
-  });
+  const { errors, busy, submit } = useSubmit(FORM_FIELDS, () => props.onSave(inputOf(form, editing)));
   return (
     <Dialog title={editing ? `Edit application ${props.application!.name}` : "New application"} onClose={props.onClose}>
       <form onSubmit={submit} noValidate>

@@ -1259,8 +1259,9 @@ export const RevokeAllUserSessionsResponseSchema: GenMessage<RevokeAllUserSessio
 
 /**
  * FieldViolation is the error detail of invalid input: which field, and
- * what is wrong with it. Admin and provider calls attach one to an
- * INVALID_ARGUMENT error about a field.
+ * what is wrong with it. Admin and provider calls attach one for each bad
+ * field to an INVALID_ARGUMENT error about its input; the error's message
+ * names them all (`field: problem; field: problem`).
  *
  * @generated from message identity.v1.FieldViolation
  */

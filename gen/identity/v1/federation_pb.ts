@@ -684,8 +684,8 @@ export const CompleteLoginResponseSchema: GenMessage<CompleteLoginResponse> = /*
  *
  * The provider calls are admin calls (admin.proto says who may make them)
  * and have no REST paths, like the admin services. A provider's client
- * secret is written here but never returned. Invalid input carries a
- * FieldViolation detail naming the field.
+ * secret is written here but never returned. Invalid input carries one
+ * FieldViolation detail for each bad field.
  *
  * BeginLogin and CompleteLogin are for clients that drive the browser
  * themselves: they send it to `auth_url`, watch it arrive at the provider's
