@@ -103,6 +103,15 @@ export function freshTestDatabase(): FreshDatabase {
   return BACKENDS.find((b) => b.name === (ON_POSTGRES ? "PostgreSQL" : "SQLite :memory:"))!.fresh();
 }
 
+/**
+ * A fresh database that several servers or commands open in turn: a SQLite
+ * file (`:memory:` would be a new database each time), or a PostgreSQL
+ * schema of its own under the switch.
+ */
+export function freshSharedTestDatabase(): FreshDatabase {
+  return BACKENDS.find((b) => b.name === (ON_POSTGRES ? "PostgreSQL" : "SQLite file"))!.fresh();
+}
+
 /** A fresh database of the default test backend, opened and migrated; `close` destroys and removes it. */
 export async function openTestDb(): Promise<{ db: Db; close(): Promise<void> }> {
   const fresh = freshTestDatabase();
