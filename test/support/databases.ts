@@ -135,21 +135,6 @@ export async function openTestDb(): Promise<{ db: Db; close(): Promise<void> }> 
 }
 
 /**
- * A suite about SQLite itself (its files, its fast paths): it runs as
- * usual, and under IDENTITY_TEST_DATABASE=postgres shows as one skipped
- * test that says why.
- */
-export function describeSqliteOnly(title: string, reason: string, body: () => void): void {
-  describe(title, () => {
-    if (ON_POSTGRES) {
-      it.skip(`SQLite only, skipped under IDENTITY_TEST_DATABASE=postgres: ${reason}`);
-      return;
-    }
-    body();
-  });
-}
-
-/**
  * One `describe` per backend around `body`; a backend that cannot run here
  * shows up as a pending test that says why.
  */
