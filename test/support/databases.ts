@@ -85,7 +85,7 @@ export const BACKENDS: readonly Backend[] = [
  * support defaults). `sqlite` (the default) is `:memory:`; `postgres` is a
  * fresh schema of DATABASE_URL each time, dropped when its user closes.
  */
-export const TEST_DATABASE = testDatabaseFrom(process.env.IDENTITY_TEST_DATABASE);
+const TEST_DATABASE = testDatabaseFrom(process.env.IDENTITY_TEST_DATABASE);
 
 function testDatabaseFrom(value: string | undefined): "sqlite" | "postgres" {
   if (value === undefined || value === "" || value === "sqlite") return "sqlite";
