@@ -85,6 +85,9 @@ const VERIFIED_CACHE_LIMIT = 10_000;
  * check, and a 256-bit secret cannot be guessed anyway. An unknown
  * client_id is checked against a dummy hash of the generated secrets'
  * scheme, so it costs what a known client with a generated secret costs.
+ * The application cache answers only known client_ids, so a refusal it
+ * answered reads the database too: every refusal costs the query an
+ * unknown client_id costs, whatever the database's round trip.
  */
 export class ClientAuthenticator {
   private readonly verified = new Set<string>();
@@ -94,7 +97,7 @@ export class ClientAuthenticator {
   private readonly scryptQueue = new OneCheckAtATime();
 
   constructor(
-    private readonly applications: Pick<ApplicationRepository, "findByClientId">,
+    private readonly applications: Pick<ApplicationRepository, "findByClientId"> & Partial<Pick<ApplicationRepository, "cachedByClientId">>,
     private readonly verify: (secret: string, hash: string) => Promise<boolean> = verifySecret,
     private readonly throttle?: ClientThrottle,
   ) {}
@@ -105,8 +108,11 @@ export class ClientAuthenticator {
    */
   async authenticate(client: PresentedClient, clientAddress?: string): Promise<ApplicationRecord> {
     if (!client.clientId) throw new OAuthError("invalid_client", "client authentication failed: no client_id");
-    const app = await this.applications.findByClientId(client.clientId);
-    const secret = client.clientSecret;
+    const clientId = client.clientId;
+    return this.refusedInOneQuery(clientId, (app) => this.checkSecret(app, clientId, client.clientSecret, clientAddress));
+  }
+
+  private async checkSecret(app: ApplicationRecord | undefined, clientId: string, secret: string | undefined, clientAddress: string | undefined): Promise<ApplicationRecord> {
     if (!secret) throw new OAuthError("invalid_client", "client authentication failed");
     const storedHash = app?.clientSecretHash ?? DUMMY_GENERATED_SECRET_HASH;
     const cacheKey = `${storedHash}\u0000${sha256(secret)}`;
@@ -117,8 +123,8 @@ export class ClientAuthenticator {
     }
 
     // A lock this process saw moments ago is answered here, without a database write or a wait.
-    this.throttle?.refuseIfKnownLocked(client.clientId, clientAddress);
-    if (!(await this.secretMatches(cacheKey, secret, storedHash, client.clientId, clientAddress))) {
+    this.throttle?.refuseIfKnownLocked(clientId, clientAddress);
+    if (!(await this.secretMatches(cacheKey, secret, storedHash, clientId, clientAddress))) {
       throw new OAuthError("invalid_client", "client authentication failed");
     }
     return app!;
@@ -146,9 +152,29 @@ export class ClientAuthenticator {
    */
   async authenticateOrPublic(client: PresentedClient, clientAddress?: string): Promise<ApplicationRecord> {
     if (client.clientSecret) return this.authenticate(client, clientAddress);
-    const app = await this.identify(client);
-    if (!isPublicClient(app)) throw new OAuthError("invalid_client", "client authentication failed");
-    return app;
+    if (!client.clientId) throw new OAuthError("invalid_client", "client authentication failed: no client_id");
+    return this.refusedInOneQuery(client.clientId, async (app) => {
+      if (!app || !isPublicClient(app)) throw new OAuthError("invalid_client", "client authentication failed");
+      return app;
+    });
+  }
+
+  /**
+   * `decide` on the application of `clientId`, from the cache or the
+   * database. A refusal of one the cache answered reads the database before
+   * it is thrown, as looking up an unknown client_id does: how long a
+   * refusal takes must not say whether the client_id exists.
+   */
+  private async refusedInOneQuery(clientId: string, decide: (app: ApplicationRecord | undefined) => Promise<ApplicationRecord>): Promise<ApplicationRecord> {
+    const cached = this.applications.cachedByClientId?.(clientId);
+    const app = cached ?? (await this.applications.findByClientId(clientId));
+    try {
+      return await decide(app);
+    } catch (err) {
+      // Its own failure would hide the refusal; the refusal is what the caller needs.
+      if (cached) await this.applications.findByClientId(clientId, true).catch(() => undefined);
+      throw err;
+    }
   }
 
   /**

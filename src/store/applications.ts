@@ -107,15 +107,22 @@ export class ApplicationRepository {
     private readonly reads: RowReader,
   ) {}
 
-  async findByClientId(clientId: string): Promise<ApplicationRecord | undefined> {
-    const cached = this.byClientId.get(clientId);
-    if (cached && cached.until > Date.now()) return cached.app;
+  /** `fromDatabase`: read the row whatever the cache holds (and cache it again). */
+  async findByClientId(clientId: string, fromDatabase = false): Promise<ApplicationRecord | undefined> {
+    const cached = fromDatabase ? undefined : this.cachedByClientId(clientId);
+    if (cached) return cached;
     const row = await this.reads.first<Row>(BY_CLIENT_ID, clientId);
     if (!row) return undefined;
     const app = fromRow(row);
     if (this.byClientId.size >= APPLICATION_CACHE_LIMIT) this.byClientId.clear();
     this.byClientId.set(clientId, { app, until: Date.now() + APPLICATION_CACHE_MS });
     return app;
+  }
+
+  /** What findByClientId would answer now without a query: only ever a known client_id. */
+  cachedByClientId(clientId: string): ApplicationRecord | undefined {
+    const cached = this.byClientId.get(clientId);
+    return cached && cached.until > Date.now() ? cached.app : undefined;
   }
 
   /**

@@ -1,18 +1,20 @@
 import assert from "node:assert/strict";
 import { CleanupJob } from "./../../src/app/housekeeping.js";
 import { silentLogger, type Logger } from "./../../src/shared/log.js";
-import { openDb, type Db } from "./../../src/store/db.js";
+import type { Db } from "./../../src/store/db.js";
 import { createStore } from "./../../src/store/index.js";
 import { FakeClock } from "./../support/clock.js";
 import { SWEEPS } from "./../../src/store/cleanup.js";
+import { openTestDb } from "./../support/databases.js";
 
 /** What a cleanup run reports when it deleted nothing, table by table. */
 const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.table, 0]));
 
 describe("cleanup job schedule", () => {
   let db: Db;
-  beforeEach(async () => (db = await openDb({ url: ":memory:" })));
-  afterEach(() => db.destroy());
+  let close: () => Promise<void>;
+  beforeEach(async () => ({ db, close } = await openTestDb()));
+  afterEach(() => close());
 
   it("runs in the background until stopped, and logs what it deleted", async () => {
     const clock = new FakeClock();

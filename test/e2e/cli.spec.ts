@@ -12,6 +12,7 @@ import { runBackupCommand, runMigrateCommand } from "../../src/app/maintenance.j
 import { openDb } from "../../src/store/db.js";
 import { createStore } from "../../src/store/index.js";
 import { cleanEnv, ensureBuilt, runCli } from "../support/cli.js";
+import { freshSharedTestDatabase, type FreshDatabase } from "../support/databases.js";
 import { ADMIN_TOKEN, startTestServer, TEST_APP, writeConfigFile } from "../support/server.js";
 
 const LISTENING = /listening on http:\/\/127\.0\.0\.1:(\d+)/;
@@ -127,7 +128,13 @@ describe("command line", function () {
     const admin = (noun: string, ...args: string[]) => runAdminCommand(noun, [...args, "--database", database], {});
     const json = async (noun: string, ...args: string[]) => JSON.parse(await admin(noun, ...args));
 
-    before(() => (database = join(dir, "admin.sqlite")));
+    // A SQLite file, or a PostgreSQL schema under IDENTITY_TEST_DATABASE=postgres.
+    let shared: FreshDatabase | undefined;
+    before(() => {
+      shared = freshSharedTestDatabase();
+      database = shared.url;
+    });
+    after(() => shared?.dispose());
 
     it("app create|list|show|update|delete", async () => {
       const created = await json("app", "create", "--name", "cli-app", "--grant-type", "client_credentials", "--redirect-uri", "https://app.example/cb");

@@ -1,13 +1,11 @@
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { ApplicationAdminService } from "../../gen/identity/v1/admin_pb.js";
 import { parseApplicationInput } from "../../src/accounts/applications.js";
 import { runAdminCommand } from "../../src/app/adminCommands.js";
 import type { RunningServer } from "../../src/app/server.js";
+import { freshSharedTestDatabase } from "../support/databases.js";
 import { ADMIN_TOKEN, call, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const ALLOWED = "http://127.0.0.1:5173";
@@ -174,13 +172,17 @@ describe("an application's allowedOrigins", () => {
   });
 
   it("is set by `identity app create|update --allowed-origin`", async () => {
-    const database = join(mkdtempSync(join(tmpdir(), "identity-cors-")), "db.sqlite");
-    const run = async (...args: string[]) => JSON.parse(await runAdminCommand("app", [...args, "--database", database], {}));
-    const created = await run("create", "--name", "spa", "--allowed-origin", ALLOWED, "--allowed-origin", "https://app.example.com");
-    assert.deepEqual(created.allowedOrigins, [ALLOWED, "https://app.example.com"]);
-    const updated = await run("update", "--name", "spa", "--allowed-origin", "https://app.example.com");
-    assert.deepEqual(updated.allowedOrigins, ["https://app.example.com"]);
-    assert.deepEqual((await run("show", "--name", "spa")).allowedOrigins, ["https://app.example.com"]);
-    await assert.rejects(run("update", "--name", "spa", "--allowed-origin", "https://app.example.com/"), /allowedOrigins: .*no path/);
+    const shared = freshSharedTestDatabase();
+    try {
+      const run = async (...args: string[]) => JSON.parse(await runAdminCommand("app", [...args, "--database", shared.url], {}));
+      const created = await run("create", "--name", "spa", "--allowed-origin", ALLOWED, "--allowed-origin", "https://app.example.com");
+      assert.deepEqual(created.allowedOrigins, [ALLOWED, "https://app.example.com"]);
+      const updated = await run("update", "--name", "spa", "--allowed-origin", "https://app.example.com");
+      assert.deepEqual(updated.allowedOrigins, ["https://app.example.com"]);
+      assert.deepEqual((await run("show", "--name", "spa")).allowedOrigins, ["https://app.example.com"]);
+      await assert.rejects(run("update", "--name", "spa", "--allowed-origin", "https://app.example.com/"), /allowedOrigins: .*no path/);
+    } finally {
+      await shared.dispose();
+    }
   });
 });

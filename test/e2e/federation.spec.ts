@@ -1,13 +1,11 @@
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync } from "node:fs";
 import type { ServerResponse } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { OAuthError } from "../../src/oauth/errors.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
+import { freshSharedTestDatabase } from "../support/databases.js";
 import { FAKE_CLIENT, FAKE_PROFILE, sendJsonBody, startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";
 import { getJson } from "../support/oauth.js";
 import { parsePrometheusText, sampleValue } from "../support/prometheus.js";
@@ -598,20 +596,25 @@ describe("provider secrets at start-up", () => {
   });
 
   it("sealed under another key cannot be read: start-up says so, and sign-in fails without calling the provider", async () => {
-    const database = join(mkdtempSync(join(tmpdir(), "identity-federation-")), "identity.sqlite");
-    const first = await startTestServer({ database, config: { providers: [fake.provider("sealed")] }, overrides: { secretKey: SECRET_KEY } });
-    await first.close();
-    const logs = new RecordingLogger();
-    const server = await startTestServer({ database, logger: logs, config: {}, overrides: { secretKey: `${SECRET_KEY}-rotated` } });
+    const shared = freshSharedTestDatabase();
     try {
-      assert.ok(logs.lines.some((l) => /provider sealed: its client secret cannot be read \(it does not decrypt with this IDENTITY_SECRET_KEY\)/.test(l.message)));
-      const { federation } = server.domain;
-      const begun = await federation.begin("sealed", "caller secret");
-      const login = await federation.takeState(begun.state, { kind: "rpc", loginSecret: "caller secret" }, "sealed");
-      await assert.rejects(federation.complete(login, CODE), (err: OAuthError) => err.code === "server_error" && /misconfigured/.test(err.description));
-      assert.deepEqual(fake.requests, []);
+      const database = shared.url;
+      const first = await startTestServer({ database, config: { providers: [fake.provider("sealed")] }, overrides: { secretKey: SECRET_KEY } });
+      await first.close();
+      const logs = new RecordingLogger();
+      const server = await startTestServer({ database, logger: logs, config: {}, overrides: { secretKey: `${SECRET_KEY}-rotated` } });
+      try {
+        assert.ok(logs.lines.some((l) => /provider sealed: its client secret cannot be read \(it does not decrypt with this IDENTITY_SECRET_KEY\)/.test(l.message)));
+        const { federation } = server.domain;
+        const begun = await federation.begin("sealed", "caller secret");
+        const login = await federation.takeState(begun.state, { kind: "rpc", loginSecret: "caller secret" }, "sealed");
+        await assert.rejects(federation.complete(login, CODE), (err: OAuthError) => err.code === "server_error" && /misconfigured/.test(err.description));
+        assert.deepEqual(fake.requests, []);
+      } finally {
+        await server.close();
+      }
     } finally {
-      await server.close();
+      await shared.dispose();
     }
   });
 });

@@ -5,7 +5,7 @@ import { Code, ConnectError, createClient, type Client } from "@connectrpc/conne
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { FederationService, ProviderSchema } from "../../gen/identity/v1/federation_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
-import { isPostgresUrl } from "../../src/store/db.js";
+import { ON_POSTGRES } from "../support/databases.js";
 import { FAKE_CLIENT, FAKE_PROFILE, sendJsonBody, startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";
 import { call, postJson } from "../support/oauth.js";
 import { ADMIN_TOKEN, startTestServer } from "../support/server.js";
@@ -231,15 +231,13 @@ describe("FederationService", () => {
   });
 });
 
-// TEST_DATABASE_URL=postgres://... runs the same race on PostgreSQL.
-const DATABASE = process.env.TEST_DATABASE_URL ?? ":memory:";
-
-describe(`concurrent first sign-ins of one external account (${isPostgresUrl(DATABASE) ? "PostgreSQL" : "SQLite"})`, () => {
+// IDENTITY_TEST_DATABASE=postgres runs the same race on PostgreSQL.
+describe(`concurrent first sign-ins of one external account (${ON_POSTGRES ? "PostgreSQL" : "SQLite"})`, () => {
   let fake: FakeUpstream;
   let server: RunningServer;
   before(async () => {
     fake = await startFakeUpstream();
-    server = await startTestServer({ database: DATABASE, config: { providers: [fake.provider("racy")] } });
+    server = await startTestServer({ config: { providers: [fake.provider("racy")] } });
   });
   after(async () => {
     await server?.close();

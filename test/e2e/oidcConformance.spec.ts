@@ -37,10 +37,12 @@ function formPost(html: string): { action: string; fields: URLSearchParams } {
 }
 
 describe("OpenID Connect conformance: the authorization endpoint", () => {
-  const clock = new FakeClock();
+  let clock: FakeClock;
   let server: RunningServer;
   let verify: Awaited<ReturnType<typeof tokenVerifier>>;
   before(async () => {
+    // Set when the suite starts, not when the file loads: openid-client checks auth_time against real time.
+    clock = new FakeClock();
     server = await startTestServer({ clock, config: { applications: [TEST_APP, CODE_ONLY], users: [TEST_USER] } });
     verify = await tokenVerifier(server, TEST_APP.clientId);
   });

@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import * as oauth from "oauth4webapi";
 import type { RunningServer } from "../../src/app/server.js";
+import { freshSharedTestDatabase } from "../support/databases.js";
 import { GrpcCaller, oauthErrorOf } from "../support/grpc.js";
 import { getJson, isActive, passwordTokens, refresh, type TestClient } from "../support/oauth.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
@@ -12,12 +10,16 @@ const APP = { ...TEST_APP, refreshExpireInHours: 24 };
 const OTHER_APP = { ...TEST_APP, name: "other", clientId: "client-2", clientSecret: "secret-2-of-client-2", refreshExpireInHours: 24 };
 
 describe("revocation (RFC 7009)", () => {
-  // A file, so a second instance can share it.
-  const database = join(mkdtempSync(join(tmpdir(), "identity-revoke-")), "shared.sqlite");
+  // A file (or schema), so a second instance can share it.
+  const shared = freshSharedTestDatabase();
+  const database = shared.url;
   const config = { applications: [APP, OTHER_APP], users: [TEST_USER] };
   let server: RunningServer;
   before(async () => (server = await startTestServer({ database, config })));
-  after(() => server.close());
+  after(async () => {
+    await server?.close();
+    await shared.dispose();
+  });
 
   /** Revoke through a strict client; processRevocationResponse insists on a 200. */
   async function revoke(token: string, hint?: string, client: TestClient = APP): Promise<void> {

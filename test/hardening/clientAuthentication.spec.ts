@@ -1,7 +1,4 @@
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -11,6 +8,7 @@ import { runAdminCommand } from "../../src/app/adminCommands.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { hashSecret } from "../../src/oauth/secrets.js";
 import { pkcePair } from "../support/browserless.js";
+import { freshSharedTestDatabase } from "../support/databases.js";
 import { TOKEN_PATH } from "../support/oauth.js";
 import { ADMIN_TOKEN, basicAuth, postForm, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -228,11 +226,15 @@ describe("short chosen client secret", () => {
   });
 
   it("is refused by the CLI's app create and app update", async () => {
-    const database = join(mkdtempSync(join(tmpdir(), "identity-short-secret-")), "admin.sqlite");
-    const app = (...args: string[]) => runAdminCommand("app", [...args, "--database", database], {});
-    await assert.rejects(app("create", "--name", "short", "--client-secret", SHORT), /clientSecret: must be at least 16 characters/);
-    assert.equal(JSON.parse(await app("create", "--name", "short", "--client-secret", LONG_ENOUGH)).clientSecret, LONG_ENOUGH);
-    await assert.rejects(app("update", "--name", "short", "--client-secret", SHORT), /clientSecret: must be at least 16 characters/);
+    const shared = freshSharedTestDatabase();
+    try {
+      const app = (...args: string[]) => runAdminCommand("app", [...args, "--database", shared.url], {});
+      await assert.rejects(app("create", "--name", "short", "--client-secret", SHORT), /clientSecret: must be at least 16 characters/);
+      assert.equal(JSON.parse(await app("create", "--name", "short", "--client-secret", LONG_ENOUGH)).clientSecret, LONG_ENOUGH);
+      await assert.rejects(app("update", "--name", "short", "--client-secret", SHORT), /clientSecret: must be at least 16 characters/);
+    } finally {
+      await shared.dispose();
+    }
   });
 
   describe("over the admin RPCs", () => {

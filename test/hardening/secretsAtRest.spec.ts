@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import type { RunningServer } from "../../src/app/server.js";
+import { isPostgres, type Db } from "../../src/store/db.js";
 import { authorizeUrl, browse, signIn } from "../support/browserless.js";
 import { passwordTokens } from "../support/oauth.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
@@ -28,10 +29,19 @@ describe("secrets at rest", () => {
     for (const [name, value] of Object.entries(secrets)) assert.ok(value && value.length >= 8, name);
 
     const db = server.store.db;
-    const tables = ((await db.raw("select name from sqlite_master where type = 'table'")) as Array<{ name: string }>).map((t) => t.name);
+    const tables = await tableNames(db);
     assert.ok(tables.includes("refresh_tokens") && tables.includes("sessions") && tables.includes("authorization_codes"), tables.join());
     let dump = "";
     for (const table of tables) dump += JSON.stringify(await db(table).select());
     for (const [name, value] of Object.entries(secrets)) assert.ok(!dump.includes(value), `${name} is stored in clear`);
   });
 });
+
+/** Every table of the server's database (its own schema, on PostgreSQL). */
+async function tableNames(db: Db): Promise<string[]> {
+  if (isPostgres(db)) {
+    const result = await db.raw("select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'");
+    return (result.rows as Array<{ name: string }>).map((t) => t.name);
+  }
+  return ((await db.raw("select name from sqlite_master where type = 'table'")) as Array<{ name: string }>).map((t) => t.name);
+}

@@ -58,6 +58,35 @@ describe("client authentication", () => {
     assert.deepEqual(checks, ["guess", "right"], "no secret, no check");
     await assert.rejects(clients.authenticate({ clientId: "spa" }), /authentication failed/, "elsewhere a public client needs what it cannot have");
   });
+
+  it("reads the database for every refusal, also of a client_id its cache knows, as for an unknown one (their time must not say which exist)", async () => {
+    const secret = randomToken();
+    const known = { clientId: "known", clientSecretHash: hashGeneratedSecret(secret), publicClient: false } as ApplicationRecord;
+    // The application cache as the store keeps it: a found application is cached, an unknown client_id never.
+    const cache = new Set<string>();
+    let reads = 0;
+    const clients = new ClientAuthenticator({
+      cachedByClientId: (id) => (cache.has(id) ? known : undefined),
+      findByClientId: async (id, fromDatabase) => {
+        if (cache.has(id) && !fromDatabase) return known;
+        reads++;
+        if (id !== known.clientId) return undefined;
+        cache.add(id);
+        return known;
+      },
+    });
+    const readsOf = async (attempt: () => Promise<unknown>) => {
+      reads = 0;
+      await attempt().catch(() => undefined);
+      return reads;
+    };
+    assert.equal(await readsOf(() => clients.authenticate({ clientId: "known", clientSecret: secret })), 1, "the first lookup reads the database");
+    assert.equal(await readsOf(() => clients.authenticate({ clientId: "known", clientSecret: secret })), 0, "then the cache answers");
+    for (const client of [{ clientId: "known", clientSecret: "wrong" }, { clientId: "known" }, { clientId: "nobody", clientSecret: "wrong" }, { clientId: "nobody" }]) {
+      assert.equal(await readsOf(() => clients.authenticate(client)), 1, `authenticate ${JSON.stringify(client)}`);
+      assert.equal(await readsOf(() => clients.authenticateOrPublic(client)), 1, `authenticateOrPublic ${JSON.stringify(client)}`);
+    }
+  });
 });
 
 /**

@@ -3,6 +3,7 @@ import knex from "knex";
 import { asOAuthError } from "../../src/oauth/errors.js";
 import { openDb } from "../../src/store/db.js";
 import { isStoreUnavailable, isUniqueViolation } from "../../src/store/errors.js";
+import { openTestDb } from "../support/databases.js";
 
 // Real driver errors, no PostgreSQL server needed: which failures mean "retry later".
 describe("storage errors that mean the database is unavailable", () => {
@@ -30,7 +31,7 @@ describe("storage errors that mean the database is unavailable", () => {
   });
 
   it("leaves constraint violations and bugs alone", async () => {
-    const db = await openDb({ url: ":memory:" });
+    const { db, close } = await openTestDb();
     try {
       const row = { kid: "k", alg: "RS256", private_jwk: "{}", public_jwk: "{}", created_at: 1, active_from: 1 };
       await db("signing_keys").insert(row);
@@ -40,7 +41,7 @@ describe("storage errors that mean the database is unavailable", () => {
       assert.equal(asOAuthError(err), undefined);
       assert.equal(asOAuthError(new TypeError("x is undefined")), undefined);
     } finally {
-      await db.destroy();
+      await close();
     }
   });
 });

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { openDb, type Db } from "../../src/store/db.js";
+import type { Db } from "../../src/store/db.js";
 import { createStore, type Store } from "../../src/store/index.js";
 import type { AccessTokenRecord } from "../../src/store/tokens.js";
+import { openTestDb } from "../support/databases.js";
 
 const key = (kid: string) => ({ kid, alg: "RS256", privateJwk: "{}", publicJwk: "{}", createdAt: 0, activeFrom: 0, retiredAt: null });
 const token = (hash: string, kid: string | null, expiresAt: number): AccessTokenRecord => ({
@@ -19,13 +20,14 @@ const token = (hash: string, kid: string | null, expiresAt: number): AccessToken
 
 describe("signing key retirement in the store", () => {
   let db: Db;
+  let close: () => Promise<void>;
   let store: Store;
   beforeEach(async () => {
-    db = await openDb({ url: ":memory:" });
+    ({ db, close } = await openTestDb());
     store = createStore(db);
     await store.signingKeys.insert(key("old"));
   });
-  afterEach(() => db.destroy());
+  afterEach(() => close());
 
   const retiredAt = async () => (await store.signingKeys.list())[0]!.retiredAt;
 

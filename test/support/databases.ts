@@ -80,6 +80,61 @@ export const BACKENDS: readonly Backend[] = [
 ];
 
 /**
+ * IDENTITY_TEST_DATABASE: the backend of every test that asks for no
+ * database in particular (startTestServer without `database`, and the other
+ * support defaults). `sqlite` (the default) is `:memory:`; `postgres` is a
+ * fresh schema of DATABASE_URL each time, dropped when its user closes.
+ */
+const TEST_DATABASE = testDatabaseFrom(process.env.IDENTITY_TEST_DATABASE);
+
+function testDatabaseFrom(value: string | undefined): "sqlite" | "postgres" {
+  if (value === undefined || value === "" || value === "sqlite") return "sqlite";
+  if (value !== "postgres") throw new Error(`IDENTITY_TEST_DATABASE must be sqlite or postgres, not ${value}`);
+  // A switch that quietly fell back to SQLite would pass for a PostgreSQL run.
+  if (!POSTGRES_URL) throw new Error("IDENTITY_TEST_DATABASE=postgres needs DATABASE_URL=postgres://...");
+  return "postgres";
+}
+
+/** True when the suite runs on PostgreSQL by default (IDENTITY_TEST_DATABASE=postgres). */
+export const ON_POSTGRES = TEST_DATABASE === "postgres";
+
+/** A fresh database of the default test backend: `:memory:`, or a PostgreSQL schema of its own under the switch. */
+export function freshTestDatabase(): FreshDatabase {
+  return BACKENDS.find((b) => b.name === (ON_POSTGRES ? "PostgreSQL" : "SQLite :memory:"))!.fresh();
+}
+
+/**
+ * A fresh database that several servers or commands open in turn: a SQLite
+ * file (`:memory:` would be a new database each time), or a PostgreSQL
+ * schema of its own under the switch.
+ */
+export function freshSharedTestDatabase(): FreshDatabase {
+  return BACKENDS.find((b) => b.name === (ON_POSTGRES ? "PostgreSQL" : "SQLite file"))!.fresh();
+}
+
+/** A fresh database of the default test backend, opened and migrated; `close` destroys and removes it. */
+export async function openTestDb(): Promise<{ db: Db; close(): Promise<void> }> {
+  const fresh = freshTestDatabase();
+  let db: Db;
+  try {
+    db = await openDb({ url: fresh.url });
+  } catch (err) {
+    await fresh.dispose();
+    throw err;
+  }
+  return {
+    db,
+    async close() {
+      try {
+        await db.destroy();
+      } finally {
+        await fresh.dispose();
+      }
+    },
+  };
+}
+
+/**
  * One `describe` per backend around `body`; a backend that cannot run here
  * shows up as a pending test that says why.
  */

@@ -8,6 +8,7 @@ import { generateSigningKeyPair, type KeyPairGenerator } from "../../src/oauth/k
 import type { ScryptCost } from "../../src/oauth/secrets.js";
 import { startServer, type RunningServer } from "../../src/app/server.js";
 import { TokenMinter } from "../../src/oauth/tokens.js";
+import { freshTestDatabase } from "./databases.js";
 
 /** The application and user every end-to-end test can rely on. */
 export const TEST_APP = {
@@ -105,8 +106,35 @@ export const TEST_SECRET_HASH_COST: ScryptCost = { N: 1024, r: 8, p: 1 };
 //    pair per test process. Rotations after the start still make new ones.
 let sharedFirstKeyPair: ReturnType<KeyPairGenerator> | undefined;
 
-/** The real server on 127.0.0.1, a random port and an in-memory database. */
+/**
+ * The real server on 127.0.0.1 and a random port, on `options.database` or
+ * else a fresh database of its own: `:memory:`, or under
+ * IDENTITY_TEST_DATABASE=postgres a PostgreSQL schema dropped once it closes.
+ */
 export async function startTestServer(options: TestServerOptions = {}): Promise<RunningServer> {
+  if (options.database !== undefined) return startTestServerOn(options.database, options);
+  const fresh = freshTestDatabase();
+  let server: RunningServer;
+  try {
+    server = await startTestServerOn(fresh.url, options);
+  } catch (err) {
+    await fresh.dispose();
+    throw err;
+  }
+  const close = server.close;
+  return {
+    ...server,
+    async close() {
+      try {
+        await close();
+      } finally {
+        await fresh.dispose();
+      }
+    },
+  };
+}
+
+async function startTestServerOn(database: string, options: TestServerOptions): Promise<RunningServer> {
   const config = options.config ?? { applications: [TEST_APP], users: [TEST_USER] };
   // Only a new database's first key is made while the server starts.
   let starting = true;
@@ -116,7 +144,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     {
       port: 0,
       host: "127.0.0.1",
-      database: options.database ?? ":memory:",
+      database,
       configFile: writeConfigFile(config),
       adminToken: ADMIN_TOKEN,
       maxBodyBytes: 65536,

@@ -32,8 +32,8 @@ export class WarningLog implements Logger {
   }
 }
 
-/** The server to fuzz: the test application (with refresh tokens and a provider) on `database`. */
-export async function startFuzzServer(logger: Logger, database = ":memory:"): Promise<RunningServer> {
+/** The server to fuzz: the test application (with refresh tokens and a provider) on `database`, else the default test database. */
+export async function startFuzzServer(logger: Logger, database?: string): Promise<RunningServer> {
   return startTestServer({
     database,
     logger,
