@@ -137,6 +137,12 @@ describe("architecture", () => {
     assert.ok(readFileSync("docs/architecture.md", "utf8").includes("`console/`"), "docs/architecture.md names console/");
   });
 
+  it("mirrors src/ in test/: every folder has unit tests under test/<folder>/", () => {
+    const folders = readdirSync("src", { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    const untested = folders.filter((f) => !existsSync(join("test", f)) || !readdirSync(join("test", f), { recursive: true, encoding: "utf8" }).some((n) => n.endsWith(".spec.ts")));
+    assert.deepEqual(untested, []);
+  });
+
   it("names every folder of src/ in docs/architecture.md", () => {
     const map = readFileSync("docs/architecture.md", "utf8");
     const folders = readdirSync("src", { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => `src/${e.name}`);
