@@ -1,7 +1,7 @@
 import { loadClaimsRequest } from "../claimsRequest.js";
 import { OAuthError } from "../errors.js";
 import { requireParam } from "./params.js";
-import { defineGrant } from "./types.js";
+import { defineGrant, type GrantDeps } from "./types.js";
 
 /** Authorization Code (RFC 6749 §4.1.3), with PKCE (RFC 7636). */
 export const authorizationCodeGrant = defineGrant({
@@ -13,7 +13,7 @@ export const authorizationCodeGrant = defineGrant({
   // The spec lets a PKCE client leave client_secret out; the code must then
   // carry a challenge, which redeem() enforces.
   allowsPublicClient: (params) => params.codeVerifier !== "",
-  async handle(app, params, deps) {
+  async handle(app, params, deps: Pick<GrantDeps, "codes" | "store" | "minter">) {
     const code = await deps.codes.redeem(app, {
       code: requireParam(params.code, "code"),
       redirectUri: params.redirectUri,

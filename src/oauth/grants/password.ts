@@ -1,6 +1,6 @@
 import { epochSeconds } from "../../shared/clock.js";
 import { parseScope } from "../scopes.js";
-import { defineGrant } from "./types.js";
+import { defineGrant, type GrantDeps } from "./types.js";
 import { requireParam } from "./params.js";
 
 /** Resource Owner Password Credentials (RFC 6749 §4.3). */
@@ -9,7 +9,7 @@ export const passwordGrant = defineGrant({
   parameters: ["username", "password", "scope"],
   alwaysEnabled: false,
   needsSecret: true,
-  async handle(app, params, deps, origin) {
+  async handle(app, params, deps: Pick<GrantDeps, "users" | "minter" | "clock">, origin) {
     const username = requireParam(params.username, "username");
     const password = requireParam(params.password, "password");
     const scopes = parseScope(params.scope);

@@ -15,6 +15,9 @@ import type { ApplicationRecord } from "../../shared/model.js";
  * consumed token again is reuse (RFC 9700 §4.14.2) and revokes the family,
  * unless it happens within the service's grace window.
  */
+/** What refresh takes: the tokens, the minter, and what reuse detection reports to. */
+type RefreshDeps = Pick<GrantDeps, "store" | "minter" | "clock" | "metrics" | "audit" | "refreshReuseGraceSeconds">;
+
 export const refreshTokenGrant = defineGrant({
   grantType: "refresh_token",
   parameters: ["refreshToken", "scope"],
@@ -25,7 +28,7 @@ export const refreshTokenGrant = defineGrant({
   // A public client has no secret; rotation and reuse detection are what
   // protect its refresh tokens (RFC 9700 §4.14.2).
   allowsPublicClient: (_params, app) => isPublicClient(app),
-  async handle(app, params, deps, origin) {
+  async handle(app, params, deps: RefreshDeps, origin) {
     const presented = requireParam(params.refreshToken, "refresh_token");
     if (app.refreshExpireInHours <= 0) {
       throw new OAuthError("invalid_grant", "refresh tokens are disabled for this application: its refreshExpireInHours is 0");
@@ -65,7 +68,7 @@ export const refreshTokenGrant = defineGrant({
 });
 
 /** Throws invalid_grant for a revoked, consumed or expired token; reuse past the grace window revokes the family. */
-async function rejectUnusable(record: RefreshTokenRecord, deps: GrantDeps, app: ApplicationRecord, origin: RequestOrigin): Promise<void> {
+async function rejectUnusable(record: RefreshTokenRecord, deps: RefreshDeps, app: ApplicationRecord, origin: RequestOrigin): Promise<void> {
   const now = deps.clock.now();
   if (record.revokedAt !== null) throw new OAuthError("invalid_grant", "the refresh token was revoked");
   if (record.consumedAt !== null) {

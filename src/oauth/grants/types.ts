@@ -30,9 +30,9 @@ export interface RequestOrigin {
   logLine?: EventCarrier;
 }
 
-/** What grants may use. */
+/** What grants may use; each grant's handler names the part it takes. */
 export interface GrantDeps {
-  store: Store;
+  store: Pick<Store, "users" | "refreshTokens">;
   /** Domain events for operators (tokens issued, refresh reuse, login failures ...). */
   metrics: Metrics;
   /** Security events (tokens issued, refresh reuse ...): the audit trail. */
