@@ -1,3 +1,4 @@
+import type { TokenRequest } from "../../../gen/identity/v1/token_pb.js";
 import type { AuditTrail, EventCarrier } from "../../shared/audit.js";
 import type { Clock } from "../../shared/clock.js";
 import type { Store } from "../../store/index.js";
@@ -8,19 +9,12 @@ import type { TokenMinter, TokenSet } from "../tokens.js";
 import type { UserAuthenticator } from "../userAuth.js";
 import type { ApplicationRecord } from "../../shared/model.js";
 
-/** The token request's parameters (RFC 6749 §4); absent ones are "". */
-export interface TokenParams {
-  grantType: string;
-  clientId: string;
-  clientSecret: string;
-  scope: string;
-  username: string;
-  password: string;
-  code: string;
-  redirectUri: string;
-  codeVerifier: string;
-  refreshToken: string;
-}
+/**
+ * The token request's parameters (RFC 6749 §4); absent ones are "". The
+ * contract's message is their one definition: a field added there is a
+ * parameter here (the one type the domain takes from gen/).
+ */
+export type TokenParams = Omit<TokenRequest, "$typeName" | "$unknown">;
 
 /** Where a token request came from, as the front door saw it. */
 export interface RequestOrigin {
