@@ -288,12 +288,18 @@ function connectionLimits(config: ServeConfig): ConnectionLimits {
   return limits;
 }
 
-/** The REST operations a browser app on another origin calls: token, refresh, revocation, userinfo, discovery, JWKS. */
+/**
+ * The REST operations a browser app on another origin calls: token, refresh,
+ * revocation, userinfo, get-account (Casdoor's user object, read as userinfo
+ * is: by Bearer token; no credentials mode, so no session cookie rides
+ * along), discovery, JWKS.
+ */
 const CROSS_ORIGIN_REST = new Set([
   "identity.v1.TokenService.Token",
   "identity.v1.TokenService.Refresh",
   "identity.v1.IntrospectionService.Revoke",
   "identity.v1.IntrospectionService.GetUserInfo",
+  "identity.v1.IntrospectionService.GetAccount",
   "identity.v1.DiscoveryService.GetConfiguration",
   "identity.v1.DiscoveryService.GetJwks",
 ]);
