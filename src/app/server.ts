@@ -50,6 +50,12 @@ export interface ServerDeps {
   secretHashCost?: DomainOptions["secretHashCost"];
   /** Which fast paths run; by default as IDENTITY_PLAIN_PATHS says (see fastPathsFrom). */
   fastPaths?: FastPaths;
+  /**
+   * A first start's seed also makes an administrator, whose password is
+   * printed once (seed.ts). `identity serve` sets it when its standard
+   * output is a terminal; by default none is made.
+   */
+  seedAdmin?: boolean;
 }
 
 /**
@@ -87,7 +93,7 @@ export interface RunningServer {
   port: number;
   issuer: string;
   domain: Domain;
-  /** Credentials of the demo application and user, only on a new database. */
+  /** Credentials of the demo application and user (and of an administrator, if asked), only on a new database. */
   demo?: DemoCredentials;
   /** Where /metrics is served when it has a port of its own. */
   metricsUrl?: string;
@@ -236,7 +242,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         auditEvents: config.auditEvents,
       });
       if (configFile) await applyConfigFile(configFile, domain);
-      const demo = configFile ? undefined : await seedDemo(domain);
+      const demo = configFile ? undefined : await seedDemo(domain, { admin: deps.seedAdmin ?? false });
       const consoleClient = await domain.ensureConsoleClient();
       if (consoleClient !== "unchanged") {
         logger.info(`admin console application ${consoleClient}`, { clientId: domain.console.clientId, redirectUri: domain.console.redirectUri });

@@ -36,7 +36,9 @@ type Message =
   | { type: "identity:forgot"; id: number }
   | { type: "identity:metrics"; id: number }
   | { type: "identity:metrics-answer"; id: number; contentType?: string; body?: string; error?: string }
-  | { type: "identity:stop" };
+  | { type: "identity:stop" }
+  // primary -> worker: the banner is out; log lines held until then may follow it (on a terminal).
+  | { type: "identity:printed" };
 
 /** What a worker drops after a sibling's write: the applications' caches, or the signing keys (re-read at once). */
 type Forgettable = "applications" | "keys";
@@ -58,6 +60,7 @@ export async function runPrimary(count: number, logger: Logger, print: (banner: 
   const aggregator = new AggregatorRegistry();
   let stopping = false;
   let serving = false;
+  let printed = false;
   const ready = new Map<Worker, Banner>();
   const waiters = new Map<Worker, { resolve: (b: Banner) => void; reject: (e: Error) => void }>();
   let nextId = 0;
@@ -82,6 +85,8 @@ export async function runPrimary(count: number, logger: Logger, print: (banner: 
       case "identity:ready":
         ready.set(worker, message.banner);
         waiters.get(worker)?.resolve(message.banner);
+        // A worker replaced after the banner has nothing to wait for.
+        if (printed) send(worker, { type: "identity:printed" });
         break;
       case "identity:forget": {
         const siblings = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && w !== worker && w.isConnected());
@@ -168,6 +173,8 @@ export async function runPrimary(count: number, logger: Logger, print: (banner: 
     serving = true;
     const demo = banners.find((b) => b.demo)?.demo;
     print({ ...banners[0]!, demo }, [first.worker, ...rest.map((r) => r.worker)].map((w) => w.process.pid!));
+    printed = true;
+    for (const worker of Object.values(cluster.workers ?? {})) if (worker) send(worker, { type: "identity:printed" });
   } catch (err) {
     if (stopping) return finished;
     logger.error("a worker failed to start", { error: (err as Error).message });
@@ -183,9 +190,10 @@ export async function runPrimary(count: number, logger: Logger, print: (banner: 
 /**
  * A worker, once its server runs: tells the primary it serves, keeps its
  * application cache in step with its siblings', answers scrapes with the
- * sum over every worker, and drains on the primary's word (`drain`).
+ * sum over every worker, drains on the primary's word (`drain`), and calls
+ * `printed` once the primary's banner is out.
  */
-export function joinCluster(server: RunningServer, drain: () => void): void {
+export function joinCluster(server: RunningServer, drain: () => void, printed: () => void = () => {}): void {
   const send = (message: Message) => {
     if (process.connected) process.send!(message);
   };
@@ -244,6 +252,9 @@ export function joinCluster(server: RunningServer, drain: () => void): void {
         break;
       case "identity:stop":
         drain();
+        break;
+      case "identity:printed":
+        printed();
         break;
     }
   });
