@@ -5,11 +5,12 @@ import { combined, httpLoad, measured, type LoadResult } from "./load.js";
 import { startOurs, tokenRequest } from "./ours.js";
 import { failed, type Row } from "./report.js";
 
-const KINDS = [["RS256", "client_credentials, RS256 JWT"], ["opaque", "client_credentials, opaque"]] as const;
+/** Each kind with its target: events may cost RS256 tokens 5% (issue 29 §4), opaque ones, the cheapest, 10% (issue 48 §5). */
+const KINDS = [["RS256", "client_credentials, RS256 JWT", 0.95], ["opaque", "client_credentials, opaque", 0.9]] as const;
 const PAIRS = 3;
 
 /**
- * What the audit trail costs a token request (issue 29 §4: at most 5%): the
+ * What the audit trail costs a token request (at most 5%, 10% for opaque tokens: KINDS): the
  * same build with its events on (the default) and off
  * (`--audit-events false`), both up at once on SQLite files of their own,
  * loaded in turns, on PAIRS fresh pairs of servers per token kind, added
@@ -22,7 +23,7 @@ const PAIRS = 3;
 export async function auditCostRows(benchDir: string): Promise<Row[]> {
   execFileSync("sync");
   const rows: Row[] = [];
-  for (const [kind, label] of KINDS) {
+  for (const [kind, label, target] of KINDS) {
     const runs = { on: [] as LoadResult[], off: [] as LoadResult[] };
     for (let pair = 1; pair <= PAIRS; pair++) {
       const dir = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : benchDir, "audit-cost-"));
@@ -38,7 +39,7 @@ export async function auditCostRows(benchDir: string): Promise<Row[]> {
       }
     }
     const [on, off] = [combined(runs.on), combined(runs.off)];
-    rows.push({ scenario: `${label}, audit events on`, ours: on.rps, unit: "req/s", referenceLabel: "--audit-events false", reference: off.rps, target: 0.95, problem: failed(on, off) });
+    rows.push({ scenario: `${label}, audit events on`, ours: on.rps, unit: "req/s", referenceLabel: "--audit-events false", reference: off.rps, target, problem: failed(on, off) });
   }
   return rows;
 }

@@ -46,8 +46,8 @@ export async function latencyRow(oursUrl: string, bareUrl: string, token: string
     unit: "ms",
     referenceLabel: "bare node:http at the same offered rate",
     reference: bare.percentile(99) / 1000,
+    // No issue set a target for this ratio: it is reported.
     comparison: "atMost",
-    target: 2,
     problem: failed({ failures }) ?? overloaded,
   };
   return { row, note: `Latency row, p99 turn by turn, ours/bare (ms): ${byTurn.join(", ")}.` };

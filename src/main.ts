@@ -1,9 +1,9 @@
-import type { DemoCredentials } from "./app/seed.js";
+import { firstStartLines } from "./app/firstStart.js";
 import { adminUsage, runAdminCommand } from "./app/adminCommands.js";
 import { runBackupCommand, runMigrateCommand } from "./app/maintenance.js";
 import { EVENTS_USAGE, runEventsCommand } from "./app/eventsCommand.js";
 import { OPS_DEFAULTS, optionsTable, parseServeConfig, SERVE_OPTIONS } from "./app/config.js";
-import { createLogger, errorFields } from "./shared/log.js";
+import { createLogger, errorFields, heldLines, logDestination } from "./shared/log.js";
 import { OAuthError } from "./oauth/errors.js";
 import { startServer } from "./app/server.js";
 import { startTracing } from "./app/tracing.js";
@@ -110,22 +110,42 @@ async function serve(args: string[]): Promise<number> {
     return 0;
   }
   const config = parseServeConfig(args, process.env);
-  const logger = createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
+  // A person at a terminal (not a container's or a service manager's log collector):
+  // readable log lines unless JSON is asked for, and a first start makes an administrator.
+  const terminal = process.stdout.isTTY === true;
+  const pretty = config.logPretty ?? terminal;
+  // On a terminal the start's own lines come first: log lines wait for them (a worker's, for the primary's).
+  const held = terminal ? heldLines(logDestination(pretty)) : undefined;
+  const logger = createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty, destination: held });
   const timeoutSeconds = config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds;
+  const banner = (server: Banner, extra?: string) => {
+    printBanner(server, config.database, extra);
+    held?.release();
+  };
   // --workers N: this process starts N workers (this same command) and serves nothing itself.
   const workers = workerCount(config.workers);
   refuseUnsharedDatabase(workers, config.database);
   if (workers > 1 && isClusterPrimary()) {
-    const status = await runPrimary(workers, logger, (banner, pids) => printBanner(banner, `${workers} workers (pids ${pids.join(", ")})\n`), timeoutSeconds);
+    const status = await runPrimary(workers, logger, (started, pids) => banner(started, `${workers} workers (pids ${pids.join(", ")})\n`), timeoutSeconds);
+    held?.release();
     process.exit(status);
   }
-  // Before the server: its first requests are traced too. Nothing is loaded without the OTEL_* variables.
-  const tracing = await startTracing(process.env, logger);
-  const server = await startServer(config, { logger });
+  let tracing: Awaited<ReturnType<typeof startTracing>>;
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    // Before the server: its first requests are traced too. Nothing is loaded without the OTEL_* variables.
+    tracing = await startTracing(process.env, logger);
+    server = await startServer(config, { logger, seedAdmin: terminal });
+  } catch (err) {
+    // What the start logged before it failed explains the failure.
+    held?.release();
+    throw err;
+  }
 
   // First signal: drain and exit 0. Second signal: exit at once. A worker drains on the primary's word too.
   let stopping = false;
   const drain = (signal?: NodeJS.Signals) => {
+    held?.release();
     if (stopping && !signal) return;
     if (stopping) {
       logger.warn("second signal: exiting without waiting", { signal });
@@ -148,32 +168,22 @@ async function serve(args: string[]): Promise<number> {
   // Before the ready line: whoever waits for it may stop us right away.
   process.on("SIGINT", drain);
   process.on("SIGTERM", drain);
-  if (isClusterWorker()) joinCluster(server, () => drain());
-  else printBanner(server);
+  if (isClusterWorker()) joinCluster(server, () => drain(), () => held?.release());
+  else banner(server);
   return new Promise(() => {}); // runs until a signal
 }
 
-function printBanner(server: Banner, extra = ""): void {
+function printBanner(server: Banner, database: string, extra = ""): void {
   if (process.env.IDENTITY_PLAIN_PATHS) {
     process.stdout.write(`IDENTITY_PLAIN_PATHS=${process.env.IDENTITY_PLAIN_PATHS}: unary gRPC by ${server.paths.grpcUnary}, hot reads by ${server.paths.reads}\n`);
   }
   process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
   process.stdout.write(extra);
   if (server.metricsUrl) process.stdout.write(`metrics on ${server.metricsUrl}\n`);
-  if (server.demo) process.stdout.write(demoBanner(server.url, server.demo));
-}
-
-function demoBanner(url: string, demo: DemoCredentials): string {
-  return `
-First start: created a demo application and user. These secrets are shown only once.
-  client_id:     ${demo.clientId}
-  client_secret: ${demo.clientSecret}
-  username:      ${demo.username}
-  password:      ${demo.password}
-
-Try it:
-  curl -s -u '${demo.clientId}:${demo.clientSecret}' -d grant_type=password -d username=${demo.username} -d password='${demo.password}' -d 'scope=openid profile email' ${url}/api/login/oauth/access_token
-`;
+  if (server.demo) {
+    const context = { url: server.url, issuer: server.issuer, database, env: process.env, script: process.argv[1], cwd: process.cwd() };
+    process.stdout.write(firstStartLines(server.demo, context));
+  }
 }
 
 main(process.argv.slice(2)).then(

@@ -19,6 +19,7 @@ export type MetricsMode = "off" | "same" | { port: number };
 export const OPS_DEFAULTS = {
   metrics: "same" as MetricsMode,
   logLevel: "info" as LogLevel,
+  // A server started in code; `identity serve` decides by its terminal (main.ts).
   logPretty: false,
   shutdownTimeoutSeconds: 10,
 };
@@ -356,8 +357,9 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     description: `least severe log level written: ${LOG_LEVELS.join(", ")}`, parse: logLevel,
   },
   {
-    key: "logPretty", flag: "log-pretty", env: "IDENTITY_LOG_PRETTY", default: String(OPS_DEFAULTS.logPretty),
-    description: "human-friendly colored logs instead of JSON lines (development)", parse: bool, boolean: true,
+    key: "logPretty", flag: "log-pretty", env: "IDENTITY_LOG_PRETTY", default: "<stdout is a terminal>",
+    description: "human-friendly colored logs instead of JSON lines; unset, they are when standard output is a terminal (`IDENTITY_LOG_PRETTY=false` keeps JSON there)",
+    parse: bool, boolean: true,
   },
   {
     key: "shutdownTimeoutSeconds", flag: "shutdown-timeout-seconds", env: "IDENTITY_SHUTDOWN_TIMEOUT_SECONDS",

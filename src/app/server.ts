@@ -51,6 +51,12 @@ export interface ServerDeps {
   secretHashCost?: DomainOptions["secretHashCost"];
   /** Which fast paths run; by default as IDENTITY_PLAIN_PATHS says (see fastPathsFrom). */
   fastPaths?: FastPaths;
+  /**
+   * A first start's seed also makes an administrator, whose password is
+   * printed once (seed.ts). `identity serve` sets it when its standard
+   * output is a terminal; by default none is made.
+   */
+  seedAdmin?: boolean;
 }
 
 /**
@@ -90,7 +96,7 @@ export interface RunningServer {
   domain: Domain;
   /** The store under the domain, for the process (workers' cache messages) and for tests; never for a front door. */
   store: Store;
-  /** Credentials of the demo application and user, only on a new database. */
+  /** Credentials of the demo application and user (and of an administrator, if asked), only on a new database. */
   demo?: DemoCredentials;
   /** Where /metrics is served when it has a port of its own. */
   metricsUrl?: string;
@@ -249,7 +255,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         logger.info(`admin console application ${consoleClient}`, { clientId: domain.console.clientId, redirectUri: domain.console.redirectUri });
       }
       if (configFile) await applyConfigFile(configFile, domain, store);
-      const demo = configFile ? undefined : await seedDemo(domain);
+      const demo = configFile ? undefined : await seedDemo(domain, { admin: deps.seedAdmin ?? false });
       return { domain, demo };
     });
     for (const warning of await domain.providerAdmin.secretWarnings()) logger.error(warning);
@@ -297,12 +303,18 @@ function connectionLimits(config: ServeConfig): ConnectionLimits {
   return limits;
 }
 
-/** The REST operations a browser app on another origin calls: token, refresh, revocation, userinfo, discovery, JWKS. */
+/**
+ * The REST operations a browser app on another origin calls: token, refresh,
+ * revocation, userinfo, get-account (Casdoor's user object, read as userinfo
+ * is: by Bearer token; no credentials mode, so no session cookie rides
+ * along), discovery, JWKS.
+ */
 const CROSS_ORIGIN_REST = new Set([
   "identity.v1.TokenService.Token",
   "identity.v1.TokenService.Refresh",
   "identity.v1.IntrospectionService.Revoke",
   "identity.v1.IntrospectionService.GetUserInfo",
+  "identity.v1.IntrospectionService.GetAccount",
   "identity.v1.DiscoveryService.GetConfiguration",
   "identity.v1.DiscoveryService.GetJwks",
 ]);

@@ -51,7 +51,9 @@ type Message =
   | { type: "identity:forgot"; id: number }
   | { type: "identity:metrics"; id: number }
   | { type: "identity:metrics-answer"; id: number; contentType?: string; body?: string; error?: string }
-  | { type: "identity:stop" };
+  | { type: "identity:stop" }
+  // primary -> worker: the banner is out; log lines held until then may follow it (on a terminal).
+  | { type: "identity:printed" };
 
 /** What a worker drops after a sibling's write: the applications' caches, or the signing keys (re-read at once). */
 type Forgettable = "applications" | "keys";
@@ -83,6 +85,7 @@ const liveWorkers = () => Object.values(cluster.workers ?? {}).filter((w): w is 
 class Primary {
   private stopping = false;
   private serving = false;
+  private printed = false;
   private readonly aggregator = new AggregatorRegistry();
   private readonly waiters = new Map<Worker, { resolve: (b: Banner) => void; reject: (e: Error) => void }>();
   private readonly relay: ForgetRelay;
@@ -106,6 +109,8 @@ class Primary {
       this.serving = true;
       const demo = banners.find((b) => b.demo)?.demo;
       print({ ...banners[0]!, demo }, [first.worker, ...rest.map((r) => r.worker)].map((w) => w.process.pid!));
+      this.printed = true;
+      for (const worker of liveWorkers()) this.send(worker, { type: "identity:printed" });
     } catch (err) {
       if (this.stopping) return this.finished;
       this.logger.error("a worker failed to start", { error: (err as Error).message });
@@ -168,6 +173,8 @@ class Primary {
     switch (message.type) {
       case "identity:ready":
         this.waiters.get(worker)?.resolve(message.banner);
+        // A worker replaced after the banner has nothing to wait for.
+        if (this.printed) this.send(worker, { type: "identity:printed" });
         break;
       case "identity:forget":
         this.relay.forget(worker, message.id, message.what);
@@ -238,9 +245,10 @@ class ForgetRelay {
 /**
  * A worker, once its server runs: tells the primary it serves, keeps its
  * application cache in step with its siblings', answers scrapes with the
- * sum over every worker, and drains on the primary's word (`drain`).
+ * sum over every worker, drains on the primary's word (`drain`), and calls
+ * `printed` once the primary's banner is out.
  */
-export function joinCluster(server: RunningServer, drain: () => void): void {
+export function joinCluster(server: RunningServer, drain: () => void, printed: () => void = () => {}): void {
   const send = (message: Message) => {
     if (process.connected) process.send!(message);
   };
@@ -299,6 +307,9 @@ export function joinCluster(server: RunningServer, drain: () => void): void {
         break;
       case "identity:stop":
         drain();
+        break;
+      case "identity:printed":
+        printed();
         break;
     }
   });

@@ -109,3 +109,20 @@ export function storedClaimsRequest(request: ClaimsRequest | undefined): string 
 export function loadClaimsRequest(stored: string | null | undefined): ClaimsRequest | undefined {
   return stored ? (JSON.parse(stored) as ClaimsRequest) : undefined;
 }
+
+/**
+ * The claim names asked at `target`, as a refresh token row keeps them (a
+ * JSON list; store/tokens.ts): the names are all that requestedClaims reads.
+ * Undefined when none are asked.
+ */
+export function storedClaimNames(request: ClaimsRequest | undefined, target: ClaimsTarget): string | undefined {
+  const names = requestedClaimNames(request, target);
+  return names.length > 0 ? JSON.stringify(names) : undefined;
+}
+
+/** Back from a refresh token row: a request asking `target` for those names, each as null (§5.5.1's "default manner"). */
+export function claimsRequestOfNames(target: ClaimsTarget, stored: string | undefined): ClaimsRequest | undefined {
+  const names: unknown = stored ? JSON.parse(stored) : undefined;
+  if (!Array.isArray(names) || names.length === 0) return undefined;
+  return { [target]: Object.fromEntries(names.filter((n): n is string => typeof n === "string").map((name) => [name, null])) };
+}

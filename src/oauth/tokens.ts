@@ -4,7 +4,7 @@ import { span, tracing } from "../shared/tracing.js";
 import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import type { IssuedTokenRows } from "../store/tokens.js";
-import { requestedClaims, type ClaimsRequest } from "./claimsRequest.js";
+import { requestedClaims, storedClaimNames, type ClaimsRequest } from "./claimsRequest.js";
 import type { KeyRing } from "./keys.js";
 import { claimsForScopes, grantableScopes } from "./scopes.js";
 import { randomToken, sha256 } from "./secrets.js";
@@ -143,6 +143,7 @@ export class TokenMinter {
     // the access token joins the grant's family (a code's), or none.
     const refresh = grant.refreshToken && user ? { token: randomToken(), familyId: grant.familyId ?? randomUUID() } : undefined;
     const familyId = refresh?.familyId ?? grant.familyId ?? null;
+    const idTokenClaims = refresh && storedClaimNames(grant.claims, "id_token");
 
     const nowMs = now * 1000;
     const rows: IssuedTokenRows = {
@@ -174,6 +175,8 @@ export class TokenMinter {
             consumedAt: null,
             revokedAt: null,
             ...(userinfoClaims.length > 0 ? { userinfoClaims: storedUserinfoClaims(grant.claims) } : {}),
+            // OIDC Core §5.5: what the grant asked the ID token for outlives the refresh too.
+            ...(idTokenClaims ? { idTokenClaims } : {}),
           }
         : undefined,
     };

@@ -1,3 +1,4 @@
+import { writeSync } from "node:fs";
 import { hostname } from "node:os";
 import pino, { type DestinationStream, type LevelWithSilent } from "pino";
 
@@ -129,12 +130,47 @@ export function createLogger(options: LoggerOptions): Logger {
       ...(options.pretty ? {} : { level: (label: string) => ({ level: label }) }),
     },
   };
-  const destination =
-    options.destination ??
-    (options.pretty
-      ? pino.transport({ target: "pino-pretty", options: { destination: 2 } })
-      : stderrLines());
+  const destination = options.destination ?? logDestination(options.pretty ?? false);
   return wrap(pino(config, destination), destination, time, options.pretty ? "30" : '"info"');
+}
+
+/** Where a logger's lines go unless told otherwise: pino-pretty (in a worker thread), or standard error in batches. */
+export function logDestination(pretty: boolean): DestinationStream {
+  return pretty ? pino.transport({ target: "pino-pretty", options: { destination: 2 } }) : stderrLines();
+}
+
+/** A destination that keeps its lines back until `release()`. */
+export interface HeldLines extends DestinationStream {
+  /** Writes the lines kept so far to the target, in order, and every later line at once. */
+  release(): void;
+}
+
+/**
+ * Lines kept back until `release()`: on a terminal, the start's own lines
+ * (where it listens, a first start's secrets) come before any log line.
+ * Lines still held when the process exits (a start that failed before
+ * releasing them) are written to standard error then, as they are.
+ */
+export function heldLines(target: DestinationStream): HeldLines {
+  let held: string[] | undefined = [];
+  const atExit = () => {
+    if (held && held.length > 0) writeSync(2, held.join(""));
+    held = undefined;
+  };
+  process.on("exit", atExit);
+  return {
+    write(line: string) {
+      if (held) held.push(line);
+      else target.write(line);
+    },
+    release() {
+      if (!held) return;
+      const lines = held;
+      held = undefined;
+      process.off("exit", atExit);
+      for (const line of lines) target.write(line);
+    },
+  };
 }
 
 /**

@@ -43,6 +43,8 @@ export interface RefreshTokenRecord {
    * list; absent for the grants that asked none, which is nearly all.
    */
   userinfoClaims?: string;
+  /** The same for the ID token: the claim names its grant asked the ID token for. */
+  idTokenClaims?: string;
 }
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -91,6 +93,7 @@ const refreshTokenRow = (t: RefreshTokenRecord) => ({
   revoked_at: t.revokedAt,
   // Always a value, so rows written together have the same columns.
   userinfo_claims: t.userinfoClaims ?? null,
+  id_token_claims: t.idTokenClaims ?? null,
 });
 
 /** The rows behind one token response: its access token and, for user grants, its refresh token. */
@@ -99,7 +102,7 @@ export interface IssuedTokenRows {
   refresh?: RefreshTokenRecord;
 }
 
-// 10 columns a row: far under SQLite's and PostgreSQL's limits on bound values per statement.
+// About a dozen columns a row: far under SQLite's and PostgreSQL's limits on bound values per statement.
 const ISSUED_ROWS_PER_WRITE = 200;
 
 /** Records issued tokens, the responses of many concurrent requests in one write. */
@@ -317,6 +320,7 @@ export class RefreshTokenRepository {
       consumedAt: num(r.consumed_at),
       revokedAt: num(r.revoked_at),
       ...(r.userinfo_claims ? { userinfoClaims: r.userinfo_claims as string } : {}),
+      ...(r.id_token_claims ? { idTokenClaims: r.id_token_claims as string } : {}),
     };
   }
 }

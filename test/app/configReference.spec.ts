@@ -22,7 +22,7 @@ describe("serve configuration reference", () => {
     const defaults = parseServeConfig([], {});
     assert.equal(defaults.metrics, "same");
     assert.equal(defaults.logLevel, "info");
-    assert.equal(defaults.logPretty, false);
+    assert.equal(defaults.logPretty, undefined, "unset: serve decides by its terminal");
     assert.equal(defaults.shutdownTimeoutSeconds, 10);
     assert.equal(defaults.keyActivationDelaySeconds, 600);
     const env = { LOG_LEVEL: "debug", IDENTITY_METRICS: "off", IDENTITY_LOG_PRETTY: "true" };
@@ -31,6 +31,7 @@ describe("serve configuration reference", () => {
     const fromFlags = parseServeConfig(["--log-level", "warn", "--metrics", "9464", "--shutdown-timeout-seconds", "0"], env);
     assert.deepEqual([fromFlags.logLevel, fromFlags.metrics, fromFlags.shutdownTimeoutSeconds], ["warn", { port: 9464 }, 0]);
     assert.equal(parseServeConfig(["--log-pretty"], {}).logPretty, true);
+    assert.equal(parseServeConfig([], { IDENTITY_LOG_PRETTY: "false" }).logPretty, false, "JSON asked for");
   });
 
   it("refuses values it cannot use, naming the option", () => {

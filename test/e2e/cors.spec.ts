@@ -6,7 +6,7 @@ import { parseApplicationInput } from "../../src/accounts/applications.js";
 import { runAdminCommand } from "../../src/app/adminCommands.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { freshSharedTestDatabase } from "../support/databases.js";
-import { ADMIN_TOKEN, call, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { ADMIN_TOKEN, call, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const ALLOWED = "http://127.0.0.1:5173";
 const UNLISTED = "https://elsewhere.example";
@@ -17,6 +17,7 @@ const CROSS_ORIGIN_PATHS = [
   "/api/login/oauth/refresh_token",
   "/api/login/oauth/revoke",
   "/api/userinfo",
+  "/api/get-account",
   "/.well-known/openid-configuration",
   "/.well-known/jwks",
   "/identity.v1.TokenService/Token",
@@ -96,6 +97,32 @@ describe("browsers on other origins (CORS)", () => {
     assert.equal(connect.headers.get("access-control-allow-origin"), ALLOWED);
   });
 
+  it("answers REST get-account from an allowed origin as userinfo, readable by the app, and without CORS headers for an unlisted one", async () => {
+    const token = await postForm(`${server.url}/api/login/oauth/access_token`, {
+      grant_type: "password", client_id: TEST_APP.clientId, client_secret: TEST_APP.clientSecret,
+      username: TEST_USER.name, password: TEST_USER.password, scope: "openid profile",
+    });
+    assert.equal(token.status, 200, JSON.stringify(token.body));
+    const authorization = `Bearer ${token.body.access_token}`;
+    for (const path of ["/api/get-account", "/api/userinfo"]) {
+      const allowed = await call(`${server.url}${path}`, { headers: { origin: ALLOWED, authorization } });
+      assert.equal(allowed.status, 200, `${path}: ${allowed.text}`);
+      assert.equal(allowed.headers.get("access-control-allow-origin"), ALLOWED, path);
+      assert.equal(allowed.headers.get("access-control-allow-credentials"), null, `${path}: no credentials mode, so no session cookie rides along`);
+      assert.ok(list(allowed.headers.get("access-control-expose-headers")).includes("www-authenticate"), path);
+      const unlisted = await call(`${server.url}${path}`, { headers: { origin: UNLISTED, authorization } });
+      assert.deepEqual(corsHeaders(unlisted.headers), {}, path);
+      assert.ok(list(unlisted.headers.get("vary")).includes("origin"), path);
+    }
+    const account = await call(`${server.url}/api/get-account`, { headers: { origin: ALLOWED, authorization } });
+    assert.equal(account.body.status, "ok");
+    assert.equal(account.body.data.name, TEST_USER.name);
+    // A failure the app must be able to read: no token.
+    const anonymous = await call(`${server.url}/api/get-account`, { headers: { origin: ALLOWED } });
+    assert.equal(anonymous.headers.get("access-control-allow-origin"), ALLOWED);
+    assert.notEqual(anonymous.status, 200);
+  });
+
   it("gives an unlisted origin the answer without CORS headers, which the browser then keeps from the script", async () => {
     const discovery = await call(`${server.url}/.well-known/openid-configuration`, { headers: { origin: UNLISTED } });
     assert.equal(discovery.status, 200);
@@ -104,7 +131,7 @@ describe("browsers on other origins (CORS)", () => {
   });
 
   it("leaves every other path alone, even for an allowed origin", async () => {
-    for (const path of ["/api/login/oauth/introspect", "/login/oauth/authorize", "/healthz", "/api/get-account"]) {
+    for (const path of ["/api/login/oauth/introspect", "/login/oauth/authorize", "/healthz"]) {
       const answer = await fetch(`${server.url}${path}`, {
         method: "OPTIONS",
         headers: { origin: ALLOWED, "access-control-request-method": "POST" },

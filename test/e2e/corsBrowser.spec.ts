@@ -73,7 +73,7 @@ describe("a single-page app on another origin, in headless Chromium (CORS)", fun
     const outcome = await signInThrough(allowedSpa);
     assert.deepEqual(
       Object.fromEntries(Object.entries(outcome).map(([step, o]) => [step, o.ok ? "ok" : o.error])),
-      { token: "ok", userinfo: "ok", account: "ok", jwks: "ok" },
+      { token: "ok", userinfo: "ok", restAccount: "ok", sessionAccount: "TypeError: Failed to fetch", account: "ok", jwks: "ok" },
       JSON.stringify(outcome),
     );
     assert.equal(outcome.token!.value.status, 200);
@@ -82,14 +82,18 @@ describe("a single-page app on another origin, in headless Chromium (CORS)", fun
     assert.equal(outcome.userinfo!.value.status, 200);
     assert.equal(outcome.userinfo!.value.body.preferred_username, TEST_USER.name);
     assert.ok(outcome.userinfo!.value.requestId, "an exposed response header is readable");
+    assert.deepEqual(outcome.restAccount!.value, { status: 200, answer: "ok", name: TEST_USER.name }, "REST get-account");
     assert.equal(outcome.account!.value.name, TEST_USER.name, "GetAccount over Connect");
     assert.ok(outcome.jwks!.value.keys >= 1, "GetJwks over gRPC-Web");
-    assert.deepEqual(console.filter((m) => /CORS/.test(m)), []);
+    // Only the session-cookie read is refused, for want of Access-Control-Allow-Credentials.
+    const refused = console.filter((m) => /CORS/.test(m));
+    assert.equal(refused.length, 1, refused.join("\n"));
+    assert.match(refused[0]!, /\/api\/get-account' from origin '.*' has been blocked by CORS policy.*Access-Control-Allow-Credentials/);
   });
 
   it("is blocked by the browser on an origin no application lists", async () => {
     const outcome = await signInThrough(unlistedSpa);
-    for (const step of ["token", "userinfo", "account", "jwks"]) {
+    for (const step of ["token", "userinfo", "restAccount", "sessionAccount", "account", "jwks"]) {
       assert.equal(outcome[step]!.ok, false, `${step}: ${JSON.stringify(outcome[step])}`);
       assert.match(outcome[step]!.error!, /Failed to fetch/, step);
     }
@@ -97,7 +101,7 @@ describe("a single-page app on another origin, in headless Chromium (CORS)", fun
     // The form POST is a "simple" request: sent (the code is spent), but its answer is kept from the script.
     assert.match(blocked("/api/login/oauth/access_token") ?? console.join("\n"), /No 'Access-Control-Allow-Origin' header/);
     // The rest are preflighted, and the preflight fails: they are never sent.
-    for (const path of ["/api/userinfo", "/identity.v1.IntrospectionService/GetAccount", "/identity.v1.DiscoveryService/GetJwks"]) {
+    for (const path of ["/api/userinfo", "/api/get-account", "/identity.v1.IntrospectionService/GetAccount", "/identity.v1.DiscoveryService/GetJwks"]) {
       assert.match(blocked(path) ?? console.join("\n"), /Response to preflight request doesn't pass access control check/, path);
     }
   });

@@ -74,3 +74,56 @@ describe("claims request parameter for userinfo", () => {
     assert.equal(res.body.email, TEST_USER.email);
   });
 });
+
+/**
+ * Issue 48 §4: the `id_token` member of the claims request (OIDC Core §5.5)
+ * outlives a refresh: an ID token minted by the refresh grant carries the
+ * claims the original request asked for, as the first one did.
+ */
+describe("claims request parameter for the ID token, through a refresh", () => {
+  const APP = { ...TEST_APP, refreshExpireInHours: 24 };
+  let server: RunningServer;
+
+  before(async () => {
+    server = await startTestServer({ config: { applications: [APP], users: [TEST_USER] } });
+  });
+  after(() => server.close());
+
+  async function codeTokens(params: Record<string, string>) {
+    const { location } = await signIn(server, params);
+    const code = location.searchParams.get("code");
+    assert.ok(code, location.href);
+    const res = await postForm(`${server.url}${TOKEN_PATH}`, { grant_type: "authorization_code", code }, { authorization: basicAuth(APP.clientId, APP.clientSecret) });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body;
+  }
+  const asked = (token: string) => {
+    const { email, phone_number, name } = decodeJwt(token);
+    return { email, phone_number, name };
+  };
+
+  it("keeps the claims asked for in the ID token in every refreshed ID token, and only those", async () => {
+    const claims = JSON.stringify({ id_token: { email: { essential: true }, phone_number: null, "x-unknown": null }, userinfo: { name: null } });
+    const tokens = await codeTokens({ scope: "openid", claims });
+    const expected = { email: TEST_USER.email, phone_number: TEST_USER.phone, name: undefined };
+    assert.deepEqual(asked(tokens.id_token), expected);
+
+    const refreshed = await refresh(server, tokens.refresh_token, {}, APP);
+    assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
+    assert.deepEqual(asked(refreshed.body.id_token), expected, "the refreshed ID token keeps the request");
+    assert.equal(decodeJwt(refreshed.body.id_token)["x-unknown"], undefined);
+    const again = await refresh(server, refreshed.body.refresh_token, {}, APP);
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.deepEqual(asked(again.body.id_token), expected, "and so does the next one");
+    // The userinfo member still travels beside it.
+    const info = await getJson(`${server.url}/api/userinfo`, { authorization: `Bearer ${again.body.access_token}` });
+    assert.equal(info.body.name, TEST_USER.displayName);
+  });
+
+  it("adds nothing to a refreshed ID token whose grant asked for nothing", async () => {
+    const tokens = await codeTokens({ scope: "openid" });
+    const refreshed = await refresh(server, tokens.refresh_token, {}, APP);
+    assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
+    assert.deepEqual(asked(refreshed.body.id_token), { email: undefined, phone_number: undefined, name: undefined });
+  });
+});

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { SECRET_FIELDS } from "./../../src/shared/log.js";
+import { createLogger, heldLines, SECRET_FIELDS } from "./../../src/shared/log.js";
 import { captureLogs } from "./../support/logs.js";
 
 describe("logger", () => {
@@ -107,6 +107,34 @@ describe("logger", () => {
       const run = await child(`log.info("a"); const t = Date.now(); while (Date.now() < t + 5); log.info("b");`);
       const [a, b] = run.lines.map((l) => Date.parse(l.time));
       assert.ok(b! - a! >= 5, `times ${run.lines.map((l) => l.time).join(", ")}`);
+    });
+  });
+
+  describe("held lines (on a terminal, until the start's own lines are out)", () => {
+    it("keeps every line, plain ones included, until released, then writes them in order, and later ones at once", () => {
+      const written: string[] = [];
+      const held = heldLines({ write: (line: string) => void written.push(line) });
+      const logger = createLogger({ level: "info", destination: held });
+      logger.info("one");
+      logger.infoPlain("two", { n: 2 });
+      assert.deepEqual(written, []);
+      held.release();
+      logger.warn("three");
+      held.release();
+      assert.deepEqual(written.map((line) => (JSON.parse(line) as { msg: string }).msg), ["one", "two", "three"]);
+    });
+
+    it("writes lines still held when the process exits to standard error, as they are", async () => {
+      const logModule = fileURLToPath(new URL("../../src/shared/log.ts", import.meta.url));
+      const program = `import { createLogger, heldLines } from ${JSON.stringify(logModule)};
+        const log = createLogger({ level: "info", destination: heldLines({ write() { throw new Error("never released"); } }) });
+        log.info("held until exit"); process.exitCode = 4;`;
+      const proc = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", program], { stdio: ["ignore", "ignore", "pipe"] });
+      let stderr = "";
+      proc.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+      const code = await new Promise((resolve) => proc.on("close", resolve));
+      assert.equal(code, 4, stderr);
+      assert.equal((JSON.parse(stderr.trim()) as { msg: string }).msg, "held until exit");
     });
   });
 });

@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -50,21 +50,45 @@ export interface CliProcess {
 
 /** Run `node <script> ...args` (the built CLI or the bin) and watch its output. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv, script = MAIN): CliProcess {
-  const child = spawn(process.execPath, [script, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
+  return watch(spawn(process.execPath, [script, ...args], { env, stdio: ["ignore", "pipe", "pipe"] }));
+}
+
+/** Whether util-linux `script` is here to give a command a pseudo-terminal. */
+export function hasScript(): boolean {
+  return spawnSync("script", ["--version"], { stdio: "ignore" }).status === 0;
+}
+
+/**
+ * Run `node <script> ...args` on a pseudo-terminal (util-linux `script`), so
+ * its standard output and error are a terminal, as when a person runs it.
+ * Both arrive in stdout(), in the order written, with the terminal's \r\n
+ * as \n and without colours. The child is `script`: signal the node process
+ * by the pid it prints.
+ */
+export function runCliInTerminal(args: string[], env: NodeJS.ProcessEnv, script = MAIN): CliProcess {
+  const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
+  const command = ["exec", process.execPath, script, ...args].map(quote).join(" ");
+  // stdin stays open: `script` passes what it reads to the terminal, and its end would end the session.
+  const child = spawn("script", ["-qfec", command, "/dev/null"], { env: { ...env, TERM: env.TERM ?? "xterm" }, stdio: ["pipe", "pipe", "pipe"] });
+  return watch(child, (text) => text.replace(/\r/g, "").replace(/\x1b\[[0-9;]*m/g, ""));
+}
+
+function watch(child: ChildProcess, clean: (text: string) => string = (text) => text): CliProcess {
+  let raw = "";
   let err = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d));
+  const out = () => clean(raw);
+  child.stdout!.on("data", (d: Buffer) => (raw += d));
   child.stderr!.on("data", (d: Buffer) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   return {
     child,
-    stdout: () => out,
+    stdout: out,
     stderr: () => err,
     exited,
     waitFor: (pattern) =>
       new Promise((resolve, reject) => {
         const check = () => {
-          const match = out.match(pattern);
+          const match = out().match(pattern);
           if (match) {
             child.stdout!.off("data", check);
             resolve(match);
@@ -72,7 +96,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, script = MAIN): C
         };
         child.stdout!.on("data", check);
         check();
-        exited.then((code) => reject(new Error(`exited with ${code} before ${pattern}:\n${out}\n${err}`)));
+        exited.then((code) => reject(new Error(`exited with ${code} before ${pattern}:\n${out()}\n${err}`)));
       }),
   };
 }

@@ -1,4 +1,5 @@
 import type { RefreshTokenRecord } from "../../store/tokens.js";
+import { claimsRequestOfNames } from "../claimsRequest.js";
 import { OAuthError } from "../errors.js";
 import { isPublicClient } from "../publicClients.js";
 import { narrowScope } from "../scopes.js";
@@ -52,8 +53,8 @@ export const refreshTokenGrant = defineGrant({
         refreshTokenScopes: granted,
         familyId: record.familyId,
         authTime: record.authTime,
-        // What the grant asked userinfo for (OIDC Core §5.5) outlives the refresh.
-        claims: loadUserinfoClaims(record.userinfoClaims),
+        // What the grant asked userinfo and the ID token for (OIDC Core §5.5) outlives the refresh.
+        claims: { ...loadUserinfoClaims(record.userinfoClaims), ...claimsRequestOfNames("id_token", record.idTokenClaims) },
         idToken: true,
         refreshToken: true,
       },

@@ -1,8 +1,8 @@
 /**
  * A single-page app on an origin of its own, as corsBrowser.spec.ts serves
  * it: signs in with the authorization code and PKCE as a public client (no
- * secret), exchanges the code with fetch, then calls userinfo with fetch and
- * two RPCs through @connectrpc/connect-web (Connect and gRPC-Web). Bundled by
+ * secret), exchanges the code with fetch, then calls userinfo and get-account with fetch
+ * and two RPCs through @connectrpc/connect-web (Connect and gRPC-Web). Bundled by
  * esbuild (test/support/spaServer.ts). Each step's outcome lands in #result.
  */
 import { createClient } from "@connectrpc/connect";
@@ -82,6 +82,18 @@ async function afterSignIn(): Promise<Record<string, Outcome>> {
     const res = await fetch(new URL("/api/userinfo", issuer), { headers: authorization });
     return { status: res.status, body: await res.json(), requestId: res.headers.get("x-request-id") };
   });
+  const restAccount = await step(async () => {
+    // Casdoor's REST get-account, preflighted as userinfo is.
+    const res = await fetch(new URL("/api/get-account", issuer), { headers: authorization });
+    const body = (await res.json()) as { status?: string; data?: { name?: string } };
+    return { status: res.status, answer: body.status, name: body.data?.name };
+  });
+  const sessionAccount = await step(async () => {
+    // The service's session cookie instead of a token: the browser sends it
+    // (same site), but keeps the answer from the script (no credentials mode).
+    const res = await fetch(new URL("/api/get-account", issuer), { credentials: "include" });
+    return { status: res.status, body: await res.text() };
+  });
   const account = await step(async () => {
     const client = createClient(IntrospectionService, createConnectTransport({ baseUrl: issuer }));
     const answer = await client.getAccount({}, { headers: authorization });
@@ -91,7 +103,7 @@ async function afterSignIn(): Promise<Record<string, Outcome>> {
     const client = createClient(DiscoveryService, createGrpcWebTransport({ baseUrl: issuer }));
     return { keys: (await client.getJwks({})).keys.length };
   });
-  return { token, userinfo, account, jwks };
+  return { token, userinfo, restAccount, sessionAccount, account, jwks };
 }
 
 function show(id: string, value: unknown): void {
