@@ -24,6 +24,14 @@ export const AUDIT_EVENTS = [
   "provider_deleted",
   "key_rotated",
   "sessions_revoked",
+  "factor_enrolled",
+  "factor_removed",
+  "factor_used",
+  "recovery_code_used",
+  "passkey_added",
+  "passkey_removed",
+  "step_up_requested",
+  "password_changed",
 ] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 
