@@ -32,6 +32,7 @@ import { SessionManager } from "./../oauth/sessions.js";
 import { TokenMinter } from "./../oauth/tokens.js";
 import { UserAuthenticator } from "./../oauth/userAuth.js";
 import { SecondFactors } from "./../oauth/factors/secondFactors.js";
+import { SignInPolicy } from "./../oauth/factors/signInPolicy.js";
 import type { Store } from "./../store/index.js";
 
 /**
@@ -58,6 +59,8 @@ export interface Domain {
   users: UserAuthenticator;
   /** One-time codes and recovery codes, under the same policy (oauth/factors/). */
   secondFactors: SecondFactors;
+  /** Which second factor a sign-in needs, by application policy and acr_values. */
+  signInPolicy: SignInPolicy;
   applicationAdmin: ApplicationAdmin;
   /** Whether some application allows this browser origin (CORS); mostly answered from a cache, at once. */
   allowsOrigin: (origin: string) => boolean | Promise<boolean>;
@@ -201,6 +204,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     clients,
     users,
     secondFactors,
+    signInPolicy: new SignInPolicy(secondFactors, store.users, audit),
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit),
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),

@@ -28,10 +28,7 @@ export const AUDIT_EVENTS = [
   "factor_removed",
   "factor_used",
   "recovery_code_used",
-  "passkey_added",
-  "passkey_removed",
   "step_up_requested",
-  "password_changed",
 ] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 

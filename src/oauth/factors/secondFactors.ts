@@ -82,6 +82,14 @@ export class SecondFactors {
     return { factorId, secret, uri: totpUri(secret, this.issuerHost, user.name) };
   }
 
+  /** An enrolment still waiting for its first code, shown again after a wrong one. */
+  async resumeTotp(user: UserRecord, factorId: string): Promise<TotpEnrolment | undefined> {
+    const factor = await this.factors.find(factorId);
+    if (!factor || factor.userId !== user.id || factor.confirmed || factor.type !== "totp") return undefined;
+    const secret = this.secretOf(factor);
+    return { factorId, secret, uri: totpUri(secret, this.issuerHost, user.name) };
+  }
+
   /**
    * Enrolment ends only with a valid code of the new secret. Returns the
    * recovery codes to show when this is the user's first factor, an empty
@@ -147,8 +155,7 @@ export class SecondFactors {
   async remove(user: UserRecord, factorId: string, actor: AuditActor = userActor(user)): Promise<boolean> {
     const removed = await this.factors.remove(factorId, user.id);
     if (!removed) return false;
-    const event = removed.type === "passkey" ? "passkey_removed" : "factor_removed";
-    this.audit.record({ event, outcome: "success", actor, userId: user.id, userName: user.name, details: { type: removed.type, factorId } });
+    this.audit.record({ event: "factor_removed", outcome: "success", actor, userId: user.id, userName: user.name, details: { type: removed.type, factorId } });
     return true;
   }
 

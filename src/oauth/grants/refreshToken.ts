@@ -1,3 +1,4 @@
+import { parseAmr } from "../factors/amr.js";
 import type { RefreshTokenRecord } from "../../store/tokens.js";
 import { OAuthError } from "../errors.js";
 import { isPublicClient } from "../publicClients.js";
@@ -49,6 +50,7 @@ export const refreshTokenGrant = defineGrant({
         refreshTokenScopes: granted,
         familyId: record.familyId,
         authTime: record.authTime,
+        amr: parseAmr(record.amr),
         // What the grant asked userinfo for (OIDC Core §5.5) outlives the refresh.
         claims: loadUserinfoClaims(record.userinfoClaims),
         idToken: true,
