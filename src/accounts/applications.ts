@@ -37,6 +37,8 @@ import {
   DEFAULT_TOKEN_FORMAT,
   SIGNING_ALGS,
   TOKEN_FORMATS,
+  MFA_POLICIES,
+  type MfaPolicy,
   type AccessTokenStrategy,
   type ApplicationRecord,
   type SigningAlg,
@@ -47,7 +49,7 @@ export { GRANT_TYPES } from "../oauth/grants/index.js";
 
 export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
-  "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient",
+  "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -70,6 +72,8 @@ export interface ApplicationInput {
   accessTokenStrategy?: AccessTokenStrategy;
   /** A public client (oauth/publicClients.ts): no secret; false (the default) for a confidential one. */
   publicClient?: boolean;
+  /** `optional` (the default) or `required`: the second-factor policy (oauth/factors/signInPolicy.ts). */
+  mfa?: MfaPolicy;
 }
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field, naming every bad one. */
@@ -111,6 +115,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     signingAlg: check(() => optionalOneOf(raw.signingAlg, "signingAlg", SIGNING_ALGS)),
     accessTokenStrategy: check(() => optionalOneOf(raw.accessTokenStrategy, "accessTokenStrategy", ACCESS_TOKEN_STRATEGIES)),
     publicClient: check(() => optionalBoolean(raw.publicClient, "publicClient")),
+    mfa: check(() => optionalOneOf(raw.mfa, "mfa", MFA_POLICIES)),
   };
   checks.done();
   return input as ApplicationInput;
@@ -166,6 +171,7 @@ export class ApplicationAdmin {
       signingAlg: input.signingAlg ?? DEFAULT_SIGNING_ALG,
       accessTokenStrategy: input.accessTokenStrategy ?? DEFAULT_ACCESS_TOKEN_STRATEGY,
       publicClient,
+      mfa: input.mfa ?? "optional",
       createdAt: now,
       updatedAt: now,
     };
@@ -195,6 +201,7 @@ export class ApplicationAdmin {
       signingAlg: input.signingAlg ?? current.signingAlg,
       accessTokenStrategy: input.accessTokenStrategy ?? current.accessTokenStrategy,
       publicClient,
+      mfa: input.mfa ?? current.mfa ?? "optional",
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.

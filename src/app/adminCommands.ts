@@ -7,6 +7,7 @@ import { createDomain, type Domain } from "./../domain/index.js";
 import { parseProviderInput, parseProviderPatch } from "./../federation/providers.js";
 import { OAuthError } from "./../oauth/errors.js";
 import { signingAlgOf } from "./../oauth/keys.js";
+import { adminCaller } from "./../shared/audit.js";
 import { openDatabase } from "./database.js";
 import { createStore } from "./../store/index.js";
 import type { ApplicationRecord, ProviderRecord, SigningKeyRecord, UserRecord } from "./../shared/model.js";
@@ -26,6 +27,9 @@ const ADMIN_FLAGS = {
   "access-token-strategy": { type: "string" },
   "public-client": { type: "boolean" },
   "no-public-client": { type: "boolean" },
+  // The second-factor policy of an application (optional, required), and an admin's reset of a user's factors.
+  mfa: { type: "string" },
+  "reset-mfa": { type: "boolean" },
   "expire-in-hours": { type: "string" },
   "refresh-expire-in-hours": { type: "string" },
   password: { type: "string" },
@@ -93,20 +97,20 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
     ],
     flags: [
       "name", "client-id", "client-secret", "redirect-uri", "grant-type", "provider", "allowed-origin", "token-format",
-      "signing-alg", "access-token-strategy", "expire-in-hours", "refresh-expire-in-hours", "public-client", "no-public-client",
+      "signing-alg", "access-token-strategy", "expire-in-hours", "refresh-expire-in-hours", "public-client", "no-public-client", "mfa",
     ],
   },
   user: {
     verbs: [
       ["create --name NAME [flags]", "create a user"],
       ["list", "list the users"],
-      ["show --name NAME", "show one user"],
-      ["update --name NAME [flags]", "change only the fields whose flags are given"],
+      ["show --name NAME", "show one user, with its second factors"],
+      ["update --name NAME [flags]", "change only the fields whose flags are given; --reset-mfa removes every second factor"],
       ["delete --name NAME", "delete a user"],
     ],
     flags: [
       "name", "password", "display-name", "email", "email-verified", "no-email-verified", "avatar", "phone", "address",
-      "admin", "no-admin", "disabled", "no-disabled",
+      "admin", "no-admin", "disabled", "no-disabled", "reset-mfa",
     ],
   },
   provider: {
@@ -243,12 +247,19 @@ async function runAdmin(
       return { deleted: name() };
     case "user create":
       return publicUser(await domain.userAdmin.create(parseUserInput(fields)));
-    case "user update":
-      return publicUser(await domain.userAdmin.update(parseUserInput(fields)));
+    case "user update": {
+      const { resetMfa, ...changes } = fields;
+      const updated = Object.keys(changes).length > 1 || !resetMfa ? await domain.userAdmin.update(parseUserInput(changes)) : await domain.userAdmin.get(name());
+      // A user who lost their device (docs/second-factors.md): every factor and recovery code goes.
+      if (resetMfa) await domain.secondFactors.removeAll(updated, adminCaller.current().actor);
+      return { ...publicUser(updated), ...(await factorsOf(domain, updated)) };
+    }
     case "user list":
       return (await domain.userAdmin.list()).map(publicUser);
-    case "user show":
-      return publicUser(await domain.userAdmin.get(name()));
+    case "user show": {
+      const user = await domain.userAdmin.get(name());
+      return { ...publicUser(user), ...(await factorsOf(domain, user)) };
+    }
     case "user delete":
       await domain.userAdmin.delete(name());
       return { deleted: name() };
@@ -282,4 +293,13 @@ async function runAdmin(
     default:
       throw new OAuthError("invalid_request", `unknown command: ${`${noun} ${verb ?? ""}`.trim()} (see identity ${noun} --help)`);
   }
+}
+
+/** A user's second factors as `user show` lists them (type, name, created), never a secret. */
+async function factorsOf(domain: Domain, user: UserRecord) {
+  const factors = await domain.secondFactors.list(user.id);
+  return {
+    factors: factors.map((f) => ({ id: f.id, type: f.type, name: f.name, createdTime: seconds(f.createdAt) })),
+    recoveryCodesLeft: await domain.secondFactors.recoveryCodesLeft(user.id),
+  };
 }

@@ -31,6 +31,8 @@ import { PendingAuthorizations } from "./../oauth/pendingAuthorizations.js";
 import { SessionManager } from "./../oauth/sessions.js";
 import { TokenMinter } from "./../oauth/tokens.js";
 import { UserAuthenticator } from "./../oauth/userAuth.js";
+import { SecondFactors } from "./../oauth/factors/secondFactors.js";
+import { SignInPolicy } from "./../oauth/factors/signInPolicy.js";
 import type { Store } from "./../store/index.js";
 
 /**
@@ -55,6 +57,10 @@ export interface Domain {
   clients: ClientAuthenticator;
   /** Password sign-in, under the brute-force policy. */
   users: UserAuthenticator;
+  /** One-time codes and recovery codes, under the same policy (oauth/factors/). */
+  secondFactors: SecondFactors;
+  /** Which second factor a sign-in needs, by application policy and acr_values. */
+  signInPolicy: SignInPolicy;
   applicationAdmin: ApplicationAdmin;
   /** Whether some application allows this browser origin (CORS); mostly answered from a cache, at once. */
   allowsOrigin: (origin: string) => boolean | Promise<boolean>;
@@ -137,7 +143,8 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs, options.keyActivationDelayMs, options.generateKeyPair);
   await keys.init();
   keys.audit = audit;
-  const providerAdmin = new ProviderAdmin(store.providers, clock, new SecretBox(options.secretKey), audit);
+  const secretBox = new SecretBox(options.secretKey);
+  const providerAdmin = new ProviderAdmin(store.providers, clock, secretBox, audit);
   const upstream = new UpstreamClient({
     timeoutMs: options.federationTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS,
     maxBodyBytes: MAX_UPSTREAM_BODY_BYTES,
@@ -165,16 +172,14 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
         options.onClientLockout?.(lockout);
       }),
   );
-  const users = new UserAuthenticator(
-    store.users,
-    new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
-      metrics.lockout();
-      audit.record(lockoutEvent(lockout));
-      options.onLockout?.(lockout);
-    }),
-    metrics,
-    audit,
-  );
+  // One budget for passwords and second-factor codes alike (issue #46 §1).
+  const loginThrottle = new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
+    metrics.lockout();
+    audit.record(lockoutEvent(lockout));
+    options.onLockout?.(lockout);
+  });
+  const users = new UserAuthenticator(store.users, loginThrottle, metrics, audit);
+  const secondFactors = new SecondFactors(store.userFactors, clock, secretBox, loginThrottle, audit, new URL(issuer).hostname);
   const sessions = new SessionManager(store, clock, options.sessionTtlSeconds);
   const grantDeps: GrantDeps = {
     store,
@@ -198,6 +203,8 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     signOut: new SignOut({ store, keys, issuer, sessions }),
     clients,
     users,
+    secondFactors,
+    signInPolicy: new SignInPolicy(secondFactors, store.users, audit),
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit),
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),

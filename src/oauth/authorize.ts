@@ -45,6 +45,7 @@ export async function authorizationResponse(
   user: UserRecord,
   authTime: number,
   deps: AuthorizeDeps,
+  amr?: readonly string[],
 ): Promise<AuthorizationResponse> {
   const { nonce, claims } = request;
   // The admin scope is dropped here for anyone but an admin at the console; the minter checks again.
@@ -62,6 +63,7 @@ export async function authorizationResponse(
         codeChallengeMethod: request.codeChallengeMethod,
         authTime,
         claims,
+        amr,
       });
       params = { code };
       break;
@@ -71,7 +73,7 @@ export async function authorizationResponse(
       // RFC 6749 §4.2.2: the implicit grant never issues a refresh token.
       // With id_token, the ID token carries the access token's at_hash (OIDC Core §3.2.2.10).
       const idToken = request.responseType === "id_token token";
-      const tokens = await deps.minter.mint({ app, user, scopes, authTime, nonce, claims, idToken, refreshToken: false });
+      const tokens = await deps.minter.mint({ app, user, scopes, authTime, amr, nonce, claims, idToken, refreshToken: false });
       params = {
         access_token: tokens.accessToken,
         token_type: tokens.tokenType,
@@ -84,7 +86,7 @@ export async function authorizationResponse(
       break;
     }
     case "id_token":
-      params = { id_token: await deps.minter.mintIdToken({ app, user, scopes, authTime, nonce, claims }) };
+      params = { id_token: await deps.minter.mintIdToken({ app, user, scopes, authTime, amr, nonce, claims }) };
       deps.metrics.tokensIssued("implicit");
       recordImplicit(deps.audit, app, user, scopes, request.responseType);
       break;

@@ -32,8 +32,8 @@ export class AuthorizeEndpoint {
     return signInSatisfies(request, authTime, epochSeconds(this.clock));
   }
 
-  /** Issue the code and/or tokens for a signed-in user. */
-  respond(app: ApplicationRecord, request: AuthorizeRequest, user: UserRecord, authTime: number): Promise<AuthorizationResponse> {
-    return authorizationResponse(app, request, user, authTime, this.responses);
+  /** Issue the code and/or tokens for a signed-in user; `amr`: what the sign-in proved (RFC 8176). */
+  respond(app: ApplicationRecord, request: AuthorizeRequest, user: UserRecord, authTime: number, amr?: readonly string[]): Promise<AuthorizationResponse> {
+    return authorizationResponse(app, request, user, authTime, this.responses, amr);
   }
 }

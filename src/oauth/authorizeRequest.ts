@@ -35,6 +35,8 @@ export interface AuthorizeRequest {
   loginHint?: string;
   /** OIDC `claims` (Core §5.5), parsed. */
   claims?: ClaimsRequest;
+  /** OIDC `acr_values` (Core §3.1.2.1): `mfa` asks for a second factor (oauth/factors/). */
+  acrValues?: string[];
 }
 
 /** Where an authorization response or error goes. */
@@ -155,7 +157,14 @@ function parseRequest(
     maxAge: parseMaxAge(get("max_age")),
     ...(loginHint ? { loginHint } : {}),
     ...(claims ? { claims } : {}),
+    ...acrValues(get("acr_values")),
   };
+}
+
+/** OIDC Core §3.1.2.1 acr_values: space-separated, in order of preference; unknown values are ignored. */
+function acrValues(raw: string | undefined): { acrValues?: string[] } {
+  const values = (raw ?? "").split(" ").filter((v) => v !== "").slice(0, 10);
+  return values.length ? { acrValues: values } : {};
 }
 
 /** Where a response of this type goes by default: tokens never in a query string, errors about them neither. */

@@ -22,6 +22,8 @@ export interface CodeGrant {
   authTime: number;
   /** The authorize request's `claims` (OIDC Core §5.5). */
   claims?: ClaimsRequest;
+  /** What the sign-in proved (RFC 8176). */
+  amr?: readonly string[];
 }
 
 /** What the token request presents with a code. */
@@ -66,6 +68,7 @@ export class AuthorizationCodes {
       codeChallengeMethod: grant.codeChallengeMethod ?? null,
       authTime: grant.authTime,
       claims: storedClaimsRequest(grant.claims),
+      ...(grant.amr?.length ? { amr: grant.amr.join(" ") } : {}),
       createdAt: now,
       expiresAt: now + this.ttlSeconds * 1000,
       consumedAt: null,

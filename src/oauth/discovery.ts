@@ -4,6 +4,7 @@ import { SIGNING_ALG } from "./keys.js";
 import { PKCE_METHOD } from "./pkce.js";
 import { GRANTABLE_SCOPES, SCOPE_CLAIMS } from "./scopes.js";
 import { CASDOOR_CLAIMS } from "./tokenFormats.js";
+import { ACR_VALUES } from "./factors/amr.js";
 
 /**
  * OpenID Provider / RFC 8414 metadata. It lists only what this server really
@@ -27,7 +28,9 @@ export function discoveryDocument(issuer: string, signingAlgs: readonly string[]
     idTokenSigningAlgValuesSupported: [...signingAlgs],
     scopesSupported: [...GRANTABLE_SCOPES],
     // What the scopes release (OIDC names), and Casdoor's user-object claims of the JWT token format.
-    claimsSupported: [...new Set(["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", ...SCOPE_CLAIMS, ...CASDOOR_CLAIMS])],
+    claimsSupported: [...new Set(["sub", "iss", "aud", "exp", "iat", "auth_time", "acr", "amr", "nonce", "azp", ...SCOPE_CLAIMS, ...CASDOOR_CLAIMS])],
+    // OIDC Discovery §3: `mfa` in acr_values asks for a second factor (oauth/factors/).
+    acrValuesSupported: [...ACR_VALUES],
     // OIDC Core §5.5: its id_token member feeds the ID token, its userinfo member userinfo.
     claimsParameterSupported: true,
     // "none": a PKCE code exchange may leave the secret out (the spec).

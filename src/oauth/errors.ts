@@ -19,6 +19,7 @@ export type OAuthErrorCode =
   | "access_denied"
   | "unsupported_response_type"
   | "login_required"
+  | "interaction_required"
   | "request_not_supported"
   | "request_uri_not_supported"
   | "not_found"

@@ -16,6 +16,10 @@ export interface Introspection {
   iss?: string;
   scope?: string;
   jti?: string;
+  /** How the user signed in (RFC 9068 §2.2.1): from a JWT's claims; absent for an opaque token. */
+  authTime?: number;
+  acr?: string;
+  amr?: string[];
 }
 
 /**
@@ -40,5 +44,16 @@ export async function introspectToken(store: Store, clock: Clock, token: string,
     iss: found.opaque ? issuer : claims.iss,
     scope: record.scope,
     jti: record.jti,
+    ...authenticationOf(claims as Record<string, unknown>),
+  };
+}
+
+/** `auth_time`, `acr` and `amr` of a token's claims, where its minting put them (tokens.ts). */
+export function authenticationOf(claims: Record<string, unknown>): Pick<Introspection, "authTime" | "acr" | "amr"> {
+  const { auth_time: authTime, acr, amr } = claims;
+  return {
+    ...(typeof authTime === "number" ? { authTime } : {}),
+    ...(typeof acr === "string" ? { acr } : {}),
+    ...(Array.isArray(amr) ? { amr: amr.filter((v): v is string => typeof v === "string") } : {}),
   };
 }

@@ -1,5 +1,5 @@
 import type { Clock } from "../shared/clock.js";
-import type { AuthorizationRequestRepository } from "../store/authorizationRequests.js";
+import type { AuthorizationRequestRepository, SignInStep } from "../store/authorizationRequests.js";
 import type { AuthorizeRequest } from "./authorizeRequest.js";
 import { constantTimeEqual, randomToken, sha256 } from "./secrets.js";
 
@@ -9,6 +9,8 @@ export interface PendingAuthorization {
   id: string;
   request: AuthorizeRequest;
   expiresAt: number;
+  /** The sign-in steps passed so far, while a second factor is still to come (oauth/factors/). */
+  step?: SignInStep;
 }
 
 /**
@@ -43,7 +45,15 @@ export class PendingAuthorizations {
     const record = await this.repo.findById(id);
     if (!record || record.expiresAt <= this.clock.now()) return undefined;
     if (!constantTimeEqual(record.csrfHash, sha256(csrfToken))) return undefined;
-    return { id: record.id, request: JSON.parse(record.request), expiresAt: record.expiresAt };
+    const step = record.userId && record.amr !== undefined ? { userId: record.userId, amr: record.amr, ...(record.factorId ? { factorId: record.factorId } : {}) } : undefined;
+    return { id: record.id, request: JSON.parse(record.request), expiresAt: record.expiresAt, ...(step ? { step } : {}) };
+  }
+
+  /** Record a sign-in step (a first factor, then a second) on the request; false if it is gone or names another user. */
+  async recordStep(pending: PendingAuthorization, step: SignInStep): Promise<boolean> {
+    if (!(await this.repo.recordStep(pending.id, step))) return false;
+    pending.step = step;
+    return true;
   }
 
   /** Remove it for good; true for exactly one caller. */

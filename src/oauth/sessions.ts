@@ -4,6 +4,12 @@ import type { SessionRecord } from "../store/sessions.js";
 import { randomToken, sha256 } from "./secrets.js";
 import type { UserRecord } from "../shared/model.js";
 
+/** What a sign-in proved (RFC 8176 `amr` values) and the second factor it used, if any. */
+export interface SignInProof {
+  amr: string[];
+  factorId?: string;
+}
+
 /** Name of the browser session cookie. */
 export const SESSION_COOKIE = "identity_session";
 
@@ -35,7 +41,7 @@ export class SessionManager {
   ) {}
 
   /** Start a session; returns the cookie value. */
-  async create(user: UserRecord): Promise<{ cookie: string; session: SessionRecord }> {
+  async create(user: UserRecord, proof: SignInProof = { amr: ["pwd"] }): Promise<{ cookie: string; session: SessionRecord }> {
     const cookie = randomToken();
     const now = this.clock.now();
     const session: SessionRecord = {
@@ -44,6 +50,8 @@ export class SessionManager {
       authTime: epochSeconds(this.clock),
       createdAt: now,
       expiresAt: now + this.ttlSeconds * 1000,
+      amr: proof.amr.join(" "),
+      ...(proof.factorId ? { factorId: proof.factorId } : {}),
     };
     await this.store.sessions.insert(session);
     return { cookie, session };

@@ -11,6 +11,7 @@ import { randomToken, sha256 } from "./secrets.js";
 import { casdoorUserClaims, usesCasdoorClaims } from "./tokenFormats.js";
 import { storedUserinfoClaims, USERINFO_CLAIMS_CLAIM, userinfoClaimNames } from "./userinfoClaims.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
+import { acrOf } from "./factors/amr.js";
 
 /** What a grant hands to the minter. */
 export interface Grant {
@@ -31,6 +32,8 @@ export interface Grant {
   familyId?: string;
   /** Epoch seconds of the user's authentication. */
   authTime?: number;
+  /** What the user's authentication proved (RFC 8176); the ID token's `amr` and `acr`. */
+  amr?: readonly string[];
   nonce?: string;
   /** The authorize request's `claims` (OIDC Core §5.5); its id_token member feeds the ID token. */
   claims?: ClaimsRequest;
@@ -41,7 +44,7 @@ export interface Grant {
 }
 
 /** What an ID token is made from. */
-export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "nonce" | "claims"> & {
+export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "amr" | "nonce" | "claims"> & {
   user: UserRecord;
   /** The access token issued beside it, whose hash becomes `at_hash`. */
   accessToken?: string;
@@ -133,6 +136,8 @@ export class TokenMinter {
       accessClaims.name = user.displayName || user.name;
       accessClaims.preferred_username = user.name;
     }
+    // RFC 9068 §2.2.1: how the user authenticated, for introspection and userinfo to report.
+    if (user && grant.amr?.length) Object.assign(accessClaims, { auth_time: authTime }, authenticationClaims(grant.amr));
     const wantsIdToken = grant.idToken && user !== undefined && grant.scopes.includes("openid");
     // Opaque (accessTokenStrategy): 256 random bits, read only through its row (accessTokens.ts).
     const opaque = app.accessTokenStrategy === "opaque";
@@ -169,6 +174,7 @@ export class TokenMinter {
             userId: user?.id ?? null,
             scope: grant.refreshTokenScopes?.join(" ") ?? scope,
             authTime,
+            ...(grant.amr?.length ? { amr: grant.amr.join(" ") } : {}),
             issuedAt: nowMs,
             // refreshExpireInHours = 0 (the spec's default) makes it unusable at once.
             expiresAt: nowMs + app.refreshExpireInHours * HOUR * 1000,
@@ -215,6 +221,7 @@ export class TokenMinter {
       exp: now + app.expireInHours * HOUR,
       iat: now,
       auth_time: grant.authTime ?? now,
+      ...authenticationClaims(grant.amr),
       ...(grant.nonce ? { nonce: grant.nonce } : {}),
       ...(grant.accessToken ? { at_hash: idTokenHash(grant.accessToken, app.signingAlg) } : {}),
     };
@@ -226,6 +233,11 @@ function signJwt(payload: Record<string, unknown>, header: { alg: string; kid: s
   if (!tracing()) return new SignJWT(payload).setProtectedHeader(header).sign(key);
   const attributes = { "jwt.alg": header.alg, "jwt.kid": header.kid, "jwt.typ": header.typ };
   return span("jwt sign", "internal", attributes, () => new SignJWT(payload).setProtectedHeader(header).sign(key));
+}
+
+/** OIDC Core §2 `acr` and `amr` (RFC 8176 values), when the sign-in's methods are known. */
+function authenticationClaims(amr: readonly string[] | undefined): { acr?: string; amr?: string[] } {
+  return amr?.length ? { acr: acrOf(amr), amr: [...amr] } : {};
 }
 
 /** Every grant passes here, so no grant can hand the admin scope to someone who may not have it. */

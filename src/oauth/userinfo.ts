@@ -3,7 +3,13 @@ import type { Store } from "../store/index.js";
 import { jwtClaimsOf, requireUserToken } from "./accessTokens.js";
 import { requestedClaims } from "./claimsRequest.js";
 import { claimsForScopes } from "./scopes.js";
+import { authenticationOf } from "./introspection.js";
 import { loadUserinfoClaims, userinfoClaimsOfPayload } from "./userinfoClaims.js";
+
+function authenticationClaimsOf(payload: object): Record<string, unknown> {
+  const { authTime, acr, amr } = authenticationOf(payload as Record<string, unknown>);
+  return { ...(authTime !== undefined ? { auth_time: authTime } : {}), ...(acr ? { acr } : {}), ...(amr ? { amr } : {}) };
+}
 
 /** OIDC UserInfo claims; `aud` is a single string, as the spec's table says. */
 export interface UserInfo extends Record<string, unknown> {
@@ -20,6 +26,7 @@ export interface UserInfo extends Record<string, unknown> {
  */
 export async function userInfo(store: Store, clock: Clock, issuer: string, accessToken: string | undefined): Promise<UserInfo> {
   const { record, user, hash } = await requireUserToken(store, clock, accessToken);
+  const payload = jwtClaimsOf(hash, accessToken!);
   // Not `{ ...claims, sub, ... }`: on Node 20's V8, an object made by a
   // spread and then given keys the source lacks survives every
   // young-generation collection until the next full one.
@@ -27,6 +34,8 @@ export async function userInfo(store: Store, clock: Clock, issuer: string, acces
     { sub: user.id, iss: issuer, aud: record.clientId },
     claimsForScopes(user, record.scope.split(" ")),
     // A JWT carries them in its payload, an opaque token's row keeps them.
-    requestedClaims(user, userinfoClaimsOfPayload(jwtClaimsOf(hash, accessToken!)) ?? loadUserinfoClaims(record.userinfoClaims), "userinfo"),
+    requestedClaims(user, userinfoClaimsOfPayload(payload) ?? loadUserinfoClaims(record.userinfoClaims), "userinfo"),
+    // How the user signed in, as the token's minting recorded it (RFC 9068 §2.2.1; issue #46 §4).
+    payload && authenticationClaimsOf(payload),
   );
 }

@@ -14,7 +14,8 @@ import { OAuthError } from "../oauth/errors.js";
 import { signingAlgOf } from "../oauth/keys.js";
 import { epochSecondsOf } from "./adminAuth.js";
 import { everyMethod } from "./guards.js";
-import type { ApplicationRecord, SigningKeyRecord, UserRecord } from "../shared/model.js";
+import type { ApplicationRecord, SigningKeyRecord, UserFactorRecord, UserRecord } from "../shared/model.js";
+import { adminCaller } from "../shared/audit.js";
 
 function applicationOut(app: ApplicationRecord) {
   const { clientSecretHash: _secret, id: _id, createdAt, updatedAt, ...rest } = app;
@@ -55,6 +56,7 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     signingAlg: input.signingAlg,
     accessTokenStrategy: input.accessTokenStrategy,
     publicClient: input.publicClient,
+    mfa: input.mfa,
   });
 }
 
@@ -118,6 +120,29 @@ export function userAdminService(domain: Domain): ServiceImpl<typeof UserAdminSe
       await admin.delete(req.name);
       return {};
     },
+    async listUserFactors(req) {
+      const user = await admin.get(req.user);
+      const factors = await domain.secondFactors.list(user.id);
+      return { factors: factors.map(factorOut), recoveryCodesLeft: await domain.secondFactors.recoveryCodesLeft(user.id) };
+    },
+    async removeUserFactor(req) {
+      const user = await admin.get(req.user);
+      if (!(await domain.secondFactors.remove(user, req.factorId, adminCaller.current().actor))) {
+        throw new OAuthError("not_found", "this user has no factor with that id");
+      }
+      return {};
+    },
+  };
+}
+
+/** A factor as the admin sees it: never its secret or key. */
+function factorOut(factor: UserFactorRecord) {
+  return {
+    id: factor.id,
+    type: factor.type,
+    name: factor.name,
+    createdTime: epochSecondsOf(factor.createdAt),
+    lastUsedTime: epochSecondsOf(factor.lastUsedAt ?? 0),
   };
 }
 

@@ -28,7 +28,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
       await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx));
       const result = await domain.tokens.introspect(req.token);
       const seconds = (v: number | undefined) => (v === undefined ? undefined : BigInt(v));
-      return { ...result, exp: seconds(result.exp), iat: seconds(result.iat), nbf: seconds(result.nbf) };
+      return { ...result, exp: seconds(result.exp), iat: seconds(result.iat), nbf: seconds(result.nbf), authTime: seconds(result.authTime) };
     },
     async revoke(req, ctx) {
       const basic = presentedCredentials(req, ctx);

@@ -24,6 +24,11 @@ export const AUDIT_EVENTS = [
   "provider_deleted",
   "key_rotated",
   "sessions_revoked",
+  "factor_enrolled",
+  "factor_removed",
+  "factor_used",
+  "recovery_code_used",
+  "step_up_requested",
 ] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 

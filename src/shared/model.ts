@@ -22,6 +22,35 @@ export const ACCESS_TOKEN_STRATEGIES = ["jwt", "opaque"] as const;
 export type AccessTokenStrategy = (typeof ACCESS_TOKEN_STRATEGIES)[number];
 export const DEFAULT_ACCESS_TOKEN_STRATEGY: AccessTokenStrategy = "jwt";
 
+/**
+ * Whether an application asks for a second factor (issue #46): `optional`
+ * asks users who enrolled one; `required` makes a user without one enrol
+ * during sign-in, before the application gets a code.
+ */
+export const MFA_POLICIES = ["optional", "required"] as const;
+export type MfaPolicy = (typeof MFA_POLICIES)[number];
+
+/** A user's second factor: a one-time code secret (RFC 6238) or a passkey (WebAuthn). */
+export interface UserFactorRecord {
+  id: string;
+  userId: string;
+  type: "totp" | "passkey";
+  /** The user's name for it. */
+  name: string;
+  /** TOTP: the base32 secret, sealed with --secret-key when set. */
+  secret: string | null;
+  /** Passkey: the credential id and COSE public key, base64url. */
+  credentialId: string | null;
+  publicKey: string | null;
+  /** Passkey: the last signature counter seen. */
+  counter: number;
+  transports: string[];
+  /** False while a one-time code enrolment waits for its first valid code. */
+  confirmed: boolean;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
 export interface ApplicationRecord {
   id: string;
   name: string;
@@ -39,6 +68,8 @@ export interface ApplicationRecord {
   accessTokenStrategy: AccessTokenStrategy;
   /** A public client (RFC 6749 §2.1): no secret anybody knows; code + PKCE, refresh and revocation by client_id alone (oauth/publicClients.ts). */
   publicClient: boolean;
+  /** The second-factor policy; absent is `optional`. */
+  mfa?: MfaPolicy;
   createdAt: number;
   updatedAt: number;
 }

@@ -16,6 +16,8 @@ export interface AuthorizationCodeRecord {
   authTime: number;
   /** The authorize request's `claims` parameter as JSON (OIDC Core §5.5), if any. */
   claims: string | null;
+  /** What the user's sign-in proved (RFC 8176 `amr` values, space-separated). */
+  amr?: string;
   createdAt: number;
   expiresAt: number;
   consumedAt: number | null;
@@ -53,6 +55,7 @@ export class AuthorizationCodeRepository {
       code_challenge_method: c.codeChallengeMethod,
       auth_time: c.authTime,
       claims: c.claims,
+      amr: c.amr ?? null,
       created_at: c.createdAt,
       expires_at: c.expiresAt,
       consumed_at: c.consumedAt,
@@ -75,6 +78,7 @@ export class AuthorizationCodeRepository {
       codeChallengeMethod: r.code_challenge_method,
       authTime: Number(r.auth_time),
       claims: r.claims ?? null,
+      ...(r.amr ? { amr: r.amr as string } : {}),
       createdAt: Number(r.created_at),
       expiresAt: Number(r.expires_at),
       consumedAt: num(r.consumed_at),

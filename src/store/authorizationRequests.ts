@@ -9,6 +9,19 @@ export interface AuthorizationRequestRecord {
   request: string;
   createdAt: number;
   expiresAt: number;
+  /** The user a sign-in step has identified, while a second factor is still to come. */
+  userId?: string;
+  /** What the steps so far proved (RFC 8176 values, space-separated). */
+  amr?: string;
+  /** The second factor a step used. */
+  factorId?: string;
+}
+
+/** What a sign-in step records on its pending request. */
+export interface SignInStep {
+  userId: string;
+  amr: string;
+  factorId?: string;
 }
 
 /**
@@ -41,7 +54,22 @@ export class AuthorizationRequestRepository {
       request: r.request,
       createdAt: Number(r.created_at),
       expiresAt: Number(r.expires_at),
+      ...(r.user_id ? { userId: r.user_id as string } : {}),
+      ...(r.amr ? { amr: r.amr as string } : {}),
+      ...(r.factor_id ? { factorId: r.factor_id as string } : {}),
     };
+  }
+
+  /**
+   * Record a sign-in step on the request: true unless it is gone, or a step
+   * before named another user (one pending request signs one user in).
+   */
+  async recordStep(id: string, step: SignInStep): Promise<boolean> {
+    const updated = await this.db("authorization_requests")
+      .where({ id })
+      .andWhere((q) => q.whereNull("user_id").orWhere("user_id", step.userId))
+      .update({ user_id: step.userId, amr: step.amr, factor_id: step.factorId ?? null });
+    return updated === 1;
   }
 
   /** Delete the request; true for exactly one caller, so it completes once. */

@@ -48,6 +48,7 @@ export const SWEEPS: readonly Sweep[] = [
     expired: (rows, now) => rows.where("t.locked_until", "<=", now).where("t.window_started_at", "<=", now - LOGIN_WINDOW_MEMORY_MS),
   },
   { table: "federation_states", key: "state_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+  { table: "webauthn_challenges", key: "challenge", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
 ];
 
 export interface CleanupLimits {

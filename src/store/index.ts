@@ -15,6 +15,7 @@ import type { GroupCommit } from "./groupCommit.js";
 import { AccessTokenRepository, issuedTokenRecorder, RefreshTokenRepository, type IssuedTokenRows } from "./tokens.js";
 import { UserRepository } from "./users.js";
 import { UserSignInRepository } from "./userSignIns.js";
+import { UserFactorRepository, WebAuthnChallengeRepository } from "./userFactors.js";
 import { silentLogger, type Logger } from "../shared/log.js";
 
 /** Every repository over one database handle. */
@@ -39,6 +40,10 @@ export interface Store {
   /** External accounts linked to local users, user and link written together (federated sign-in). */
   accountLinks: AccountLinkRepository;
   auditEvents: AuditEventRepository;
+  /** Users' second factors and recovery codes. */
+  userFactors: UserFactorRepository;
+  /** WebAuthn challenges, each taken once. */
+  webauthnChallenges: WebAuthnChallengeRepository;
   /** Where audit events are queued and written in batches, off the request's path; close() writes what is queued. */
   auditWriter: AuditEventWriter;
   /** Which path serves the hot lookups (token by hash, client by id, user by id): `knex` is the plain one. */
@@ -96,6 +101,8 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     accountLinks: new AccountLinkRepository(db, users, federatedIdentities),
     auditEvents,
     auditWriter,
+    userFactors: new UserFactorRepository(db),
+    webauthnChallenges: new WebAuthnChallengeRepository(db),
     ping: async () => {
       await db.raw("select 1");
     },

@@ -7,6 +7,10 @@ export interface SessionRecord {
   authTime: number;
   createdAt: number;
   expiresAt: number;
+  /** What the sign-in proved (RFC 8176 `amr` values, space-separated); absent for sessions from before they were kept. */
+  amr?: string;
+  /** The second factor the sign-in used, whose removal takes it back (oauth/factors/). */
+  factorId?: string;
 }
 
 /**
@@ -26,6 +30,8 @@ export class SessionRepository {
       auth_time: s.authTime,
       created_at: s.createdAt,
       expires_at: s.expiresAt,
+      amr: s.amr ?? null,
+      factor_id: s.factorId ?? null,
     });
   }
 
@@ -38,6 +44,8 @@ export class SessionRepository {
       authTime: Number(r.auth_time),
       createdAt: Number(r.created_at),
       expiresAt: Number(r.expires_at),
+      ...(r.amr ? { amr: r.amr as string } : {}),
+      ...(r.factor_id ? { factorId: r.factor_id as string } : {}),
     };
   }
 

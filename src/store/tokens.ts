@@ -38,6 +38,8 @@ export interface RefreshTokenRecord {
   expiresAt: number;
   consumedAt: number | null;
   revokedAt: number | null;
+  /** What the user's sign-in proved (RFC 8176 `amr` values, space-separated); absent for tokens from before they were kept. */
+  amr?: string;
   /**
    * The claim names its grant asked userinfo for (OIDC Core §5.5), as a JSON
    * list; absent for the grants that asked none, which is nearly all.
@@ -94,6 +96,7 @@ const refreshTokenRow = (t: RefreshTokenRecord) => ({
   // Always a value, so rows written together have the same columns.
   userinfo_claims: t.userinfoClaims ?? null,
   id_token_claims: t.idTokenClaims ?? null,
+  amr: t.amr ?? null,
 });
 
 /** The rows behind one token response: its access token and, for user grants, its refresh token. */
@@ -321,6 +324,7 @@ export class RefreshTokenRepository {
       revokedAt: num(r.revoked_at),
       ...(r.userinfo_claims ? { userinfoClaims: r.userinfo_claims as string } : {}),
       ...(r.id_token_claims ? { idTokenClaims: r.id_token_claims as string } : {}),
+      ...(r.amr ? { amr: r.amr as string } : {}),
     };
   }
 }

@@ -25,6 +25,10 @@ interface Route {
 
 const AUTHORIZE_PATH = "/login/oauth/authorize";
 const LOGIN_PATH = "/login";
+// The second step of a sign-in (web/factorStep.ts).
+const FACTOR_PATH = "/login/factor";
+const FACTOR_ENROL_PATH = "/login/factor/enrol";
+const FACTOR_CONTINUE_PATH = "/login/factor/continue";
 // Where a provider sends the browser back: its own callback (RFC 9700 §4.4.2), or the spec's shared {base_url}/callback.
 const CALLBACK_PATH = "/callback";
 const PROVIDER_CALLBACK_PATH = /^\/callback\/([A-Za-z0-9_.-]{1,100})$/;
@@ -34,6 +38,9 @@ const PROVIDER_PATH = /^\/login\/oauth\/provider\/([A-Za-z0-9_.-]{1,100})$/;
 export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   AUTHORIZE_PATH,
   LOGIN_PATH,
+  FACTOR_PATH,
+  FACTOR_ENROL_PATH,
+  FACTOR_CONTINUE_PATH,
   CALLBACK_PATH,
   STYLESHEET_PATH,
   FORM_POST_SCRIPT_PATH,
@@ -66,6 +73,9 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       methods: ["POST"],
       serve: async (req, res, url) => pages.login(req, res, await params(req, url), options.clientAddress(req)),
     },
+    [FACTOR_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.factorStep.verify(req, res, await params(req, url), options.clientAddress(req)) },
+    [FACTOR_ENROL_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.factorStep.enrol(req, res, await params(req, url), options.clientAddress(req)) },
+    [FACTOR_CONTINUE_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.factorStep.finish(req, res, await params(req, url)) },
     [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, undefined, await params(req, url), options.clientAddress(req)) },
     [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },
     [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },

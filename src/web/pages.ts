@@ -5,7 +5,8 @@ export function escapeHtml(value: string): string {
 
 export const STYLESHEET_PATH = "/login/assets/login.css";
 
-function layout(title: string, body: string): string {
+/** A page of the sign-in service: one card, our stylesheet, no script. */
+export function layout(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>

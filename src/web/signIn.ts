@@ -4,7 +4,9 @@ import { errorResponse } from "../oauth/authorize.js";
 import { OAuthError } from "../oauth/errors.js";
 import { effectiveProvider } from "../federation/providerTypes/index.js";
 import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
-import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
+import { cookieValue, SESSION_COOKIE, type SignInProof } from "../oauth/sessions.js";
+import type { AuthorizeRequest } from "../oauth/authorizeRequest.js";
+import { FactorStepPages } from "./factorStep.js";
 import { annotateRequest, requestContextOf } from "../http/requestContext.js";
 import { browserCsrfToken, CSRF_COOKIE, sentFromThisBrowser } from "./csrf.js";
 import { sendAuthorizationResponse } from "./authorizationResponse.js";
@@ -17,9 +19,12 @@ export { CSRF_COOKIE } from "./csrf.js";
 /** The browser half of sign-in: the authorize endpoint, the login form and the providers' round trip. */
 export class SignInPages {
   private readonly secure: boolean;
+  /** The second step after a first factor (web/factorStep.ts). */
+  readonly factorStep: FactorStepPages;
 
   constructor(private readonly domain: Domain) {
     this.secure = domain.issuer.startsWith("https:");
+    this.factorStep = new FactorStepPages(domain, this);
   }
 
   /** GET or POST /login/oauth/authorize (OIDC Core §3.1.2.1 allows both). */
@@ -36,8 +41,13 @@ export class SignInPages {
     annotateRequest(requestContextOf(req), { clientId: app.clientId });
     const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
     if (signedIn && domain.authorize.satisfiedBy(request, signedIn.session.authTime)) {
-      const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime);
-      return sendAuthorizationResponse(res, response);
+      const proof = await domain.signInPolicy.sessionProof(app, request, signedIn.session);
+      if (proof.ok) {
+        const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime, proof.amr);
+        return sendAuthorizationResponse(res, response);
+      }
+      // Signed in, but without the second factor this request needs: ask for it (step-up).
+      return this.stepUp(req, res, app, request, signedIn.user, proof.amr);
     }
     if (request.prompt.includes("none")) {
       const error = new OAuthError("login_required", "the user must sign in");
@@ -48,6 +58,20 @@ export class SignInPages {
     const pending = await domain.pendingAuthorizations.create(request, csrfToken);
     // OIDC Core §3.1.2.1 login_hint: the user name, prefilled (and escaped like every value on the page).
     await this.showLogin(res, 200, app, pending, { csrfToken, username: request.loginHint }, cookies);
+  }
+
+  /** A signed-in user asked for a (fresh) second factor: by the application's policy, or acr_values=mfa. */
+  private async stepUp(req: IncomingMessage, res: ServerResponse, app: ApplicationRecord, request: AuthorizeRequest, user: UserRecord, amr: string[]): Promise<void> {
+    if (request.prompt.includes("none")) {
+      // OIDC Core §3.1.2.6: the user would have to interact.
+      const error = new OAuthError("interaction_required", "the user must complete a second factor");
+      annotateRequest(requestContextOf(req), { oauthError: error.code });
+      return sendAuthorizationResponse(res, errorResponse(request, error, this.domain.issuer));
+    }
+    this.domain.signInPolicy.stepUpRequested(user, app, request);
+    const { csrfToken, cookies } = browserCsrfToken(req, this.secure);
+    const pending = await this.domain.pendingAuthorizations.create(request, csrfToken);
+    await this.factorStep.afterFirstFactor(req, res, pending, app, user, amr.filter((v) => v !== "mfa"), csrfToken, cookies);
   }
 
   /** POST /login: the username and password form, from `clientAddress` (for the brute-force policy). */
@@ -62,7 +86,7 @@ export class SignInPages {
       // The same words whether or not the user exists.
       return this.showLogin(res, 400, app, pending, { csrfToken, username, error: sentence(err.description) });
     }
-    await this.completeSignIn(req, res, pending, user);
+    await this.factorStep.afterFirstFactor(req, res, pending, app, user, ["pwd"], csrfToken);
   }
 
   /**
@@ -101,7 +125,9 @@ export class SignInPages {
     }
     if (!pending) throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
     const { user } = await federation.complete(login, params.get("code"), params.get("iss"), clientAddress);
-    await this.completeSignIn(req, res, pending, user);
+    const app = await this.domain.authorize.returnTo(pending.request);
+    // RFC 8176 `fed`: a local second factor may still be asked for.
+    await this.factorStep.afterFirstFactor(req, res, pending, app, user, ["fed"], csrfToken ?? "");
   }
 
   /**
@@ -109,7 +135,7 @@ export class SignInPages {
    * (by password, or through a provider): start a session, issue the
    * response and send the browser to the client.
    */
-  async completeSignIn(req: IncomingMessage, res: ServerResponse, pending: PendingAuthorization, user: UserRecord): Promise<void> {
+  async completeSignIn(req: IncomingMessage, res: ServerResponse, pending: PendingAuthorization, user: UserRecord, proof: SignInProof): Promise<void> {
     const { domain } = this;
     if (!(await domain.pendingAuthorizations.take(pending))) {
       throw new OAuthError("invalid_request", "this sign-in was already completed");
@@ -118,8 +144,8 @@ export class SignInPages {
     const app = await domain.authorize.returnTo(pending.request);
     // A fresh session id at every sign-in (no session fixation).
     await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
-    const { cookie: sessionId, session } = await domain.sessions.create(user);
-    const response = await domain.authorize.respond(app, pending.request, user, session.authTime);
+    const { cookie: sessionId, session } = await domain.sessions.create(user, proof);
+    const response = await domain.authorize.respond(app, pending.request, user, session.authTime, proof.amr);
     sendAuthorizationResponse(res, response, [
       cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds }),
     ]);

@@ -33,4 +33,8 @@ button.provider img { flex: none; max-width: 1.25rem; max-height: 1.25rem; }
 .divider { display: flex; align-items: center; gap: .75rem; margin: 1.5rem 0 1rem; color: var(--muted); }
 .divider::before, .divider::after { content: ""; flex: 1; border-top: 1px solid var(--border); }
 .providers { list-style: none; margin: 0; padding: 0; display: grid; gap: .5rem; }
+.qr { display: block; width: 12rem; height: 12rem; margin: .5rem auto; background: #fff; }
+.secret, .recovery-codes { font-family: ui-monospace, monospace; overflow-wrap: anywhere; }
+.recovery-codes { columns: 2; padding-left: 1.5rem; }
+details { margin: .5rem 0; }
 `;

@@ -6,6 +6,7 @@ import { EventAdminService } from "../../gen/identity/v1/events_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { AUDIT_EVENTS, type AuditEvent } from "../../src/shared/audit.js";
+import { totpCode } from "../../src/oauth/factors/totp.js";
 import { describeEachDatabase } from "../support/databases.js";
 import { sendJsonBody, startFakeUpstream, type FakeUpstream } from "../support/fakeUpstream.js";
 import { captureLogs, type CapturedLogs } from "../support/logs.js";
@@ -116,6 +117,17 @@ describeEachDatabase("audit trail", (ctx) => {
     const rotated = await keys.rotateKey({}, admin);
     // Alice's refresh token from the password grant above is the grant to end.
     const ended = await sessions.revokeAllUserSessions({ user: TEST_USER.name }, admin);
+    // Second factors (issue #46): enrolled, used, a recovery code, a step-up, removed by an admin.
+    const aliceUser = (await server.store.users.findByName(TEST_USER.name))!;
+    const factors = server.domain.secondFactors;
+    const enrolment = await factors.beginTotp(aliceUser);
+    secrets.add(enrolment.secret);
+    const recovery = (await factors.confirmTotp(aliceUser, enrolment.factorId, totpCode(enrolment.secret, Date.now() - 30_000)))!;
+    for (const c of recovery) secrets.add(c);
+    assert.ok(await factors.verify(aliceUser, totpCode(enrolment.secret, Date.now())));
+    assert.ok(await factors.verify(aliceUser, recovery[0]!));
+    server.domain.signInPolicy.stepUpRequested(aliceUser, (await server.store.applications.findByClientId(APP.clientId))!, { acrValues: ["mfa"] } as never);
+    await users.removeUserFactor({ user: TEST_USER.name, factorId: enrolment.factorId }, admin);
 
     const all = await stored();
     const lines = auditLines();

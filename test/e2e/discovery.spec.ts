@@ -30,7 +30,7 @@ describe("discovery lists exactly what is supported: each advertised feature ans
   after(() => server.close());
 
   /** Keys another change checks (request objects, response modes: test/e2e/oidcConformance.spec.ts). */
-  const CHECKED_ELSEWHERE = ["request_parameter_supported", "request_uri_parameter_supported", "response_modes_supported"];
+  const CHECKED_ELSEWHERE = ["acr_values_supported", "request_parameter_supported", "request_uri_parameter_supported", "response_modes_supported"];
   const CHECKED_HERE = [
     "issuer", "authorization_endpoint", "token_endpoint", "introspection_endpoint", "userinfo_endpoint", "revocation_endpoint",
     "end_session_endpoint", "jwks_uri", "response_types_supported", "grant_types_supported", "subject_types_supported",

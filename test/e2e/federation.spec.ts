@@ -205,6 +205,10 @@ describe("sign-in through a Custom provider (a fake upstream)", () => {
         picture: FAKE_PROFILE.picture,
         email: FAKE_PROFILE.email,
         email_verified: false,
+        // A federated sign-in (RFC 8176 fed), one factor (issue #46).
+        auth_time: info.body.auth_time,
+        acr: "pwd",
+        amr: ["fed"],
       });
       const account = await getJson(`${server.url}/api/get-account`, bearer);
       assert.deepEqual(account.body.data.linkedIdentities, [{ provider: "fake", externalId: FAKE_PROFILE.sub, username: "carol" }]);

@@ -47,6 +47,10 @@ describe("introspection over REST", () => {
       iss: server.issuer,
       scope: "openid",
       jti: claims.jti,
+      // How the user signed in (issue #46): a password grant's password.
+      auth_time: claims.auth_time,
+      acr: "pwd",
+      amr: ["pwd"],
     });
   });
 

@@ -6,7 +6,8 @@ import { assertOAuthError, call, postJson, TOKEN_PATH, tokenVerifier, type HttpR
 import { basicAuth, CC_ONLY_APP, CODE_ONLY_APP, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 const ACCESS_CLAIMS = ["aud", "azp", "client_id", "exp", "iat", "iss", "jti", "nbf", "scope", "sub"];
-const USER_CLAIMS = [...ACCESS_CLAIMS, "name", "preferred_username"].sort();
+// A user's token also says how the user signed in (RFC 9068 §2.2.1; issue #46).
+const USER_CLAIMS = [...ACCESS_CLAIMS, "name", "preferred_username", "auth_time", "acr", "amr"].sort();
 
 describe("token endpoint over REST", () => {
   let server: RunningServer;
@@ -120,7 +121,7 @@ describe("token endpoint over REST", () => {
     it("works with a form body and HTTP Basic", async () => {
       const id = await assertUserTokens(await postForm(url, userBody, basic));
       // at_hash: the access token issued beside it (OIDC Core §3.1.3.6).
-      assert.deepEqual(Object.keys(id).sort(), ["at_hash", "aud", "auth_time", "azp", "exp", "iat", "iss", "sub"]);
+      assert.deepEqual(Object.keys(id).sort(), ["acr", "amr", "at_hash", "aud", "auth_time", "azp", "exp", "iat", "iss", "sub"]);
     });
 
     it("works with a JSON body and body credentials, releasing scope claims in the ID token", async () => {

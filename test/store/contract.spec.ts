@@ -48,6 +48,7 @@ const anApplication = (over: Partial<ApplicationRecord> = {}): ApplicationRecord
   signingAlg: "ES256",
   accessTokenStrategy: "opaque",
   publicClient: true,
+  mfa: "required",
   createdAt: T0,
   updatedAt: T0,
   ...over,

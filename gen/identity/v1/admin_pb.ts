@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/admin.proto.
  */
 export const file_identity_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChdpZGVudGl0eS92MS9hZG1pbi5wcm90bxILaWRlbnRpdHkudjEizQIKC0FwcGxpY2F0aW9uEgwKBG5hbWUYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhUKDXJlZGlyZWN0X3VyaXMYAyADKAkSEwoLZ3JhbnRfdHlwZXMYBCADKAkSFwoPZXhwaXJlX2luX2hvdXJzGAUgASgFEh8KF3JlZnJlc2hfZXhwaXJlX2luX2hvdXJzGAYgASgFEhEKCXByb3ZpZGVycxgHIAMoCRIUCgxjcmVhdGVkX3RpbWUYCCABKAMSFAoMdXBkYXRlZF90aW1lGAkgASgDEhcKD2FsbG93ZWRfb3JpZ2lucxgKIAMoCRIUCgx0b2tlbl9mb3JtYXQYCyABKAkSEwoLc2lnbmluZ19hbGcYDCABKAkSHQoVYWNjZXNzX3Rva2VuX3N0cmF0ZWd5GA0gASgJEhUKDXB1YmxpY19jbGllbnQYDiABKAgimQQKEEFwcGxpY2F0aW9uSW5wdXQSDAoEbmFtZRgBIAEoCRIWCgljbGllbnRfaWQYAiABKAlIAIgBARIaCg1jbGllbnRfc2VjcmV0GAMgASgJSAGIAQESFQoNcmVkaXJlY3RfdXJpcxgEIAMoCRITCgtncmFudF90eXBlcxgFIAMoCRIcCg9leHBpcmVfaW5faG91cnMYBiABKAVIAogBARIkChdyZWZyZXNoX2V4cGlyZV9pbl9ob3VycxgHIAEoBUgDiAEBEhEKCXByb3ZpZGVycxgIIAMoCRIVCg1yZXBsYWNlX2xpc3RzGAkgASgIEhcKD2FsbG93ZWRfb3JpZ2lucxgKIAMoCRIZCgx0b2tlbl9mb3JtYXQYCyABKAlIBIgBARIYCgtzaWduaW5nX2FsZxgMIAEoCUgFiAEBEiIKFWFjY2Vzc190b2tlbl9zdHJhdGVneRgNIAEoCUgGiAEBEhoKDXB1YmxpY19jbGllbnQYDiABKAhIB4gBAUIMCgpfY2xpZW50X2lkQhAKDl9jbGllbnRfc2VjcmV0QhIKEF9leHBpcmVfaW5faG91cnNCGgoYX3JlZnJlc2hfZXhwaXJlX2luX2hvdXJzQg8KDV90b2tlbl9mb3JtYXRCDgoMX3NpZ25pbmdfYWxnQhgKFl9hY2Nlc3NfdG9rZW5fc3RyYXRlZ3lCEAoOX3B1YmxpY19jbGllbnQiTgoYQ3JlYXRlQXBwbGljYXRpb25SZXF1ZXN0EjIKC2FwcGxpY2F0aW9uGAEgASgLMh0uaWRlbnRpdHkudjEuQXBwbGljYXRpb25JbnB1dCJhChlDcmVhdGVBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24SFQoNY2xpZW50X3NlY3JldBgCIAEoCSIlChVHZXRBcHBsaWNhdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChZHZXRBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24iGQoXTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QiSgoYTGlzdEFwcGxpY2F0aW9uc1Jlc3BvbnNlEi4KDGFwcGxpY2F0aW9ucxgBIAMoCzIYLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uIk4KGFVwZGF0ZUFwcGxpY2F0aW9uUmVxdWVzdBIyCgthcHBsaWNhdGlvbhgBIAEoCzIdLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uSW5wdXQiYQoZVXBkYXRlQXBwbGljYXRpb25SZXNwb25zZRItCgthcHBsaWNhdGlvbhgBIAEoCzIYLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uEhUKDWNsaWVudF9zZWNyZXQYAiABKAkiKAoYRGVsZXRlQXBwbGljYXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiGwoZRGVsZXRlQXBwbGljYXRpb25SZXNwb25zZSIuCh5Sb3RhdGVBcHBsaWNhdGlvblNlY3JldFJlcXVlc3QSDAoEbmFtZRgBIAEoCSJnCh9Sb3RhdGVBcHBsaWNhdGlvblNlY3JldFJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24SFQoNY2xpZW50X3NlY3JldBgCIAEoCSLdAQoEVXNlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRINCgVlbWFpbBgEIAEoCRIWCg5lbWFpbF92ZXJpZmllZBgFIAEoCBIOCgZhdmF0YXIYBiABKAkSDQoFcGhvbmUYByABKAkSDwoHYWRkcmVzcxgIIAEoCRIQCghpc19hZG1pbhgJIAEoCBIQCghkaXNhYmxlZBgKIAEoCBIUCgxjcmVhdGVkX3RpbWUYCyABKAMSFAoMdXBkYXRlZF90aW1lGAwgASgDIt8CCglVc2VySW5wdXQSDAoEbmFtZRgBIAEoCRIVCghwYXNzd29yZBgCIAEoCUgAiAEBEhkKDGRpc3BsYXlfbmFtZRgDIAEoCUgBiAEBEhIKBWVtYWlsGAQgASgJSAKIAQESGwoOZW1haWxfdmVyaWZpZWQYBSABKAhIA4gBARITCgZhdmF0YXIYBiABKAlIBIgBARISCgVwaG9uZRgHIAEoCUgFiAEBEhQKB2FkZHJlc3MYCCABKAlIBogBARIVCghpc19hZG1pbhgJIAEoCEgHiAEBEhUKCGRpc2FibGVkGAogASgISAiIAQFCCwoJX3Bhc3N3b3JkQg8KDV9kaXNwbGF5X25hbWVCCAoGX2VtYWlsQhEKD19lbWFpbF92ZXJpZmllZEIJCgdfYXZhdGFyQggKBl9waG9uZUIKCghfYWRkcmVzc0ILCglfaXNfYWRtaW5CCwoJX2Rpc2FibGVkIjkKEUNyZWF0ZVVzZXJSZXF1ZXN0EiQKBHVzZXIYASABKAsyFi5pZGVudGl0eS52MS5Vc2VySW5wdXQiNQoSQ3JlYXRlVXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIh4KDkdldFVzZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiMgoPR2V0VXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIkkKEExpc3RVc2Vyc1JlcXVlc3QSDgoGc2VhcmNoGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImIKEUxpc3RVc2Vyc1Jlc3BvbnNlEiAKBXVzZXJzGAEgAygLMhEuaWRlbnRpdHkudjEuVXNlchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSEgoKdG90YWxfc2l6ZRgDIAEoBSI5ChFVcGRhdGVVc2VyUmVxdWVzdBIkCgR1c2VyGAEgASgLMhYuaWRlbnRpdHkudjEuVXNlcklucHV0IjUKElVwZGF0ZVVzZXJSZXNwb25zZRIfCgR1c2VyGAEgASgLMhEuaWRlbnRpdHkudjEuVXNlciIhChFEZWxldGVVc2VyUmVxdWVzdBIMCgRuYW1lGAEgASgJIhQKEkRlbGV0ZVVzZXJSZXNwb25zZSJ4CgpTaWduaW5nS2V5EgsKA2tpZBgBIAEoCRILCgNhbGcYAiABKAkSFAoMY3JlYXRlZF90aW1lGAMgASgDEhMKC2FjdGl2ZV9mcm9tGAQgASgDEhQKDHJldGlyZWRfdGltZRgFIAEoAxIPCgdzaWduaW5nGAYgASgIIhEKD0xpc3RLZXlzUmVxdWVzdCI5ChBMaXN0S2V5c1Jlc3BvbnNlEiUKBGtleXMYASADKAsyFy5pZGVudGl0eS52MS5TaWduaW5nS2V5Ih8KEFJvdGF0ZUtleVJlcXVlc3QSCwoDYWxnGAEgASgJIjkKEVJvdGF0ZUtleVJlc3BvbnNlEiQKA2tleRgBIAEoCzIXLmlkZW50aXR5LnYxLlNpZ25pbmdLZXkiLAoQRXhwb3J0S2V5UmVxdWVzdBILCgNraWQYASABKAkSCwoDYWxnGAIgASgJIlEKEUV4cG9ydEtleVJlc3BvbnNlEgsKA2tpZBgBIAEoCRIWCg5wdWJsaWNfa2V5X3BlbRgCIAEoCRIXCg9jZXJ0aWZpY2F0ZV9wZW0YAyABKAkiWgoOQnJvd3NlclNlc3Npb24SCgoCaWQYASABKAkSFAoMY3JlYXRlZF90aW1lGAIgASgDEhEKCWF1dGhfdGltZRgDIAEoAxITCgtleHBpcmVfdGltZRgEIAEoAyKTAQoRUmVmcmVzaFRva2VuR3JhbnQSCgoCaWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhMKC2FwcGxpY2F0aW9uGAMgASgJEg0KBXNjb3BlGAQgASgJEhEKCWF1dGhfdGltZRgFIAEoAxITCgtpc3N1ZWRfdGltZRgGIAEoAxITCgtleHBpcmVfdGltZRgHIAEoAyInChdMaXN0VXNlclNlc3Npb25zUmVxdWVzdBIMCgR1c2VyGAEgASgJIoEBChhMaXN0VXNlclNlc3Npb25zUmVzcG9uc2USLQoIc2Vzc2lvbnMYASADKAsyGy5pZGVudGl0eS52MS5Ccm93c2VyU2Vzc2lvbhI2Cg5yZWZyZXNoX3Rva2VucxgCIAMoCzIeLmlkZW50aXR5LnYxLlJlZnJlc2hUb2tlbkdyYW50IjgKFFJldm9rZVNlc3Npb25SZXF1ZXN0EgwKBHVzZXIYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCSIXChVSZXZva2VTZXNzaW9uUmVzcG9uc2UiQwoZUmV2b2tlUmVmcmVzaFRva2VuUmVxdWVzdBIMCgR1c2VyGAEgASgJEhgKEHJlZnJlc2hfdG9rZW5faWQYAiABKAkiHAoaUmV2b2tlUmVmcmVzaFRva2VuUmVzcG9uc2UiLAocUmV2b2tlQWxsVXNlclNlc3Npb25zUmVxdWVzdBIMCgR1c2VyGAEgASgJIlkKHVJldm9rZUFsbFVzZXJTZXNzaW9uc1Jlc3BvbnNlEhgKEHNlc3Npb25zX3Jldm9rZWQYASABKAUSHgoWcmVmcmVzaF90b2tlbnNfcmV2b2tlZBgCIAEoBSI0Cg5GaWVsZFZpb2xhdGlvbhINCgVmaWVsZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCTL3BAoXQXBwbGljYXRpb25BZG1pblNlcnZpY2USYgoRQ3JlYXRlQXBwbGljYXRpb24SJS5pZGVudGl0eS52MS5DcmVhdGVBcHBsaWNhdGlvblJlcXVlc3QaJi5pZGVudGl0eS52MS5DcmVhdGVBcHBsaWNhdGlvblJlc3BvbnNlElkKDkdldEFwcGxpY2F0aW9uEiIuaWRlbnRpdHkudjEuR2V0QXBwbGljYXRpb25SZXF1ZXN0GiMuaWRlbnRpdHkudjEuR2V0QXBwbGljYXRpb25SZXNwb25zZRJfChBMaXN0QXBwbGljYXRpb25zEiQuaWRlbnRpdHkudjEuTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QaJS5pZGVudGl0eS52MS5MaXN0QXBwbGljYXRpb25zUmVzcG9uc2USYgoRVXBkYXRlQXBwbGljYXRpb24SJS5pZGVudGl0eS52MS5VcGRhdGVBcHBsaWNhdGlvblJlcXVlc3QaJi5pZGVudGl0eS52MS5VcGRhdGVBcHBsaWNhdGlvblJlc3BvbnNlEmIKEURlbGV0ZUFwcGxpY2F0aW9uEiUuaWRlbnRpdHkudjEuRGVsZXRlQXBwbGljYXRpb25SZXF1ZXN0GiYuaWRlbnRpdHkudjEuRGVsZXRlQXBwbGljYXRpb25SZXNwb25zZRJ0ChdSb3RhdGVBcHBsaWNhdGlvblNlY3JldBIrLmlkZW50aXR5LnYxLlJvdGF0ZUFwcGxpY2F0aW9uU2VjcmV0UmVxdWVzdBosLmlkZW50aXR5LnYxLlJvdGF0ZUFwcGxpY2F0aW9uU2VjcmV0UmVzcG9uc2UykQMKEFVzZXJBZG1pblNlcnZpY2USTQoKQ3JlYXRlVXNlchIeLmlkZW50aXR5LnYxLkNyZWF0ZVVzZXJSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuQ3JlYXRlVXNlclJlc3BvbnNlEkQKB0dldFVzZXISGy5pZGVudGl0eS52MS5HZXRVc2VyUmVxdWVzdBocLmlkZW50aXR5LnYxLkdldFVzZXJSZXNwb25zZRJKCglMaXN0VXNlcnMSHS5pZGVudGl0eS52MS5MaXN0VXNlcnNSZXF1ZXN0Gh4uaWRlbnRpdHkudjEuTGlzdFVzZXJzUmVzcG9uc2USTQoKVXBkYXRlVXNlchIeLmlkZW50aXR5LnYxLlVwZGF0ZVVzZXJSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuVXBkYXRlVXNlclJlc3BvbnNlEk0KCkRlbGV0ZVVzZXISHi5pZGVudGl0eS52MS5EZWxldGVVc2VyUmVxdWVzdBofLmlkZW50aXR5LnYxLkRlbGV0ZVVzZXJSZXNwb25zZTKlAwoTU2Vzc2lvbkFkbWluU2VydmljZRJfChBMaXN0VXNlclNlc3Npb25zEiQuaWRlbnRpdHkudjEuTGlzdFVzZXJTZXNzaW9uc1JlcXVlc3QaJS5pZGVudGl0eS52MS5MaXN0VXNlclNlc3Npb25zUmVzcG9uc2USVgoNUmV2b2tlU2Vzc2lvbhIhLmlkZW50aXR5LnYxLlJldm9rZVNlc3Npb25SZXF1ZXN0GiIuaWRlbnRpdHkudjEuUmV2b2tlU2Vzc2lvblJlc3BvbnNlEmUKElJldm9rZVJlZnJlc2hUb2tlbhImLmlkZW50aXR5LnYxLlJldm9rZVJlZnJlc2hUb2tlblJlcXVlc3QaJy5pZGVudGl0eS52MS5SZXZva2VSZWZyZXNoVG9rZW5SZXNwb25zZRJuChVSZXZva2VBbGxVc2VyU2Vzc2lvbnMSKS5pZGVudGl0eS52MS5SZXZva2VBbGxVc2VyU2Vzc2lvbnNSZXF1ZXN0GiouaWRlbnRpdHkudjEuUmV2b2tlQWxsVXNlclNlc3Npb25zUmVzcG9uc2Uy8gEKD0tleUFkbWluU2VydmljZRJHCghMaXN0S2V5cxIcLmlkZW50aXR5LnYxLkxpc3RLZXlzUmVxdWVzdBodLmlkZW50aXR5LnYxLkxpc3RLZXlzUmVzcG9uc2USSgoJUm90YXRlS2V5Eh0uaWRlbnRpdHkudjEuUm90YXRlS2V5UmVxdWVzdBoeLmlkZW50aXR5LnYxLlJvdGF0ZUtleVJlc3BvbnNlEkoKCUV4cG9ydEtleRIdLmlkZW50aXR5LnYxLkV4cG9ydEtleVJlcXVlc3QaHi5pZGVudGl0eS52MS5FeHBvcnRLZXlSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChdpZGVudGl0eS92MS9hZG1pbi5wcm90bxILaWRlbnRpdHkudjEi2gIKC0FwcGxpY2F0aW9uEgwKBG5hbWUYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhUKDXJlZGlyZWN0X3VyaXMYAyADKAkSEwoLZ3JhbnRfdHlwZXMYBCADKAkSFwoPZXhwaXJlX2luX2hvdXJzGAUgASgFEh8KF3JlZnJlc2hfZXhwaXJlX2luX2hvdXJzGAYgASgFEhEKCXByb3ZpZGVycxgHIAMoCRIUCgxjcmVhdGVkX3RpbWUYCCABKAMSFAoMdXBkYXRlZF90aW1lGAkgASgDEhcKD2FsbG93ZWRfb3JpZ2lucxgKIAMoCRIUCgx0b2tlbl9mb3JtYXQYCyABKAkSEwoLc2lnbmluZ19hbGcYDCABKAkSHQoVYWNjZXNzX3Rva2VuX3N0cmF0ZWd5GA0gASgJEhUKDXB1YmxpY19jbGllbnQYDiABKAgSCwoDbWZhGA8gASgJIrMEChBBcHBsaWNhdGlvbklucHV0EgwKBG5hbWUYASABKAkSFgoJY2xpZW50X2lkGAIgASgJSACIAQESGgoNY2xpZW50X3NlY3JldBgDIAEoCUgBiAEBEhUKDXJlZGlyZWN0X3VyaXMYBCADKAkSEwoLZ3JhbnRfdHlwZXMYBSADKAkSHAoPZXhwaXJlX2luX2hvdXJzGAYgASgFSAKIAQESJAoXcmVmcmVzaF9leHBpcmVfaW5faG91cnMYByABKAVIA4gBARIRCglwcm92aWRlcnMYCCADKAkSFQoNcmVwbGFjZV9saXN0cxgJIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYCiADKAkSGQoMdG9rZW5fZm9ybWF0GAsgASgJSASIAQESGAoLc2lnbmluZ19hbGcYDCABKAlIBYgBARIiChVhY2Nlc3NfdG9rZW5fc3RyYXRlZ3kYDSABKAlIBogBARIaCg1wdWJsaWNfY2xpZW50GA4gASgISAeIAQESEAoDbWZhGA8gASgJSAiIAQFCDAoKX2NsaWVudF9pZEIQCg5fY2xpZW50X3NlY3JldEISChBfZXhwaXJlX2luX2hvdXJzQhoKGF9yZWZyZXNoX2V4cGlyZV9pbl9ob3Vyc0IPCg1fdG9rZW5fZm9ybWF0Qg4KDF9zaWduaW5nX2FsZ0IYChZfYWNjZXNzX3Rva2VuX3N0cmF0ZWd5QhAKDl9wdWJsaWNfY2xpZW50QgYKBF9tZmEiYgoKVXNlckZhY3RvchIKCgJpZBgBIAEoCRIMCgR0eXBlGAIgASgJEgwKBG5hbWUYAyABKAkSFAoMY3JlYXRlZF90aW1lGAQgASgDEhYKDmxhc3RfdXNlZF90aW1lGAUgASgDIiYKFkxpc3RVc2VyRmFjdG9yc1JlcXVlc3QSDAoEdXNlchgBIAEoCSJgChdMaXN0VXNlckZhY3RvcnNSZXNwb25zZRIoCgdmYWN0b3JzGAEgAygLMhcuaWRlbnRpdHkudjEuVXNlckZhY3RvchIbChNyZWNvdmVyeV9jb2Rlc19sZWZ0GAIgASgFIjoKF1JlbW92ZVVzZXJGYWN0b3JSZXF1ZXN0EgwKBHVzZXIYASABKAkSEQoJZmFjdG9yX2lkGAIgASgJIhoKGFJlbW92ZVVzZXJGYWN0b3JSZXNwb25zZSJOChhDcmVhdGVBcHBsaWNhdGlvblJlcXVlc3QSMgoLYXBwbGljYXRpb24YASABKAsyHS5pZGVudGl0eS52MS5BcHBsaWNhdGlvbklucHV0ImEKGUNyZWF0ZUFwcGxpY2F0aW9uUmVzcG9uc2USLQoLYXBwbGljYXRpb24YASABKAsyGC5pZGVudGl0eS52MS5BcHBsaWNhdGlvbhIVCg1jbGllbnRfc2VjcmV0GAIgASgJIiUKFUdldEFwcGxpY2F0aW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJIkcKFkdldEFwcGxpY2F0aW9uUmVzcG9uc2USLQoLYXBwbGljYXRpb24YASABKAsyGC5pZGVudGl0eS52MS5BcHBsaWNhdGlvbiIZChdMaXN0QXBwbGljYXRpb25zUmVxdWVzdCJKChhMaXN0QXBwbGljYXRpb25zUmVzcG9uc2USLgoMYXBwbGljYXRpb25zGAEgAygLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24iTgoYVXBkYXRlQXBwbGljYXRpb25SZXF1ZXN0EjIKC2FwcGxpY2F0aW9uGAEgASgLMh0uaWRlbnRpdHkudjEuQXBwbGljYXRpb25JbnB1dCJhChlVcGRhdGVBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24SFQoNY2xpZW50X3NlY3JldBgCIAEoCSIoChhEZWxldGVBcHBsaWNhdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSIbChlEZWxldGVBcHBsaWNhdGlvblJlc3BvbnNlIi4KHlJvdGF0ZUFwcGxpY2F0aW9uU2VjcmV0UmVxdWVzdBIMCgRuYW1lGAEgASgJImcKH1JvdGF0ZUFwcGxpY2F0aW9uU2VjcmV0UmVzcG9uc2USLQoLYXBwbGljYXRpb24YASABKAsyGC5pZGVudGl0eS52MS5BcHBsaWNhdGlvbhIVCg1jbGllbnRfc2VjcmV0GAIgASgJIt0BCgRVc2VyEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJEg0KBWVtYWlsGAQgASgJEhYKDmVtYWlsX3ZlcmlmaWVkGAUgASgIEg4KBmF2YXRhchgGIAEoCRINCgVwaG9uZRgHIAEoCRIPCgdhZGRyZXNzGAggASgJEhAKCGlzX2FkbWluGAkgASgIEhAKCGRpc2FibGVkGAogASgIEhQKDGNyZWF0ZWRfdGltZRgLIAEoAxIUCgx1cGRhdGVkX3RpbWUYDCABKAMi3wIKCVVzZXJJbnB1dBIMCgRuYW1lGAEgASgJEhUKCHBhc3N3b3JkGAIgASgJSACIAQESGQoMZGlzcGxheV9uYW1lGAMgASgJSAGIAQESEgoFZW1haWwYBCABKAlIAogBARIbCg5lbWFpbF92ZXJpZmllZBgFIAEoCEgDiAEBEhMKBmF2YXRhchgGIAEoCUgEiAEBEhIKBXBob25lGAcgASgJSAWIAQESFAoHYWRkcmVzcxgIIAEoCUgGiAEBEhUKCGlzX2FkbWluGAkgASgISAeIAQESFQoIZGlzYWJsZWQYCiABKAhICIgBAUILCglfcGFzc3dvcmRCDwoNX2Rpc3BsYXlfbmFtZUIICgZfZW1haWxCEQoPX2VtYWlsX3ZlcmlmaWVkQgkKB19hdmF0YXJCCAoGX3Bob25lQgoKCF9hZGRyZXNzQgsKCV9pc19hZG1pbkILCglfZGlzYWJsZWQiOQoRQ3JlYXRlVXNlclJlcXVlc3QSJAoEdXNlchgBIAEoCzIWLmlkZW50aXR5LnYxLlVzZXJJbnB1dCI1ChJDcmVhdGVVc2VyUmVzcG9uc2USHwoEdXNlchgBIAEoCzIRLmlkZW50aXR5LnYxLlVzZXIiHgoOR2V0VXNlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSIyCg9HZXRVc2VyUmVzcG9uc2USHwoEdXNlchgBIAEoCzIRLmlkZW50aXR5LnYxLlVzZXIiSQoQTGlzdFVzZXJzUmVxdWVzdBIOCgZzZWFyY2gYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiYgoRTGlzdFVzZXJzUmVzcG9uc2USIAoFdXNlcnMYASADKAsyES5pZGVudGl0eS52MS5Vc2VyEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRISCgp0b3RhbF9zaXplGAMgASgFIjkKEVVwZGF0ZVVzZXJSZXF1ZXN0EiQKBHVzZXIYASABKAsyFi5pZGVudGl0eS52MS5Vc2VySW5wdXQiNQoSVXBkYXRlVXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIiEKEURlbGV0ZVVzZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiFAoSRGVsZXRlVXNlclJlc3BvbnNlIngKClNpZ25pbmdLZXkSCwoDa2lkGAEgASgJEgsKA2FsZxgCIAEoCRIUCgxjcmVhdGVkX3RpbWUYAyABKAMSEwoLYWN0aXZlX2Zyb20YBCABKAMSFAoMcmV0aXJlZF90aW1lGAUgASgDEg8KB3NpZ25pbmcYBiABKAgiEQoPTGlzdEtleXNSZXF1ZXN0IjkKEExpc3RLZXlzUmVzcG9uc2USJQoEa2V5cxgBIAMoCzIXLmlkZW50aXR5LnYxLlNpZ25pbmdLZXkiHwoQUm90YXRlS2V5UmVxdWVzdBILCgNhbGcYASABKAkiOQoRUm90YXRlS2V5UmVzcG9uc2USJAoDa2V5GAEgASgLMhcuaWRlbnRpdHkudjEuU2lnbmluZ0tleSIsChBFeHBvcnRLZXlSZXF1ZXN0EgsKA2tpZBgBIAEoCRILCgNhbGcYAiABKAkiUQoRRXhwb3J0S2V5UmVzcG9uc2USCwoDa2lkGAEgASgJEhYKDnB1YmxpY19rZXlfcGVtGAIgASgJEhcKD2NlcnRpZmljYXRlX3BlbRgDIAEoCSJaCg5Ccm93c2VyU2Vzc2lvbhIKCgJpZBgBIAEoCRIUCgxjcmVhdGVkX3RpbWUYAiABKAMSEQoJYXV0aF90aW1lGAMgASgDEhMKC2V4cGlyZV90aW1lGAQgASgDIpMBChFSZWZyZXNoVG9rZW5HcmFudBIKCgJpZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEwoLYXBwbGljYXRpb24YAyABKAkSDQoFc2NvcGUYBCABKAkSEQoJYXV0aF90aW1lGAUgASgDEhMKC2lzc3VlZF90aW1lGAYgASgDEhMKC2V4cGlyZV90aW1lGAcgASgDIicKF0xpc3RVc2VyU2Vzc2lvbnNSZXF1ZXN0EgwKBHVzZXIYASABKAkigQEKGExpc3RVc2VyU2Vzc2lvbnNSZXNwb25zZRItCghzZXNzaW9ucxgBIAMoCzIbLmlkZW50aXR5LnYxLkJyb3dzZXJTZXNzaW9uEjYKDnJlZnJlc2hfdG9rZW5zGAIgAygLMh4uaWRlbnRpdHkudjEuUmVmcmVzaFRva2VuR3JhbnQiOAoUUmV2b2tlU2Vzc2lvblJlcXVlc3QSDAoEdXNlchgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIhcKFVJldm9rZVNlc3Npb25SZXNwb25zZSJDChlSZXZva2VSZWZyZXNoVG9rZW5SZXF1ZXN0EgwKBHVzZXIYASABKAkSGAoQcmVmcmVzaF90b2tlbl9pZBgCIAEoCSIcChpSZXZva2VSZWZyZXNoVG9rZW5SZXNwb25zZSIsChxSZXZva2VBbGxVc2VyU2Vzc2lvbnNSZXF1ZXN0EgwKBHVzZXIYASABKAkiWQodUmV2b2tlQWxsVXNlclNlc3Npb25zUmVzcG9uc2USGAoQc2Vzc2lvbnNfcmV2b2tlZBgBIAEoBRIeChZyZWZyZXNoX3Rva2Vuc19yZXZva2VkGAIgASgFIjQKDkZpZWxkVmlvbGF0aW9uEg0KBWZpZWxkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJMvcEChdBcHBsaWNhdGlvbkFkbWluU2VydmljZRJiChFDcmVhdGVBcHBsaWNhdGlvbhIlLmlkZW50aXR5LnYxLkNyZWF0ZUFwcGxpY2F0aW9uUmVxdWVzdBomLmlkZW50aXR5LnYxLkNyZWF0ZUFwcGxpY2F0aW9uUmVzcG9uc2USWQoOR2V0QXBwbGljYXRpb24SIi5pZGVudGl0eS52MS5HZXRBcHBsaWNhdGlvblJlcXVlc3QaIy5pZGVudGl0eS52MS5HZXRBcHBsaWNhdGlvblJlc3BvbnNlEl8KEExpc3RBcHBsaWNhdGlvbnMSJC5pZGVudGl0eS52MS5MaXN0QXBwbGljYXRpb25zUmVxdWVzdBolLmlkZW50aXR5LnYxLkxpc3RBcHBsaWNhdGlvbnNSZXNwb25zZRJiChFVcGRhdGVBcHBsaWNhdGlvbhIlLmlkZW50aXR5LnYxLlVwZGF0ZUFwcGxpY2F0aW9uUmVxdWVzdBomLmlkZW50aXR5LnYxLlVwZGF0ZUFwcGxpY2F0aW9uUmVzcG9uc2USYgoRRGVsZXRlQXBwbGljYXRpb24SJS5pZGVudGl0eS52MS5EZWxldGVBcHBsaWNhdGlvblJlcXVlc3QaJi5pZGVudGl0eS52MS5EZWxldGVBcHBsaWNhdGlvblJlc3BvbnNlEnQKF1JvdGF0ZUFwcGxpY2F0aW9uU2VjcmV0EisuaWRlbnRpdHkudjEuUm90YXRlQXBwbGljYXRpb25TZWNyZXRSZXF1ZXN0GiwuaWRlbnRpdHkudjEuUm90YXRlQXBwbGljYXRpb25TZWNyZXRSZXNwb25zZTLQBAoQVXNlckFkbWluU2VydmljZRJNCgpDcmVhdGVVc2VyEh4uaWRlbnRpdHkudjEuQ3JlYXRlVXNlclJlcXVlc3QaHy5pZGVudGl0eS52MS5DcmVhdGVVc2VyUmVzcG9uc2USRAoHR2V0VXNlchIbLmlkZW50aXR5LnYxLkdldFVzZXJSZXF1ZXN0GhwuaWRlbnRpdHkudjEuR2V0VXNlclJlc3BvbnNlEkoKCUxpc3RVc2VycxIdLmlkZW50aXR5LnYxLkxpc3RVc2Vyc1JlcXVlc3QaHi5pZGVudGl0eS52MS5MaXN0VXNlcnNSZXNwb25zZRJNCgpVcGRhdGVVc2VyEh4uaWRlbnRpdHkudjEuVXBkYXRlVXNlclJlcXVlc3QaHy5pZGVudGl0eS52MS5VcGRhdGVVc2VyUmVzcG9uc2USTQoKRGVsZXRlVXNlchIeLmlkZW50aXR5LnYxLkRlbGV0ZVVzZXJSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuRGVsZXRlVXNlclJlc3BvbnNlElwKD0xpc3RVc2VyRmFjdG9ycxIjLmlkZW50aXR5LnYxLkxpc3RVc2VyRmFjdG9yc1JlcXVlc3QaJC5pZGVudGl0eS52MS5MaXN0VXNlckZhY3RvcnNSZXNwb25zZRJfChBSZW1vdmVVc2VyRmFjdG9yEiQuaWRlbnRpdHkudjEuUmVtb3ZlVXNlckZhY3RvclJlcXVlc3QaJS5pZGVudGl0eS52MS5SZW1vdmVVc2VyRmFjdG9yUmVzcG9uc2UypQMKE1Nlc3Npb25BZG1pblNlcnZpY2USXwoQTGlzdFVzZXJTZXNzaW9ucxIkLmlkZW50aXR5LnYxLkxpc3RVc2VyU2Vzc2lvbnNSZXF1ZXN0GiUuaWRlbnRpdHkudjEuTGlzdFVzZXJTZXNzaW9uc1Jlc3BvbnNlElYKDVJldm9rZVNlc3Npb24SIS5pZGVudGl0eS52MS5SZXZva2VTZXNzaW9uUmVxdWVzdBoiLmlkZW50aXR5LnYxLlJldm9rZVNlc3Npb25SZXNwb25zZRJlChJSZXZva2VSZWZyZXNoVG9rZW4SJi5pZGVudGl0eS52MS5SZXZva2VSZWZyZXNoVG9rZW5SZXF1ZXN0GicuaWRlbnRpdHkudjEuUmV2b2tlUmVmcmVzaFRva2VuUmVzcG9uc2USbgoVUmV2b2tlQWxsVXNlclNlc3Npb25zEikuaWRlbnRpdHkudjEuUmV2b2tlQWxsVXNlclNlc3Npb25zUmVxdWVzdBoqLmlkZW50aXR5LnYxLlJldm9rZUFsbFVzZXJTZXNzaW9uc1Jlc3BvbnNlMvIBCg9LZXlBZG1pblNlcnZpY2USRwoITGlzdEtleXMSHC5pZGVudGl0eS52MS5MaXN0S2V5c1JlcXVlc3QaHS5pZGVudGl0eS52MS5MaXN0S2V5c1Jlc3BvbnNlEkoKCVJvdGF0ZUtleRIdLmlkZW50aXR5LnYxLlJvdGF0ZUtleVJlcXVlc3QaHi5pZGVudGl0eS52MS5Sb3RhdGVLZXlSZXNwb25zZRJKCglFeHBvcnRLZXkSHS5pZGVudGl0eS52MS5FeHBvcnRLZXlSZXF1ZXN0Gh4uaWRlbnRpdHkudjEuRXhwb3J0S2V5UmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * Application is an OAuth client. The client secret is never returned here.
@@ -109,6 +109,14 @@ export type Application = Message<"identity.v1.Application"> & {
    * @generated from field: bool public_client = 14;
    */
   publicClient: boolean;
+
+  /**
+   * The second-factor policy: `optional` (users who enrolled a factor are
+   * asked for it) or `required` (a user without one enrols one at sign-in).
+   *
+   * @generated from field: string mfa = 15;
+   */
+  mfa: string;
 };
 
 /**
@@ -209,6 +217,13 @@ export type ApplicationInput = Message<"identity.v1.ApplicationInput"> & {
    * @generated from field: optional bool public_client = 14;
    */
   publicClient?: boolean | undefined;
+
+  /**
+   * `optional` (the default) or `required`.
+   *
+   * @generated from field: optional string mfa = 15;
+   */
+  mfa?: string | undefined;
 };
 
 /**
@@ -217,6 +232,135 @@ export type ApplicationInput = Message<"identity.v1.ApplicationInput"> & {
  */
 export const ApplicationInputSchema: GenMessage<ApplicationInput> = /*@__PURE__*/
   messageDesc(file_identity_v1_admin, 1);
+
+/**
+ * UserFactor is one second factor of a user, named by an id that only removes it.
+ *
+ * @generated from message identity.v1.UserFactor
+ */
+export type UserFactor = Message<"identity.v1.UserFactor"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * `totp` (one-time codes) or `passkey`.
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * The user's name for it.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * Epoch seconds.
+   *
+   * @generated from field: int64 created_time = 4;
+   */
+  createdTime: bigint;
+
+  /**
+   * Epoch seconds; 0 when never used.
+   *
+   * @generated from field: int64 last_used_time = 5;
+   */
+  lastUsedTime: bigint;
+};
+
+/**
+ * Describes the message identity.v1.UserFactor.
+ * Use `create(UserFactorSchema)` to create a new message.
+ */
+export const UserFactorSchema: GenMessage<UserFactor> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 2);
+
+/**
+ * ListUserFactorsRequest names the user.
+ *
+ * @generated from message identity.v1.ListUserFactorsRequest
+ */
+export type ListUserFactorsRequest = Message<"identity.v1.ListUserFactorsRequest"> & {
+  /**
+   * @generated from field: string user = 1;
+   */
+  user: string;
+};
+
+/**
+ * Describes the message identity.v1.ListUserFactorsRequest.
+ * Use `create(ListUserFactorsRequestSchema)` to create a new message.
+ */
+export const ListUserFactorsRequestSchema: GenMessage<ListUserFactorsRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 3);
+
+/**
+ * ListUserFactorsResponse lists the factors and counts the recovery codes left.
+ *
+ * @generated from message identity.v1.ListUserFactorsResponse
+ */
+export type ListUserFactorsResponse = Message<"identity.v1.ListUserFactorsResponse"> & {
+  /**
+   * @generated from field: repeated identity.v1.UserFactor factors = 1;
+   */
+  factors: UserFactor[];
+
+  /**
+   * @generated from field: int32 recovery_codes_left = 2;
+   */
+  recoveryCodesLeft: number;
+};
+
+/**
+ * Describes the message identity.v1.ListUserFactorsResponse.
+ * Use `create(ListUserFactorsResponseSchema)` to create a new message.
+ */
+export const ListUserFactorsResponseSchema: GenMessage<ListUserFactorsResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 4);
+
+/**
+ * RemoveUserFactorRequest names the user and the factor.
+ *
+ * @generated from message identity.v1.RemoveUserFactorRequest
+ */
+export type RemoveUserFactorRequest = Message<"identity.v1.RemoveUserFactorRequest"> & {
+  /**
+   * @generated from field: string user = 1;
+   */
+  user: string;
+
+  /**
+   * @generated from field: string factor_id = 2;
+   */
+  factorId: string;
+};
+
+/**
+ * Describes the message identity.v1.RemoveUserFactorRequest.
+ * Use `create(RemoveUserFactorRequestSchema)` to create a new message.
+ */
+export const RemoveUserFactorRequestSchema: GenMessage<RemoveUserFactorRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 5);
+
+/**
+ * RemoveUserFactorResponse is empty.
+ *
+ * @generated from message identity.v1.RemoveUserFactorResponse
+ */
+export type RemoveUserFactorResponse = Message<"identity.v1.RemoveUserFactorResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.RemoveUserFactorResponse.
+ * Use `create(RemoveUserFactorResponseSchema)` to create a new message.
+ */
+export const RemoveUserFactorResponseSchema: GenMessage<RemoveUserFactorResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 6);
 
 /**
  * CreateApplicationRequest names the new application.
@@ -235,7 +379,7 @@ export type CreateApplicationRequest = Message<"identity.v1.CreateApplicationReq
  * Use `create(CreateApplicationRequestSchema)` to create a new message.
  */
 export const CreateApplicationRequestSchema: GenMessage<CreateApplicationRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 2);
+  messageDesc(file_identity_v1_admin, 7);
 
 /**
  * CreateApplicationResponse returns the secret once.
@@ -259,7 +403,7 @@ export type CreateApplicationResponse = Message<"identity.v1.CreateApplicationRe
  * Use `create(CreateApplicationResponseSchema)` to create a new message.
  */
 export const CreateApplicationResponseSchema: GenMessage<CreateApplicationResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 3);
+  messageDesc(file_identity_v1_admin, 8);
 
 /**
  * GetApplicationRequest names an application.
@@ -278,7 +422,7 @@ export type GetApplicationRequest = Message<"identity.v1.GetApplicationRequest">
  * Use `create(GetApplicationRequestSchema)` to create a new message.
  */
 export const GetApplicationRequestSchema: GenMessage<GetApplicationRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 4);
+  messageDesc(file_identity_v1_admin, 9);
 
 /**
  * GetApplicationResponse holds the application.
@@ -297,7 +441,7 @@ export type GetApplicationResponse = Message<"identity.v1.GetApplicationResponse
  * Use `create(GetApplicationResponseSchema)` to create a new message.
  */
 export const GetApplicationResponseSchema: GenMessage<GetApplicationResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 5);
+  messageDesc(file_identity_v1_admin, 10);
 
 /**
  * ListApplicationsRequest takes no parameters.
@@ -312,7 +456,7 @@ export type ListApplicationsRequest = Message<"identity.v1.ListApplicationsReque
  * Use `create(ListApplicationsRequestSchema)` to create a new message.
  */
 export const ListApplicationsRequestSchema: GenMessage<ListApplicationsRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 6);
+  messageDesc(file_identity_v1_admin, 11);
 
 /**
  * ListApplicationsResponse holds every application.
@@ -331,7 +475,7 @@ export type ListApplicationsResponse = Message<"identity.v1.ListApplicationsResp
  * Use `create(ListApplicationsResponseSchema)` to create a new message.
  */
 export const ListApplicationsResponseSchema: GenMessage<ListApplicationsResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 7);
+  messageDesc(file_identity_v1_admin, 12);
 
 /**
  * UpdateApplicationRequest changes an application found by name.
@@ -350,7 +494,7 @@ export type UpdateApplicationRequest = Message<"identity.v1.UpdateApplicationReq
  * Use `create(UpdateApplicationRequestSchema)` to create a new message.
  */
 export const UpdateApplicationRequestSchema: GenMessage<UpdateApplicationRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 8);
+  messageDesc(file_identity_v1_admin, 13);
 
 /**
  * UpdateApplicationResponse returns a new secret once, when one was set.
@@ -374,7 +518,7 @@ export type UpdateApplicationResponse = Message<"identity.v1.UpdateApplicationRe
  * Use `create(UpdateApplicationResponseSchema)` to create a new message.
  */
 export const UpdateApplicationResponseSchema: GenMessage<UpdateApplicationResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 9);
+  messageDesc(file_identity_v1_admin, 14);
 
 /**
  * DeleteApplicationRequest names an application.
@@ -393,7 +537,7 @@ export type DeleteApplicationRequest = Message<"identity.v1.DeleteApplicationReq
  * Use `create(DeleteApplicationRequestSchema)` to create a new message.
  */
 export const DeleteApplicationRequestSchema: GenMessage<DeleteApplicationRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 10);
+  messageDesc(file_identity_v1_admin, 15);
 
 /**
  * DeleteApplicationResponse is empty.
@@ -408,7 +552,7 @@ export type DeleteApplicationResponse = Message<"identity.v1.DeleteApplicationRe
  * Use `create(DeleteApplicationResponseSchema)` to create a new message.
  */
 export const DeleteApplicationResponseSchema: GenMessage<DeleteApplicationResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 11);
+  messageDesc(file_identity_v1_admin, 16);
 
 /**
  * RotateApplicationSecretRequest names an application.
@@ -427,7 +571,7 @@ export type RotateApplicationSecretRequest = Message<"identity.v1.RotateApplicat
  * Use `create(RotateApplicationSecretRequestSchema)` to create a new message.
  */
 export const RotateApplicationSecretRequestSchema: GenMessage<RotateApplicationSecretRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 12);
+  messageDesc(file_identity_v1_admin, 17);
 
 /**
  * RotateApplicationSecretResponse returns the new secret once.
@@ -451,7 +595,7 @@ export type RotateApplicationSecretResponse = Message<"identity.v1.RotateApplica
  * Use `create(RotateApplicationSecretResponseSchema)` to create a new message.
  */
 export const RotateApplicationSecretResponseSchema: GenMessage<RotateApplicationSecretResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 13);
+  messageDesc(file_identity_v1_admin, 18);
 
 /**
  * User is a local account. Password hashes are never returned.
@@ -529,7 +673,7 @@ export type User = Message<"identity.v1.User"> & {
  * Use `create(UserSchema)` to create a new message.
  */
 export const UserSchema: GenMessage<User> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 14);
+  messageDesc(file_identity_v1_admin, 19);
 
 /**
  * UserInput holds the writable fields; unset fields are left alone.
@@ -593,7 +737,7 @@ export type UserInput = Message<"identity.v1.UserInput"> & {
  * Use `create(UserInputSchema)` to create a new message.
  */
 export const UserInputSchema: GenMessage<UserInput> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 15);
+  messageDesc(file_identity_v1_admin, 20);
 
 /**
  * CreateUserRequest holds the new user.
@@ -612,7 +756,7 @@ export type CreateUserRequest = Message<"identity.v1.CreateUserRequest"> & {
  * Use `create(CreateUserRequestSchema)` to create a new message.
  */
 export const CreateUserRequestSchema: GenMessage<CreateUserRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 16);
+  messageDesc(file_identity_v1_admin, 21);
 
 /**
  * CreateUserResponse holds the created user.
@@ -631,7 +775,7 @@ export type CreateUserResponse = Message<"identity.v1.CreateUserResponse"> & {
  * Use `create(CreateUserResponseSchema)` to create a new message.
  */
 export const CreateUserResponseSchema: GenMessage<CreateUserResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 17);
+  messageDesc(file_identity_v1_admin, 22);
 
 /**
  * GetUserRequest names a user.
@@ -650,7 +794,7 @@ export type GetUserRequest = Message<"identity.v1.GetUserRequest"> & {
  * Use `create(GetUserRequestSchema)` to create a new message.
  */
 export const GetUserRequestSchema: GenMessage<GetUserRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 18);
+  messageDesc(file_identity_v1_admin, 23);
 
 /**
  * GetUserResponse holds the user.
@@ -669,7 +813,7 @@ export type GetUserResponse = Message<"identity.v1.GetUserResponse"> & {
  * Use `create(GetUserResponseSchema)` to create a new message.
  */
 export const GetUserResponseSchema: GenMessage<GetUserResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 19);
+  messageDesc(file_identity_v1_admin, 24);
 
 /**
  * ListUsersRequest filters and pages the users, ordered by name.
@@ -705,7 +849,7 @@ export type ListUsersRequest = Message<"identity.v1.ListUsersRequest"> & {
  * Use `create(ListUsersRequestSchema)` to create a new message.
  */
 export const ListUsersRequestSchema: GenMessage<ListUsersRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 20);
+  messageDesc(file_identity_v1_admin, 25);
 
 /**
  * ListUsersResponse holds a page of users.
@@ -738,7 +882,7 @@ export type ListUsersResponse = Message<"identity.v1.ListUsersResponse"> & {
  * Use `create(ListUsersResponseSchema)` to create a new message.
  */
 export const ListUsersResponseSchema: GenMessage<ListUsersResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 21);
+  messageDesc(file_identity_v1_admin, 26);
 
 /**
  * UpdateUserRequest changes a user found by name.
@@ -757,7 +901,7 @@ export type UpdateUserRequest = Message<"identity.v1.UpdateUserRequest"> & {
  * Use `create(UpdateUserRequestSchema)` to create a new message.
  */
 export const UpdateUserRequestSchema: GenMessage<UpdateUserRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 22);
+  messageDesc(file_identity_v1_admin, 27);
 
 /**
  * UpdateUserResponse holds the updated user.
@@ -776,7 +920,7 @@ export type UpdateUserResponse = Message<"identity.v1.UpdateUserResponse"> & {
  * Use `create(UpdateUserResponseSchema)` to create a new message.
  */
 export const UpdateUserResponseSchema: GenMessage<UpdateUserResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 23);
+  messageDesc(file_identity_v1_admin, 28);
 
 /**
  * DeleteUserRequest names a user.
@@ -795,7 +939,7 @@ export type DeleteUserRequest = Message<"identity.v1.DeleteUserRequest"> & {
  * Use `create(DeleteUserRequestSchema)` to create a new message.
  */
 export const DeleteUserRequestSchema: GenMessage<DeleteUserRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 24);
+  messageDesc(file_identity_v1_admin, 29);
 
 /**
  * DeleteUserResponse is empty.
@@ -810,7 +954,7 @@ export type DeleteUserResponse = Message<"identity.v1.DeleteUserResponse"> & {
  * Use `create(DeleteUserResponseSchema)` to create a new message.
  */
 export const DeleteUserResponseSchema: GenMessage<DeleteUserResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 25);
+  messageDesc(file_identity_v1_admin, 30);
 
 /**
  * SigningKey describes one key without its private part.
@@ -860,7 +1004,7 @@ export type SigningKey = Message<"identity.v1.SigningKey"> & {
  * Use `create(SigningKeySchema)` to create a new message.
  */
 export const SigningKeySchema: GenMessage<SigningKey> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 26);
+  messageDesc(file_identity_v1_admin, 31);
 
 /**
  * ListKeysRequest takes no parameters.
@@ -875,7 +1019,7 @@ export type ListKeysRequest = Message<"identity.v1.ListKeysRequest"> & {
  * Use `create(ListKeysRequestSchema)` to create a new message.
  */
 export const ListKeysRequestSchema: GenMessage<ListKeysRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 27);
+  messageDesc(file_identity_v1_admin, 32);
 
 /**
  * ListKeysResponse holds the keys, newest first.
@@ -894,7 +1038,7 @@ export type ListKeysResponse = Message<"identity.v1.ListKeysResponse"> & {
  * Use `create(ListKeysResponseSchema)` to create a new message.
  */
 export const ListKeysResponseSchema: GenMessage<ListKeysResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 28);
+  messageDesc(file_identity_v1_admin, 33);
 
 /**
  * RotateKeyRequest names the algorithm whose key is rotated.
@@ -915,7 +1059,7 @@ export type RotateKeyRequest = Message<"identity.v1.RotateKeyRequest"> & {
  * Use `create(RotateKeyRequestSchema)` to create a new message.
  */
 export const RotateKeyRequestSchema: GenMessage<RotateKeyRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 29);
+  messageDesc(file_identity_v1_admin, 34);
 
 /**
  * RotateKeyResponse holds the new key.
@@ -934,7 +1078,7 @@ export type RotateKeyResponse = Message<"identity.v1.RotateKeyResponse"> & {
  * Use `create(RotateKeyResponseSchema)` to create a new message.
  */
 export const RotateKeyResponseSchema: GenMessage<RotateKeyResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 30);
+  messageDesc(file_identity_v1_admin, 35);
 
 /**
  * ExportKeyRequest names a key; empty means the one signing now.
@@ -960,7 +1104,7 @@ export type ExportKeyRequest = Message<"identity.v1.ExportKeyRequest"> & {
  * Use `create(ExportKeyRequestSchema)` to create a new message.
  */
 export const ExportKeyRequestSchema: GenMessage<ExportKeyRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 31);
+  messageDesc(file_identity_v1_admin, 36);
 
 /**
  * ExportKeyResponse holds the public key.
@@ -989,7 +1133,7 @@ export type ExportKeyResponse = Message<"identity.v1.ExportKeyResponse"> & {
  * Use `create(ExportKeyResponseSchema)` to create a new message.
  */
 export const ExportKeyResponseSchema: GenMessage<ExportKeyResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 32);
+  messageDesc(file_identity_v1_admin, 37);
 
 /**
  * BrowserSession is a sign-in at the login page (its cookie is never shown).
@@ -1031,7 +1175,7 @@ export type BrowserSession = Message<"identity.v1.BrowserSession"> & {
  * Use `create(BrowserSessionSchema)` to create a new message.
  */
 export const BrowserSessionSchema: GenMessage<BrowserSession> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 33);
+  messageDesc(file_identity_v1_admin, 38);
 
 /**
  * RefreshTokenGrant is a refresh token an application holds for the user:
@@ -1091,7 +1235,7 @@ export type RefreshTokenGrant = Message<"identity.v1.RefreshTokenGrant"> & {
  * Use `create(RefreshTokenGrantSchema)` to create a new message.
  */
 export const RefreshTokenGrantSchema: GenMessage<RefreshTokenGrant> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 34);
+  messageDesc(file_identity_v1_admin, 39);
 
 /**
  * ListUserSessionsRequest names a user.
@@ -1110,7 +1254,7 @@ export type ListUserSessionsRequest = Message<"identity.v1.ListUserSessionsReque
  * Use `create(ListUserSessionsRequestSchema)` to create a new message.
  */
 export const ListUserSessionsRequestSchema: GenMessage<ListUserSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 35);
+  messageDesc(file_identity_v1_admin, 40);
 
 /**
  * ListUserSessionsResponse holds the user's live sessions and refresh tokens, newest first.
@@ -1134,7 +1278,7 @@ export type ListUserSessionsResponse = Message<"identity.v1.ListUserSessionsResp
  * Use `create(ListUserSessionsResponseSchema)` to create a new message.
  */
 export const ListUserSessionsResponseSchema: GenMessage<ListUserSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 36);
+  messageDesc(file_identity_v1_admin, 41);
 
 /**
  * RevokeSessionRequest names a user and one of its sessions.
@@ -1158,7 +1302,7 @@ export type RevokeSessionRequest = Message<"identity.v1.RevokeSessionRequest"> &
  * Use `create(RevokeSessionRequestSchema)` to create a new message.
  */
 export const RevokeSessionRequestSchema: GenMessage<RevokeSessionRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 37);
+  messageDesc(file_identity_v1_admin, 42);
 
 /**
  * RevokeSessionResponse is empty.
@@ -1173,7 +1317,7 @@ export type RevokeSessionResponse = Message<"identity.v1.RevokeSessionResponse">
  * Use `create(RevokeSessionResponseSchema)` to create a new message.
  */
 export const RevokeSessionResponseSchema: GenMessage<RevokeSessionResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 38);
+  messageDesc(file_identity_v1_admin, 43);
 
 /**
  * RevokeRefreshTokenRequest names a user and one of its refresh tokens.
@@ -1197,7 +1341,7 @@ export type RevokeRefreshTokenRequest = Message<"identity.v1.RevokeRefreshTokenR
  * Use `create(RevokeRefreshTokenRequestSchema)` to create a new message.
  */
 export const RevokeRefreshTokenRequestSchema: GenMessage<RevokeRefreshTokenRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 39);
+  messageDesc(file_identity_v1_admin, 44);
 
 /**
  * RevokeRefreshTokenResponse is empty.
@@ -1212,7 +1356,7 @@ export type RevokeRefreshTokenResponse = Message<"identity.v1.RevokeRefreshToken
  * Use `create(RevokeRefreshTokenResponseSchema)` to create a new message.
  */
 export const RevokeRefreshTokenResponseSchema: GenMessage<RevokeRefreshTokenResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 40);
+  messageDesc(file_identity_v1_admin, 45);
 
 /**
  * RevokeAllUserSessionsRequest names a user.
@@ -1231,7 +1375,7 @@ export type RevokeAllUserSessionsRequest = Message<"identity.v1.RevokeAllUserSes
  * Use `create(RevokeAllUserSessionsRequestSchema)` to create a new message.
  */
 export const RevokeAllUserSessionsRequestSchema: GenMessage<RevokeAllUserSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 41);
+  messageDesc(file_identity_v1_admin, 46);
 
 /**
  * RevokeAllUserSessionsResponse counts what was ended.
@@ -1255,7 +1399,7 @@ export type RevokeAllUserSessionsResponse = Message<"identity.v1.RevokeAllUserSe
  * Use `create(RevokeAllUserSessionsResponseSchema)` to create a new message.
  */
 export const RevokeAllUserSessionsResponseSchema: GenMessage<RevokeAllUserSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 42);
+  messageDesc(file_identity_v1_admin, 47);
 
 /**
  * FieldViolation is the error detail of invalid input: which field, and
@@ -1287,7 +1431,7 @@ export type FieldViolation = Message<"identity.v1.FieldViolation"> & {
  * Use `create(FieldViolationSchema)` to create a new message.
  */
 export const FieldViolationSchema: GenMessage<FieldViolation> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 43);
+  messageDesc(file_identity_v1_admin, 48);
 
 /**
  * ApplicationAdminService manages OAuth client applications.
@@ -1415,6 +1559,28 @@ export const UserAdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteUserRequestSchema;
     output: typeof DeleteUserResponseSchema;
+  },
+  /**
+   * Lists a user's second factors (one-time codes, passkeys), oldest first,
+   * and how many recovery codes are left. Never a secret.
+   *
+   * @generated from rpc identity.v1.UserAdminService.ListUserFactors
+   */
+  listUserFactors: {
+    methodKind: "unary";
+    input: typeof ListUserFactorsRequestSchema;
+    output: typeof ListUserFactorsResponseSchema;
+  },
+  /**
+   * Removes one of a user's second factors (a lost device); with the last
+   * one go the recovery codes.
+   *
+   * @generated from rpc identity.v1.UserAdminService.RemoveUserFactor
+   */
+  removeUserFactor: {
+    methodKind: "unary";
+    input: typeof RemoveUserFactorRequestSchema;
+    output: typeof RemoveUserFactorResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_identity_v1_admin, 1);

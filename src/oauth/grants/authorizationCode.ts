@@ -1,3 +1,4 @@
+import { parseAmr } from "../factors/amr.js";
 import { loadClaimsRequest } from "../claimsRequest.js";
 import { OAuthError } from "../errors.js";
 import { requireParam } from "./params.js";
@@ -27,6 +28,7 @@ export const authorizationCodeGrant = defineGrant({
       scopes: code.scope.split(" "),
       familyId: code.familyId,
       authTime: code.authTime,
+      amr: parseAmr(code.amr),
       nonce: code.nonce ?? undefined,
       claims: loadClaimsRequest(code.claims),
       idToken: true,

@@ -1,3 +1,4 @@
+import { parseAmr } from "../factors/amr.js";
 import type { RefreshTokenRecord } from "../../store/tokens.js";
 import { claimsRequestOfNames } from "../claimsRequest.js";
 import { OAuthError } from "../errors.js";
@@ -53,6 +54,7 @@ export const refreshTokenGrant = defineGrant({
         refreshTokenScopes: granted,
         familyId: record.familyId,
         authTime: record.authTime,
+        amr: parseAmr(record.amr),
         // What the grant asked userinfo and the ID token for (OIDC Core §5.5) outlives the refresh.
         claims: { ...loadUserinfoClaims(record.userinfoClaims), ...claimsRequestOfNames("id_token", record.idTokenClaims) },
         idToken: true,

@@ -26,7 +26,7 @@ export interface RequestOrigin {
 
 /** What grants may use; each grant's handler names the part it takes. */
 export interface GrantDeps {
-  store: Pick<Store, "users" | "refreshTokens">;
+  store: Pick<Store, "users" | "refreshTokens" | "userFactors">;
   /** Domain events for operators (tokens issued, refresh reuse, login failures ...). */
   metrics: Metrics;
   /** Security events (tokens issued, refresh reuse ...): the audit trail. */

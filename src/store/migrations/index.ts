@@ -17,6 +17,7 @@ import * as opaqueUserinfoClaims from "./022_opaque_userinfo_claims.js";
 import * as auditEvents from "./023_audit_events.js";
 import * as publicClient from "./024_public_client.js";
 import * as refreshIdTokenClaims from "./025_refresh_id_token_claims.js";
+import * as userFactors from "./050_user_factors.js";
 
 interface Migration {
   name: string;
@@ -45,6 +46,7 @@ const all: Migration[] = [
   { name: "023_audit_events", ...auditEvents },
   { name: "024_public_client", ...publicClient },
   { name: "025_refresh_id_token_claims", ...refreshIdTokenClaims },
+  { name: "050_user_factors", ...userFactors },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

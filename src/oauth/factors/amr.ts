@@ -1,0 +1,28 @@
+/**
+ * What a sign-in proved, as RFC 8176 Authentication Method Reference values:
+ * `pwd` a password, `otp` a one-time code, `hwk`/`swk` a passkey's key
+ * (hardware or software), `user` user verification, `fed` a federated
+ * sign-in, and `mfa` when more than one factor was used. The `acr` is `mfa`
+ * then, `pwd` otherwise (any single factor).
+ */
+export type Amr = readonly string[];
+
+export const ACR_VALUES = ["pwd", "mfa"] as const;
+export type Acr = (typeof ACR_VALUES)[number];
+
+export const parseAmr = (stored: string | undefined | null): string[] => (stored ? stored.split(" ").filter(Boolean) : []);
+export const storedAmr = (amr: Amr): string => [...new Set(amr)].join(" ");
+
+export function acrOf(amr: Amr): Acr {
+  return amr.includes("mfa") ? "mfa" : "pwd";
+}
+
+/** The first factor's values with a second factor's, and `mfa` (RFC 8176 §2). */
+export function withSecondFactor(first: Amr, second: Amr): string[] {
+  return [...new Set([...first, ...second, "mfa"])];
+}
+
+/** The values of a sign-in whose second factor was taken back (removed): the first factor only. */
+export function withoutSecondFactor(amr: Amr): string[] {
+  return amr.filter((v) => v === "pwd" || v === "fed");
+}

@@ -1,0 +1,117 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import QRCode from "qrcode";
+import type { Domain } from "../domain/index.js";
+import { OAuthError } from "../oauth/errors.js";
+import { withSecondFactor } from "../oauth/factors/amr.js";
+import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
+import type { SignInProof } from "../oauth/sessions.js";
+import { sendPage } from "./http.js";
+import { enrolPage, factorPage, recoveryCodesPage, type FactorForm } from "./factorPages.js";
+import type { ApplicationRecord, UserRecord } from "../shared/model.js";
+
+/** What the factor step needs of the sign-in pages around it. */
+export interface SignInFlow {
+  pendingFromForm(req: IncomingMessage, form: ReadonlyMap<string, string>): Promise<{ pending: PendingAuthorization; app: ApplicationRecord; csrfToken: string }>;
+  completeSignIn(req: IncomingMessage, res: ServerResponse, pending: PendingAuthorization, user: UserRecord, proof: SignInProof): Promise<void>;
+}
+
+/**
+ * The second step of a browser sign-in (issue #46 §4): after a first factor
+ * (a password, a provider, or an existing session asked for more), the
+ * user's one-time code or recovery code, or enrolling one where the policy
+ * requires it. What each step proved is kept on the pending authorize
+ * request, server-side; no session exists and no code is issued until the
+ * last step is done. Reusable by any page that signs a user in (the device
+ * page): call `afterFirstFactor` where the password was checked.
+ */
+export class FactorStepPages {
+  constructor(
+    private readonly domain: Domain,
+    private readonly flow: SignInFlow,
+  ) {}
+
+  /** A first factor passed (`amr`: what it proved): finish, or show the second step. */
+  async afterFirstFactor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    pending: PendingAuthorization,
+    app: ApplicationRecord,
+    user: UserRecord,
+    amr: string[],
+    csrfToken: string,
+    cookies: string[] = [],
+  ): Promise<void> {
+    const next = await this.domain.signInPolicy.next(app, pending.request, user.id);
+    if (next === "done") return this.flow.completeSignIn(req, res, pending, user, { amr });
+    if (!(await this.domain.pendingAuthorizations.recordStep(pending, { userId: user.id, amr: amr.join(" ") }))) {
+      throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
+    }
+    const form = { requestId: pending.id, csrfToken, appName: app.name };
+    if (next === "verify") return sendPage(res, 200, factorPage(form), cookies);
+    const enrolment = await this.domain.secondFactors.beginTotp(user);
+    await this.showEnrolment(res, 200, form, enrolment, cookies);
+  }
+
+  /** POST /login/factor: the one-time code or recovery code. */
+  async verify(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
+    const { pending, app, csrfToken, user, firstFactor } = await this.stepFromForm(req, form);
+    const view = { requestId: pending.id, csrfToken, appName: app.name };
+    let proof;
+    try {
+      proof = await this.domain.secondFactors.verify(user, form.get("code") ?? "", clientAddress);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      return sendPage(res, 400, factorPage({ ...view, error: sentence(err.description) }));
+    }
+    if (!proof) return sendPage(res, 400, factorPage({ ...view, error: "That code is not valid. Try the next code your app shows." }));
+    await this.flow.completeSignIn(req, res, pending, user, { amr: withSecondFactor(firstFactor, proof.amr), factorId: proof.factorId });
+  }
+
+  /** POST /login/factor/enrol: the first code of a new one-time code secret; then the recovery codes. */
+  async enrol(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
+    const { pending, app, csrfToken, user, firstFactor } = await this.stepFromForm(req, form);
+    const view = { requestId: pending.id, csrfToken, appName: app.name };
+    const factorId = form.get("factor") ?? "";
+    let codes: string[] | undefined;
+    let error = "That code is not valid. Try the next code your app shows.";
+    try {
+      codes = await this.domain.secondFactors.confirmTotp(user, factorId, form.get("code") ?? "", clientAddress);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      error = sentence(err.description);
+    }
+    if (!codes) {
+      const enrolment = await this.domain.secondFactors.resumeTotp(user, factorId);
+      if (!enrolment) throw new OAuthError("invalid_request", "this enrolment is unknown or was completed");
+      return this.showEnrolment(res, 400, { ...view, error }, enrolment);
+    }
+    const proof = { amr: withSecondFactor(firstFactor, ["otp"]), factorId };
+    if (codes.length === 0) return this.flow.completeSignIn(req, res, pending, user, proof);
+    await this.domain.pendingAuthorizations.recordStep(pending, { userId: user.id, amr: proof.amr.join(" "), factorId });
+    sendPage(res, 200, recoveryCodesPage({ ...view, codes }));
+  }
+
+  /** POST /login/factor/continue: after the recovery codes were shown; only once the second factor is proven. */
+  async finish(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>): Promise<void> {
+    const { pending, user, firstFactor } = await this.stepFromForm(req, form);
+    if (!firstFactor.includes("mfa")) throw new OAuthError("access_denied", "the second step of this sign-in is not done", 403);
+    await this.flow.completeSignIn(req, res, pending, user, { amr: firstFactor, factorId: pending.step?.factorId });
+  }
+
+  /** The pending request of a factor form, which a first factor must have passed, and its user. */
+  private async stepFromForm(req: IncomingMessage, form: ReadonlyMap<string, string>) {
+    const found = await this.flow.pendingFromForm(req, form);
+    const step = found.pending.step;
+    const user = step && (await this.domain.signInPolicy.user(step.userId));
+    if (!step || !user) throw new OAuthError("access_denied", "sign in with your password first", 403);
+    return { ...found, user, firstFactor: step.amr.split(" ") };
+  }
+
+  private async showEnrolment(res: ServerResponse, status: number, form: FactorForm, enrolment: { factorId: string; uri: string; secret: string }, cookies: string[] = []): Promise<void> {
+    // A PNG in a data: URI, which the pages' CSP allows as an image: no script draws it.
+    const qrDataUrl = await QRCode.toDataURL(enrolment.uri, { margin: 1, width: 240 });
+    sendPage(res, status, enrolPage({ ...form, ...enrolment, qrDataUrl }), cookies);
+  }
+}
+
+const sentence = (text: string) => (text ? `${text[0]!.toUpperCase()}${text.slice(1)}.` : text);
