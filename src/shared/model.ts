@@ -39,6 +39,8 @@ export interface ApplicationRecord {
   accessTokenStrategy: AccessTokenStrategy;
   /** A public client (RFC 6749 §2.1): no secret anybody knows; code + PKCE, refresh and revocation by client_id alone (oauth/publicClients.ts). */
   publicClient: boolean;
+  /** Whether its login page offers "Create account" (accounts/signUp.ts). Absent is false. */
+  signup?: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -56,6 +58,8 @@ export interface UserRecord {
   isAdmin: boolean;
   disabled: boolean;
   properties: Record<string, string>;
+  /** Made by sign-up with mail configured: no sign-in until the email is verified (accounts/signUp.ts). Absent is false. */
+  mustVerifyEmail?: boolean;
   createdAt: number;
   updatedAt: number;
 }

@@ -23,6 +23,7 @@ interface Row {
   signing_alg: string;
   access_token_strategy: string;
   public_client: boolean | number;
+  signup?: boolean | number;
   created_at: number;
   updated_at: number;
 }
@@ -42,6 +43,8 @@ const fromRow = (r: Row): ApplicationRecord => ({
   signingAlg: r.signing_alg as SigningAlg,
   accessTokenStrategy: r.access_token_strategy as AccessTokenStrategy,
   publicClient: Boolean(r.public_client),
+  // Only when set, like an optional field left out.
+  ...(r.signup ? { signup: true } : {}),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -61,6 +64,7 @@ const toRow = (a: ApplicationRecord): Row => ({
   signing_alg: a.signingAlg,
   access_token_strategy: a.accessTokenStrategy,
   public_client: a.publicClient,
+  signup: a.signup ?? false,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });
