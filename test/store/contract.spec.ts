@@ -1133,9 +1133,10 @@ describeEachBackend("storage contract", (ctx) => {
       await ctx.store.emailLinks.issue({ tokenHash: hash(), userId: user.id, purpose: "verify", email: "", continueRequest: null, createdAt: now, expiresAt: now });
       assert.equal(await ctx.store.actionLimits.take(`reset:${hash()}`, 5, now, HOUR), true);
       clock.advanceSeconds(23 * 3600);
-      assert.deepEqual(await job().runOnce(), NOTHING_SWEPT);
+      const mine = ({ email_links, action_limits }: Record<string, number>) => ({ email_links, action_limits });
+      assert.deepEqual(mine(await job().runOnce()), { email_links: 0, action_limits: 0 });
       clock.advanceSeconds(3600);
-      assert.deepEqual(await job().runOnce(), { ...NOTHING_SWEPT, email_links: 1, action_limits: 1 });
+      assert.deepEqual(mine(await job().runOnce()), { email_links: 1, action_limits: 1 });
     });
 
     it("deletes at most batchSize × maxBatches rows per table per run", async () => {
