@@ -47,7 +47,7 @@ export { GRANT_TYPES } from "../oauth/grants/index.js";
 
 export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
-  "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient",
+  "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "signup",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -70,6 +70,8 @@ export interface ApplicationInput {
   accessTokenStrategy?: AccessTokenStrategy;
   /** A public client (oauth/publicClients.ts): no secret; false (the default) for a confidential one. */
   publicClient?: boolean;
+  /** Whether its login page offers "Create account" (accounts/signUp.ts); false by default. */
+  signup?: boolean;
 }
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field, naming every bad one. */
@@ -111,6 +113,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     signingAlg: check(() => optionalOneOf(raw.signingAlg, "signingAlg", SIGNING_ALGS)),
     accessTokenStrategy: check(() => optionalOneOf(raw.accessTokenStrategy, "accessTokenStrategy", ACCESS_TOKEN_STRATEGIES)),
     publicClient: check(() => optionalBoolean(raw.publicClient, "publicClient")),
+    signup: check(() => optionalBoolean(raw.signup, "signup")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -166,6 +169,7 @@ export class ApplicationAdmin {
       signingAlg: input.signingAlg ?? DEFAULT_SIGNING_ALG,
       accessTokenStrategy: input.accessTokenStrategy ?? DEFAULT_ACCESS_TOKEN_STRATEGY,
       publicClient,
+      ...(input.signup ? { signup: true } : {}),
       createdAt: now,
       updatedAt: now,
     };
@@ -181,8 +185,10 @@ export class ApplicationAdmin {
     const grantTypes = input.grantTypes ? withCodeGrant(input.grantTypes) : current.grantTypes;
     checkPublicClient(publicClient, grantTypes, input);
     const { clientSecret, clientSecretHash } = await this.secretOnUpdate(current, publicClient, input.clientSecret);
+    // Present only when on, as the store reads it back.
+    const { signup: _signup, ...unchanged } = current;
     const app: ApplicationRecord = {
-      ...current,
+      ...unchanged,
       clientId: input.clientId ?? current.clientId,
       clientSecretHash,
       redirectUris: input.redirectUris ?? current.redirectUris,
@@ -195,6 +201,7 @@ export class ApplicationAdmin {
       signingAlg: input.signingAlg ?? current.signingAlg,
       accessTokenStrategy: input.accessTokenStrategy ?? current.accessTokenStrategy,
       publicClient,
+      ...((input.signup ?? current.signup) ? { signup: true } : {}),
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.

@@ -55,6 +55,7 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     signingAlg: input.signingAlg,
     accessTokenStrategy: input.accessTokenStrategy,
     publicClient: input.publicClient,
+    signup: input.signup,
   });
 }
 
@@ -116,6 +117,10 @@ export function userAdminService(domain: Domain): ServiceImpl<typeof UserAdminSe
     },
     async deleteUser(req) {
       await admin.delete(req.name);
+      return {};
+    },
+    async sendVerificationEmail(req) {
+      await domain.selfService.emailVerification.send(req.name);
       return {};
     },
   };

@@ -24,6 +24,10 @@ export const AUDIT_EVENTS = [
   "provider_deleted",
   "key_rotated",
   "sessions_revoked",
+  "signup",
+  "email_verified",
+  "password_reset",
+  "mail_failed",
 ] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 

@@ -56,7 +56,7 @@ export type TakenLink = { ok: true; link: EmailLinkRecord } | { ok: false; reaso
  * - verifyEmail() and resetPassword() take the link and make the change in
  *   one transaction: verification only while the user's address is still
  *   the one the link was mailed to; a reset ends the user's sessions and
- *   refresh tokens with it ("verifies only the address it was mailed to",
+ *   refresh tokens with it, and verifies that address too ("verifies only the address it was mailed to",
  *   "resets the password and ends every sign-in, once");
  * - expired rows are swept by the cleanup job (store/cleanup.ts).
  */
@@ -123,6 +123,8 @@ export class EmailLinkRepository {
       if (!taken.ok) return taken;
       const changed = await trx("users").where({ id: taken.link.userId }).update({ password_hash: passwordHash, updated_at: now });
       if (changed === 0) return { ok: false, reason: "unknown" };
+      // The link reached the mailbox it was sent to: that address is proven, as a verification link would.
+      await trx("users").where({ id: taken.link.userId, email: taken.link.email }).update({ email_verified: true });
       await endSignIns(trx, taken.link.userId, now);
       return taken;
     });

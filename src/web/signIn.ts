@@ -4,6 +4,7 @@ import { errorResponse } from "../oauth/authorize.js";
 import { OAuthError } from "../oauth/errors.js";
 import { effectiveProvider } from "../federation/providerTypes/index.js";
 import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
+import type { AuthorizeRequest } from "../oauth/authorizeRequest.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { annotateRequest, requestContextOf } from "../http/requestContext.js";
 import { browserCsrfToken, CSRF_COOKIE, sentFromThisBrowser } from "./csrf.js";
@@ -126,6 +127,24 @@ export class SignInPages {
   }
 
   /**
+   * Go on with an authorize request saved earlier (carried by a mailed
+   * link, issue 47 §2) as if it had just arrived: its application and
+   * redirect URI checked again, the login form shown unless this browser's
+   * session already answers it. The mailed link itself signs nobody in.
+   */
+  async resume(req: IncomingMessage, res: ServerResponse, request: AuthorizeRequest, loginHint?: string): Promise<void> {
+    const { domain } = this;
+    const app = await domain.authorize.returnTo(request);
+    const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    if (signedIn && domain.authorize.satisfiedBy(request, signedIn.session.authTime)) {
+      return sendAuthorizationResponse(res, await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime));
+    }
+    const { csrfToken, cookies } = browserCsrfToken(req, this.secure);
+    const pending = await domain.pendingAuthorizations.create(request, csrfToken);
+    await this.showLogin(res, 200, app, pending, { csrfToken, username: loginHint ?? request.loginHint }, cookies);
+  }
+
+  /**
    * The pending request a login-page form refers to, after checking the
    * form's CSRF token against the cookie (double submit) and the request's
    * binding to that token. Throws an error to show otherwise.
@@ -158,7 +177,12 @@ export class SignInPages {
       .map((name) => configured.find((p) => p.name === name))
       .filter((p) => p !== undefined);
     const providers = offered.map((p) => ({ name: p.name, label: p.displayName || p.name, favicon: effectiveProvider(p).favicon }));
-    sendPage(res, status, loginPage({ ...form, appName: app.name, requestId: pending.id, providers }), cookies);
+    // Issue 47: "Forgot password?" only with mail; "Create account" where the application offers sign-up.
+    const links = {
+      forgot: this.domain.selfService.mailConfigured ? `/login/forgot?request=${encodeURIComponent(pending.id)}` : undefined,
+      signup: app.signup ? `/signup?request=${encodeURIComponent(pending.id)}` : undefined,
+    };
+    sendPage(res, status, loginPage({ ...form, appName: app.name, requestId: pending.id, providers, links }), cookies);
   }
 
   /**

@@ -33,4 +33,7 @@ button.provider img { flex: none; max-width: 1.25rem; max-height: 1.25rem; }
 .divider { display: flex; align-items: center; gap: .75rem; margin: 1.5rem 0 1rem; color: var(--muted); }
 .divider::before, .divider::after { content: ""; flex: 1; border-top: 1px solid var(--border); }
 .providers { list-style: none; margin: 0; padding: 0; display: grid; gap: .5rem; }
+.field-error { margin: 0; color: var(--error); font-size: .9rem; }
+.links { display: flex; justify-content: space-between; gap: 1rem; margin: 1rem 0 0; }
+a { color: var(--accent); }
 `;

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/admin.proto.
  */
 export const file_identity_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChdpZGVudGl0eS92MS9hZG1pbi5wcm90bxILaWRlbnRpdHkudjEizQIKC0FwcGxpY2F0aW9uEgwKBG5hbWUYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhUKDXJlZGlyZWN0X3VyaXMYAyADKAkSEwoLZ3JhbnRfdHlwZXMYBCADKAkSFwoPZXhwaXJlX2luX2hvdXJzGAUgASgFEh8KF3JlZnJlc2hfZXhwaXJlX2luX2hvdXJzGAYgASgFEhEKCXByb3ZpZGVycxgHIAMoCRIUCgxjcmVhdGVkX3RpbWUYCCABKAMSFAoMdXBkYXRlZF90aW1lGAkgASgDEhcKD2FsbG93ZWRfb3JpZ2lucxgKIAMoCRIUCgx0b2tlbl9mb3JtYXQYCyABKAkSEwoLc2lnbmluZ19hbGcYDCABKAkSHQoVYWNjZXNzX3Rva2VuX3N0cmF0ZWd5GA0gASgJEhUKDXB1YmxpY19jbGllbnQYDiABKAgimQQKEEFwcGxpY2F0aW9uSW5wdXQSDAoEbmFtZRgBIAEoCRIWCgljbGllbnRfaWQYAiABKAlIAIgBARIaCg1jbGllbnRfc2VjcmV0GAMgASgJSAGIAQESFQoNcmVkaXJlY3RfdXJpcxgEIAMoCRITCgtncmFudF90eXBlcxgFIAMoCRIcCg9leHBpcmVfaW5faG91cnMYBiABKAVIAogBARIkChdyZWZyZXNoX2V4cGlyZV9pbl9ob3VycxgHIAEoBUgDiAEBEhEKCXByb3ZpZGVycxgIIAMoCRIVCg1yZXBsYWNlX2xpc3RzGAkgASgIEhcKD2FsbG93ZWRfb3JpZ2lucxgKIAMoCRIZCgx0b2tlbl9mb3JtYXQYCyABKAlIBIgBARIYCgtzaWduaW5nX2FsZxgMIAEoCUgFiAEBEiIKFWFjY2Vzc190b2tlbl9zdHJhdGVneRgNIAEoCUgGiAEBEhoKDXB1YmxpY19jbGllbnQYDiABKAhIB4gBAUIMCgpfY2xpZW50X2lkQhAKDl9jbGllbnRfc2VjcmV0QhIKEF9leHBpcmVfaW5faG91cnNCGgoYX3JlZnJlc2hfZXhwaXJlX2luX2hvdXJzQg8KDV90b2tlbl9mb3JtYXRCDgoMX3NpZ25pbmdfYWxnQhgKFl9hY2Nlc3NfdG9rZW5fc3RyYXRlZ3lCEAoOX3B1YmxpY19jbGllbnQiTgoYQ3JlYXRlQXBwbGljYXRpb25SZXF1ZXN0EjIKC2FwcGxpY2F0aW9uGAEgASgLMh0uaWRlbnRpdHkudjEuQXBwbGljYXRpb25JbnB1dCJhChlDcmVhdGVBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24SFQoNY2xpZW50X3NlY3JldBgCIAEoCSIlChVHZXRBcHBsaWNhdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChZHZXRBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24iGQoXTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QiSgoYTGlzdEFwcGxpY2F0aW9uc1Jlc3BvbnNlEi4KDGFwcGxpY2F0aW9ucxgBIAMoCzIYLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uIk4KGFVwZGF0ZUFwcGxpY2F0aW9uUmVxdWVzdBIyCgthcHBsaWNhdGlvbhgBIAEoCzIdLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uSW5wdXQiYQoZVXBkYXRlQXBwbGljYXRpb25SZXNwb25zZRItCgthcHBsaWNhdGlvbhgBIAEoCzIYLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uEhUKDWNsaWVudF9zZWNyZXQYAiABKAkiKAoYRGVsZXRlQXBwbGljYXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiGwoZRGVsZXRlQXBwbGljYXRpb25SZXNwb25zZSIuCh5Sb3RhdGVBcHBsaWNhdGlvblNlY3JldFJlcXVlc3QSDAoEbmFtZRgBIAEoCSJnCh9Sb3RhdGVBcHBsaWNhdGlvblNlY3JldFJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24SFQoNY2xpZW50X3NlY3JldBgCIAEoCSLdAQoEVXNlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRINCgVlbWFpbBgEIAEoCRIWCg5lbWFpbF92ZXJpZmllZBgFIAEoCBIOCgZhdmF0YXIYBiABKAkSDQoFcGhvbmUYByABKAkSDwoHYWRkcmVzcxgIIAEoCRIQCghpc19hZG1pbhgJIAEoCBIQCghkaXNhYmxlZBgKIAEoCBIUCgxjcmVhdGVkX3RpbWUYCyABKAMSFAoMdXBkYXRlZF90aW1lGAwgASgDIt8CCglVc2VySW5wdXQSDAoEbmFtZRgBIAEoCRIVCghwYXNzd29yZBgCIAEoCUgAiAEBEhkKDGRpc3BsYXlfbmFtZRgDIAEoCUgBiAEBEhIKBWVtYWlsGAQgASgJSAKIAQESGwoOZW1haWxfdmVyaWZpZWQYBSABKAhIA4gBARITCgZhdmF0YXIYBiABKAlIBIgBARISCgVwaG9uZRgHIAEoCUgFiAEBEhQKB2FkZHJlc3MYCCABKAlIBogBARIVCghpc19hZG1pbhgJIAEoCEgHiAEBEhUKCGRpc2FibGVkGAogASgISAiIAQFCCwoJX3Bhc3N3b3JkQg8KDV9kaXNwbGF5X25hbWVCCAoGX2VtYWlsQhEKD19lbWFpbF92ZXJpZmllZEIJCgdfYXZhdGFyQggKBl9waG9uZUIKCghfYWRkcmVzc0ILCglfaXNfYWRtaW5CCwoJX2Rpc2FibGVkIjkKEUNyZWF0ZVVzZXJSZXF1ZXN0EiQKBHVzZXIYASABKAsyFi5pZGVudGl0eS52MS5Vc2VySW5wdXQiNQoSQ3JlYXRlVXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIh4KDkdldFVzZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiMgoPR2V0VXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIkkKEExpc3RVc2Vyc1JlcXVlc3QSDgoGc2VhcmNoGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImIKEUxpc3RVc2Vyc1Jlc3BvbnNlEiAKBXVzZXJzGAEgAygLMhEuaWRlbnRpdHkudjEuVXNlchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSEgoKdG90YWxfc2l6ZRgDIAEoBSI5ChFVcGRhdGVVc2VyUmVxdWVzdBIkCgR1c2VyGAEgASgLMhYuaWRlbnRpdHkudjEuVXNlcklucHV0IjUKElVwZGF0ZVVzZXJSZXNwb25zZRIfCgR1c2VyGAEgASgLMhEuaWRlbnRpdHkudjEuVXNlciIhChFEZWxldGVVc2VyUmVxdWVzdBIMCgRuYW1lGAEgASgJIhQKEkRlbGV0ZVVzZXJSZXNwb25zZSJ4CgpTaWduaW5nS2V5EgsKA2tpZBgBIAEoCRILCgNhbGcYAiABKAkSFAoMY3JlYXRlZF90aW1lGAMgASgDEhMKC2FjdGl2ZV9mcm9tGAQgASgDEhQKDHJldGlyZWRfdGltZRgFIAEoAxIPCgdzaWduaW5nGAYgASgIIhEKD0xpc3RLZXlzUmVxdWVzdCI5ChBMaXN0S2V5c1Jlc3BvbnNlEiUKBGtleXMYASADKAsyFy5pZGVudGl0eS52MS5TaWduaW5nS2V5Ih8KEFJvdGF0ZUtleVJlcXVlc3QSCwoDYWxnGAEgASgJIjkKEVJvdGF0ZUtleVJlc3BvbnNlEiQKA2tleRgBIAEoCzIXLmlkZW50aXR5LnYxLlNpZ25pbmdLZXkiLAoQRXhwb3J0S2V5UmVxdWVzdBILCgNraWQYASABKAkSCwoDYWxnGAIgASgJIlEKEUV4cG9ydEtleVJlc3BvbnNlEgsKA2tpZBgBIAEoCRIWCg5wdWJsaWNfa2V5X3BlbRgCIAEoCRIXCg9jZXJ0aWZpY2F0ZV9wZW0YAyABKAkiWgoOQnJvd3NlclNlc3Npb24SCgoCaWQYASABKAkSFAoMY3JlYXRlZF90aW1lGAIgASgDEhEKCWF1dGhfdGltZRgDIAEoAxITCgtleHBpcmVfdGltZRgEIAEoAyKTAQoRUmVmcmVzaFRva2VuR3JhbnQSCgoCaWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhMKC2FwcGxpY2F0aW9uGAMgASgJEg0KBXNjb3BlGAQgASgJEhEKCWF1dGhfdGltZRgFIAEoAxITCgtpc3N1ZWRfdGltZRgGIAEoAxITCgtleHBpcmVfdGltZRgHIAEoAyInChdMaXN0VXNlclNlc3Npb25zUmVxdWVzdBIMCgR1c2VyGAEgASgJIoEBChhMaXN0VXNlclNlc3Npb25zUmVzcG9uc2USLQoIc2Vzc2lvbnMYASADKAsyGy5pZGVudGl0eS52MS5Ccm93c2VyU2Vzc2lvbhI2Cg5yZWZyZXNoX3Rva2VucxgCIAMoCzIeLmlkZW50aXR5LnYxLlJlZnJlc2hUb2tlbkdyYW50IjgKFFJldm9rZVNlc3Npb25SZXF1ZXN0EgwKBHVzZXIYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCSIXChVSZXZva2VTZXNzaW9uUmVzcG9uc2UiQwoZUmV2b2tlUmVmcmVzaFRva2VuUmVxdWVzdBIMCgR1c2VyGAEgASgJEhgKEHJlZnJlc2hfdG9rZW5faWQYAiABKAkiHAoaUmV2b2tlUmVmcmVzaFRva2VuUmVzcG9uc2UiLAocUmV2b2tlQWxsVXNlclNlc3Npb25zUmVxdWVzdBIMCgR1c2VyGAEgASgJIlkKHVJldm9rZUFsbFVzZXJTZXNzaW9uc1Jlc3BvbnNlEhgKEHNlc3Npb25zX3Jldm9rZWQYASABKAUSHgoWcmVmcmVzaF90b2tlbnNfcmV2b2tlZBgCIAEoBSI0Cg5GaWVsZFZpb2xhdGlvbhINCgVmaWVsZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCTL3BAoXQXBwbGljYXRpb25BZG1pblNlcnZpY2USYgoRQ3JlYXRlQXBwbGljYXRpb24SJS5pZGVudGl0eS52MS5DcmVhdGVBcHBsaWNhdGlvblJlcXVlc3QaJi5pZGVudGl0eS52MS5DcmVhdGVBcHBsaWNhdGlvblJlc3BvbnNlElkKDkdldEFwcGxpY2F0aW9uEiIuaWRlbnRpdHkudjEuR2V0QXBwbGljYXRpb25SZXF1ZXN0GiMuaWRlbnRpdHkudjEuR2V0QXBwbGljYXRpb25SZXNwb25zZRJfChBMaXN0QXBwbGljYXRpb25zEiQuaWRlbnRpdHkudjEuTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QaJS5pZGVudGl0eS52MS5MaXN0QXBwbGljYXRpb25zUmVzcG9uc2USYgoRVXBkYXRlQXBwbGljYXRpb24SJS5pZGVudGl0eS52MS5VcGRhdGVBcHBsaWNhdGlvblJlcXVlc3QaJi5pZGVudGl0eS52MS5VcGRhdGVBcHBsaWNhdGlvblJlc3BvbnNlEmIKEURlbGV0ZUFwcGxpY2F0aW9uEiUuaWRlbnRpdHkudjEuRGVsZXRlQXBwbGljYXRpb25SZXF1ZXN0GiYuaWRlbnRpdHkudjEuRGVsZXRlQXBwbGljYXRpb25SZXNwb25zZRJ0ChdSb3RhdGVBcHBsaWNhdGlvblNlY3JldBIrLmlkZW50aXR5LnYxLlJvdGF0ZUFwcGxpY2F0aW9uU2VjcmV0UmVxdWVzdBosLmlkZW50aXR5LnYxLlJvdGF0ZUFwcGxpY2F0aW9uU2VjcmV0UmVzcG9uc2UykQMKEFVzZXJBZG1pblNlcnZpY2USTQoKQ3JlYXRlVXNlchIeLmlkZW50aXR5LnYxLkNyZWF0ZVVzZXJSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuQ3JlYXRlVXNlclJlc3BvbnNlEkQKB0dldFVzZXISGy5pZGVudGl0eS52MS5HZXRVc2VyUmVxdWVzdBocLmlkZW50aXR5LnYxLkdldFVzZXJSZXNwb25zZRJKCglMaXN0VXNlcnMSHS5pZGVudGl0eS52MS5MaXN0VXNlcnNSZXF1ZXN0Gh4uaWRlbnRpdHkudjEuTGlzdFVzZXJzUmVzcG9uc2USTQoKVXBkYXRlVXNlchIeLmlkZW50aXR5LnYxLlVwZGF0ZVVzZXJSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuVXBkYXRlVXNlclJlc3BvbnNlEk0KCkRlbGV0ZVVzZXISHi5pZGVudGl0eS52MS5EZWxldGVVc2VyUmVxdWVzdBofLmlkZW50aXR5LnYxLkRlbGV0ZVVzZXJSZXNwb25zZTKlAwoTU2Vzc2lvbkFkbWluU2VydmljZRJfChBMaXN0VXNlclNlc3Npb25zEiQuaWRlbnRpdHkudjEuTGlzdFVzZXJTZXNzaW9uc1JlcXVlc3QaJS5pZGVudGl0eS52MS5MaXN0VXNlclNlc3Npb25zUmVzcG9uc2USVgoNUmV2b2tlU2Vzc2lvbhIhLmlkZW50aXR5LnYxLlJldm9rZVNlc3Npb25SZXF1ZXN0GiIuaWRlbnRpdHkudjEuUmV2b2tlU2Vzc2lvblJlc3BvbnNlEmUKElJldm9rZVJlZnJlc2hUb2tlbhImLmlkZW50aXR5LnYxLlJldm9rZVJlZnJlc2hUb2tlblJlcXVlc3QaJy5pZGVudGl0eS52MS5SZXZva2VSZWZyZXNoVG9rZW5SZXNwb25zZRJuChVSZXZva2VBbGxVc2VyU2Vzc2lvbnMSKS5pZGVudGl0eS52MS5SZXZva2VBbGxVc2VyU2Vzc2lvbnNSZXF1ZXN0GiouaWRlbnRpdHkudjEuUmV2b2tlQWxsVXNlclNlc3Npb25zUmVzcG9uc2Uy8gEKD0tleUFkbWluU2VydmljZRJHCghMaXN0S2V5cxIcLmlkZW50aXR5LnYxLkxpc3RLZXlzUmVxdWVzdBodLmlkZW50aXR5LnYxLkxpc3RLZXlzUmVzcG9uc2USSgoJUm90YXRlS2V5Eh0uaWRlbnRpdHkudjEuUm90YXRlS2V5UmVxdWVzdBoeLmlkZW50aXR5LnYxLlJvdGF0ZUtleVJlc3BvbnNlEkoKCUV4cG9ydEtleRIdLmlkZW50aXR5LnYxLkV4cG9ydEtleVJlcXVlc3QaHi5pZGVudGl0eS52MS5FeHBvcnRLZXlSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChdpZGVudGl0eS92MS9hZG1pbi5wcm90bxILaWRlbnRpdHkudjEi3QIKC0FwcGxpY2F0aW9uEgwKBG5hbWUYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhUKDXJlZGlyZWN0X3VyaXMYAyADKAkSEwoLZ3JhbnRfdHlwZXMYBCADKAkSFwoPZXhwaXJlX2luX2hvdXJzGAUgASgFEh8KF3JlZnJlc2hfZXhwaXJlX2luX2hvdXJzGAYgASgFEhEKCXByb3ZpZGVycxgHIAMoCRIUCgxjcmVhdGVkX3RpbWUYCCABKAMSFAoMdXBkYXRlZF90aW1lGAkgASgDEhcKD2FsbG93ZWRfb3JpZ2lucxgKIAMoCRIUCgx0b2tlbl9mb3JtYXQYCyABKAkSEwoLc2lnbmluZ19hbGcYDCABKAkSHQoVYWNjZXNzX3Rva2VuX3N0cmF0ZWd5GA0gASgJEhUKDXB1YmxpY19jbGllbnQYDiABKAgSDgoGc2lnbnVwGA8gASgIIrkEChBBcHBsaWNhdGlvbklucHV0EgwKBG5hbWUYASABKAkSFgoJY2xpZW50X2lkGAIgASgJSACIAQESGgoNY2xpZW50X3NlY3JldBgDIAEoCUgBiAEBEhUKDXJlZGlyZWN0X3VyaXMYBCADKAkSEwoLZ3JhbnRfdHlwZXMYBSADKAkSHAoPZXhwaXJlX2luX2hvdXJzGAYgASgFSAKIAQESJAoXcmVmcmVzaF9leHBpcmVfaW5faG91cnMYByABKAVIA4gBARIRCglwcm92aWRlcnMYCCADKAkSFQoNcmVwbGFjZV9saXN0cxgJIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYCiADKAkSGQoMdG9rZW5fZm9ybWF0GAsgASgJSASIAQESGAoLc2lnbmluZ19hbGcYDCABKAlIBYgBARIiChVhY2Nlc3NfdG9rZW5fc3RyYXRlZ3kYDSABKAlIBogBARIaCg1wdWJsaWNfY2xpZW50GA4gASgISAeIAQESEwoGc2lnbnVwGA8gASgISAiIAQFCDAoKX2NsaWVudF9pZEIQCg5fY2xpZW50X3NlY3JldEISChBfZXhwaXJlX2luX2hvdXJzQhoKGF9yZWZyZXNoX2V4cGlyZV9pbl9ob3Vyc0IPCg1fdG9rZW5fZm9ybWF0Qg4KDF9zaWduaW5nX2FsZ0IYChZfYWNjZXNzX3Rva2VuX3N0cmF0ZWd5QhAKDl9wdWJsaWNfY2xpZW50QgkKB19zaWdudXAiTgoYQ3JlYXRlQXBwbGljYXRpb25SZXF1ZXN0EjIKC2FwcGxpY2F0aW9uGAEgASgLMh0uaWRlbnRpdHkudjEuQXBwbGljYXRpb25JbnB1dCJhChlDcmVhdGVBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24SFQoNY2xpZW50X3NlY3JldBgCIAEoCSIlChVHZXRBcHBsaWNhdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChZHZXRBcHBsaWNhdGlvblJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24iGQoXTGlzdEFwcGxpY2F0aW9uc1JlcXVlc3QiSgoYTGlzdEFwcGxpY2F0aW9uc1Jlc3BvbnNlEi4KDGFwcGxpY2F0aW9ucxgBIAMoCzIYLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uIk4KGFVwZGF0ZUFwcGxpY2F0aW9uUmVxdWVzdBIyCgthcHBsaWNhdGlvbhgBIAEoCzIdLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uSW5wdXQiYQoZVXBkYXRlQXBwbGljYXRpb25SZXNwb25zZRItCgthcHBsaWNhdGlvbhgBIAEoCzIYLmlkZW50aXR5LnYxLkFwcGxpY2F0aW9uEhUKDWNsaWVudF9zZWNyZXQYAiABKAkiKAoYRGVsZXRlQXBwbGljYXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiGwoZRGVsZXRlQXBwbGljYXRpb25SZXNwb25zZSIuCh5Sb3RhdGVBcHBsaWNhdGlvblNlY3JldFJlcXVlc3QSDAoEbmFtZRgBIAEoCSJnCh9Sb3RhdGVBcHBsaWNhdGlvblNlY3JldFJlc3BvbnNlEi0KC2FwcGxpY2F0aW9uGAEgASgLMhguaWRlbnRpdHkudjEuQXBwbGljYXRpb24SFQoNY2xpZW50X3NlY3JldBgCIAEoCSLdAQoEVXNlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRINCgVlbWFpbBgEIAEoCRIWCg5lbWFpbF92ZXJpZmllZBgFIAEoCBIOCgZhdmF0YXIYBiABKAkSDQoFcGhvbmUYByABKAkSDwoHYWRkcmVzcxgIIAEoCRIQCghpc19hZG1pbhgJIAEoCBIQCghkaXNhYmxlZBgKIAEoCBIUCgxjcmVhdGVkX3RpbWUYCyABKAMSFAoMdXBkYXRlZF90aW1lGAwgASgDIt8CCglVc2VySW5wdXQSDAoEbmFtZRgBIAEoCRIVCghwYXNzd29yZBgCIAEoCUgAiAEBEhkKDGRpc3BsYXlfbmFtZRgDIAEoCUgBiAEBEhIKBWVtYWlsGAQgASgJSAKIAQESGwoOZW1haWxfdmVyaWZpZWQYBSABKAhIA4gBARITCgZhdmF0YXIYBiABKAlIBIgBARISCgVwaG9uZRgHIAEoCUgFiAEBEhQKB2FkZHJlc3MYCCABKAlIBogBARIVCghpc19hZG1pbhgJIAEoCEgHiAEBEhUKCGRpc2FibGVkGAogASgISAiIAQFCCwoJX3Bhc3N3b3JkQg8KDV9kaXNwbGF5X25hbWVCCAoGX2VtYWlsQhEKD19lbWFpbF92ZXJpZmllZEIJCgdfYXZhdGFyQggKBl9waG9uZUIKCghfYWRkcmVzc0ILCglfaXNfYWRtaW5CCwoJX2Rpc2FibGVkIjkKEUNyZWF0ZVVzZXJSZXF1ZXN0EiQKBHVzZXIYASABKAsyFi5pZGVudGl0eS52MS5Vc2VySW5wdXQiNQoSQ3JlYXRlVXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIh4KDkdldFVzZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiMgoPR2V0VXNlclJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5pZGVudGl0eS52MS5Vc2VyIkkKEExpc3RVc2Vyc1JlcXVlc3QSDgoGc2VhcmNoGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImIKEUxpc3RVc2Vyc1Jlc3BvbnNlEiAKBXVzZXJzGAEgAygLMhEuaWRlbnRpdHkudjEuVXNlchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSEgoKdG90YWxfc2l6ZRgDIAEoBSI5ChFVcGRhdGVVc2VyUmVxdWVzdBIkCgR1c2VyGAEgASgLMhYuaWRlbnRpdHkudjEuVXNlcklucHV0IjUKElVwZGF0ZVVzZXJSZXNwb25zZRIfCgR1c2VyGAEgASgLMhEuaWRlbnRpdHkudjEuVXNlciIhChFEZWxldGVVc2VyUmVxdWVzdBIMCgRuYW1lGAEgASgJIhQKEkRlbGV0ZVVzZXJSZXNwb25zZSIsChxTZW5kVmVyaWZpY2F0aW9uRW1haWxSZXF1ZXN0EgwKBG5hbWUYASABKAkiHwodU2VuZFZlcmlmaWNhdGlvbkVtYWlsUmVzcG9uc2UieAoKU2lnbmluZ0tleRILCgNraWQYASABKAkSCwoDYWxnGAIgASgJEhQKDGNyZWF0ZWRfdGltZRgDIAEoAxITCgthY3RpdmVfZnJvbRgEIAEoAxIUCgxyZXRpcmVkX3RpbWUYBSABKAMSDwoHc2lnbmluZxgGIAEoCCIRCg9MaXN0S2V5c1JlcXVlc3QiOQoQTGlzdEtleXNSZXNwb25zZRIlCgRrZXlzGAEgAygLMhcuaWRlbnRpdHkudjEuU2lnbmluZ0tleSIfChBSb3RhdGVLZXlSZXF1ZXN0EgsKA2FsZxgBIAEoCSI5ChFSb3RhdGVLZXlSZXNwb25zZRIkCgNrZXkYASABKAsyFy5pZGVudGl0eS52MS5TaWduaW5nS2V5IiwKEEV4cG9ydEtleVJlcXVlc3QSCwoDa2lkGAEgASgJEgsKA2FsZxgCIAEoCSJRChFFeHBvcnRLZXlSZXNwb25zZRILCgNraWQYASABKAkSFgoOcHVibGljX2tleV9wZW0YAiABKAkSFwoPY2VydGlmaWNhdGVfcGVtGAMgASgJIloKDkJyb3dzZXJTZXNzaW9uEgoKAmlkGAEgASgJEhQKDGNyZWF0ZWRfdGltZRgCIAEoAxIRCglhdXRoX3RpbWUYAyABKAMSEwoLZXhwaXJlX3RpbWUYBCABKAMikwEKEVJlZnJlc2hUb2tlbkdyYW50EgoKAmlkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRITCgthcHBsaWNhdGlvbhgDIAEoCRINCgVzY29wZRgEIAEoCRIRCglhdXRoX3RpbWUYBSABKAMSEwoLaXNzdWVkX3RpbWUYBiABKAMSEwoLZXhwaXJlX3RpbWUYByABKAMiJwoXTGlzdFVzZXJTZXNzaW9uc1JlcXVlc3QSDAoEdXNlchgBIAEoCSKBAQoYTGlzdFVzZXJTZXNzaW9uc1Jlc3BvbnNlEi0KCHNlc3Npb25zGAEgAygLMhsuaWRlbnRpdHkudjEuQnJvd3NlclNlc3Npb24SNgoOcmVmcmVzaF90b2tlbnMYAiADKAsyHi5pZGVudGl0eS52MS5SZWZyZXNoVG9rZW5HcmFudCI4ChRSZXZva2VTZXNzaW9uUmVxdWVzdBIMCgR1c2VyGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiFwoVUmV2b2tlU2Vzc2lvblJlc3BvbnNlIkMKGVJldm9rZVJlZnJlc2hUb2tlblJlcXVlc3QSDAoEdXNlchgBIAEoCRIYChByZWZyZXNoX3Rva2VuX2lkGAIgASgJIhwKGlJldm9rZVJlZnJlc2hUb2tlblJlc3BvbnNlIiwKHFJldm9rZUFsbFVzZXJTZXNzaW9uc1JlcXVlc3QSDAoEdXNlchgBIAEoCSJZCh1SZXZva2VBbGxVc2VyU2Vzc2lvbnNSZXNwb25zZRIYChBzZXNzaW9uc19yZXZva2VkGAEgASgFEh4KFnJlZnJlc2hfdG9rZW5zX3Jldm9rZWQYAiABKAUiNAoORmllbGRWaW9sYXRpb24SDQoFZmllbGQYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAky9wQKF0FwcGxpY2F0aW9uQWRtaW5TZXJ2aWNlEmIKEUNyZWF0ZUFwcGxpY2F0aW9uEiUuaWRlbnRpdHkudjEuQ3JlYXRlQXBwbGljYXRpb25SZXF1ZXN0GiYuaWRlbnRpdHkudjEuQ3JlYXRlQXBwbGljYXRpb25SZXNwb25zZRJZCg5HZXRBcHBsaWNhdGlvbhIiLmlkZW50aXR5LnYxLkdldEFwcGxpY2F0aW9uUmVxdWVzdBojLmlkZW50aXR5LnYxLkdldEFwcGxpY2F0aW9uUmVzcG9uc2USXwoQTGlzdEFwcGxpY2F0aW9ucxIkLmlkZW50aXR5LnYxLkxpc3RBcHBsaWNhdGlvbnNSZXF1ZXN0GiUuaWRlbnRpdHkudjEuTGlzdEFwcGxpY2F0aW9uc1Jlc3BvbnNlEmIKEVVwZGF0ZUFwcGxpY2F0aW9uEiUuaWRlbnRpdHkudjEuVXBkYXRlQXBwbGljYXRpb25SZXF1ZXN0GiYuaWRlbnRpdHkudjEuVXBkYXRlQXBwbGljYXRpb25SZXNwb25zZRJiChFEZWxldGVBcHBsaWNhdGlvbhIlLmlkZW50aXR5LnYxLkRlbGV0ZUFwcGxpY2F0aW9uUmVxdWVzdBomLmlkZW50aXR5LnYxLkRlbGV0ZUFwcGxpY2F0aW9uUmVzcG9uc2USdAoXUm90YXRlQXBwbGljYXRpb25TZWNyZXQSKy5pZGVudGl0eS52MS5Sb3RhdGVBcHBsaWNhdGlvblNlY3JldFJlcXVlc3QaLC5pZGVudGl0eS52MS5Sb3RhdGVBcHBsaWNhdGlvblNlY3JldFJlc3BvbnNlMoEEChBVc2VyQWRtaW5TZXJ2aWNlEk0KCkNyZWF0ZVVzZXISHi5pZGVudGl0eS52MS5DcmVhdGVVc2VyUmVxdWVzdBofLmlkZW50aXR5LnYxLkNyZWF0ZVVzZXJSZXNwb25zZRJECgdHZXRVc2VyEhsuaWRlbnRpdHkudjEuR2V0VXNlclJlcXVlc3QaHC5pZGVudGl0eS52MS5HZXRVc2VyUmVzcG9uc2USSgoJTGlzdFVzZXJzEh0uaWRlbnRpdHkudjEuTGlzdFVzZXJzUmVxdWVzdBoeLmlkZW50aXR5LnYxLkxpc3RVc2Vyc1Jlc3BvbnNlEk0KClVwZGF0ZVVzZXISHi5pZGVudGl0eS52MS5VcGRhdGVVc2VyUmVxdWVzdBofLmlkZW50aXR5LnYxLlVwZGF0ZVVzZXJSZXNwb25zZRJNCgpEZWxldGVVc2VyEh4uaWRlbnRpdHkudjEuRGVsZXRlVXNlclJlcXVlc3QaHy5pZGVudGl0eS52MS5EZWxldGVVc2VyUmVzcG9uc2USbgoVU2VuZFZlcmlmaWNhdGlvbkVtYWlsEikuaWRlbnRpdHkudjEuU2VuZFZlcmlmaWNhdGlvbkVtYWlsUmVxdWVzdBoqLmlkZW50aXR5LnYxLlNlbmRWZXJpZmljYXRpb25FbWFpbFJlc3BvbnNlMqUDChNTZXNzaW9uQWRtaW5TZXJ2aWNlEl8KEExpc3RVc2VyU2Vzc2lvbnMSJC5pZGVudGl0eS52MS5MaXN0VXNlclNlc3Npb25zUmVxdWVzdBolLmlkZW50aXR5LnYxLkxpc3RVc2VyU2Vzc2lvbnNSZXNwb25zZRJWCg1SZXZva2VTZXNzaW9uEiEuaWRlbnRpdHkudjEuUmV2b2tlU2Vzc2lvblJlcXVlc3QaIi5pZGVudGl0eS52MS5SZXZva2VTZXNzaW9uUmVzcG9uc2USZQoSUmV2b2tlUmVmcmVzaFRva2VuEiYuaWRlbnRpdHkudjEuUmV2b2tlUmVmcmVzaFRva2VuUmVxdWVzdBonLmlkZW50aXR5LnYxLlJldm9rZVJlZnJlc2hUb2tlblJlc3BvbnNlEm4KFVJldm9rZUFsbFVzZXJTZXNzaW9ucxIpLmlkZW50aXR5LnYxLlJldm9rZUFsbFVzZXJTZXNzaW9uc1JlcXVlc3QaKi5pZGVudGl0eS52MS5SZXZva2VBbGxVc2VyU2Vzc2lvbnNSZXNwb25zZTLyAQoPS2V5QWRtaW5TZXJ2aWNlEkcKCExpc3RLZXlzEhwuaWRlbnRpdHkudjEuTGlzdEtleXNSZXF1ZXN0Gh0uaWRlbnRpdHkudjEuTGlzdEtleXNSZXNwb25zZRJKCglSb3RhdGVLZXkSHS5pZGVudGl0eS52MS5Sb3RhdGVLZXlSZXF1ZXN0Gh4uaWRlbnRpdHkudjEuUm90YXRlS2V5UmVzcG9uc2USSgoJRXhwb3J0S2V5Eh0uaWRlbnRpdHkudjEuRXhwb3J0S2V5UmVxdWVzdBoeLmlkZW50aXR5LnYxLkV4cG9ydEtleVJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * Application is an OAuth client. The client secret is never returned here.
@@ -109,6 +109,14 @@ export type Application = Message<"identity.v1.Application"> & {
    * @generated from field: bool public_client = 14;
    */
   publicClient: boolean;
+
+  /**
+   * Whether its login page offers "Create account": self-service sign-up,
+   * with email verification when mail is configured (docs/mail.md).
+   *
+   * @generated from field: bool signup = 15;
+   */
+  signup: boolean;
 };
 
 /**
@@ -209,6 +217,13 @@ export type ApplicationInput = Message<"identity.v1.ApplicationInput"> & {
    * @generated from field: optional bool public_client = 14;
    */
   publicClient?: boolean | undefined;
+
+  /**
+   * False by default: only administrators create accounts.
+   *
+   * @generated from field: optional bool signup = 15;
+   */
+  signup?: boolean | undefined;
 };
 
 /**
@@ -813,6 +828,40 @@ export const DeleteUserResponseSchema: GenMessage<DeleteUserResponse> = /*@__PUR
   messageDesc(file_identity_v1_admin, 25);
 
 /**
+ * SendVerificationEmailRequest names a user.
+ *
+ * @generated from message identity.v1.SendVerificationEmailRequest
+ */
+export type SendVerificationEmailRequest = Message<"identity.v1.SendVerificationEmailRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message identity.v1.SendVerificationEmailRequest.
+ * Use `create(SendVerificationEmailRequestSchema)` to create a new message.
+ */
+export const SendVerificationEmailRequestSchema: GenMessage<SendVerificationEmailRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 26);
+
+/**
+ * SendVerificationEmailResponse is empty.
+ *
+ * @generated from message identity.v1.SendVerificationEmailResponse
+ */
+export type SendVerificationEmailResponse = Message<"identity.v1.SendVerificationEmailResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.SendVerificationEmailResponse.
+ * Use `create(SendVerificationEmailResponseSchema)` to create a new message.
+ */
+export const SendVerificationEmailResponseSchema: GenMessage<SendVerificationEmailResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_admin, 27);
+
+/**
  * SigningKey describes one key without its private part.
  *
  * @generated from message identity.v1.SigningKey
@@ -860,7 +909,7 @@ export type SigningKey = Message<"identity.v1.SigningKey"> & {
  * Use `create(SigningKeySchema)` to create a new message.
  */
 export const SigningKeySchema: GenMessage<SigningKey> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 26);
+  messageDesc(file_identity_v1_admin, 28);
 
 /**
  * ListKeysRequest takes no parameters.
@@ -875,7 +924,7 @@ export type ListKeysRequest = Message<"identity.v1.ListKeysRequest"> & {
  * Use `create(ListKeysRequestSchema)` to create a new message.
  */
 export const ListKeysRequestSchema: GenMessage<ListKeysRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 27);
+  messageDesc(file_identity_v1_admin, 29);
 
 /**
  * ListKeysResponse holds the keys, newest first.
@@ -894,7 +943,7 @@ export type ListKeysResponse = Message<"identity.v1.ListKeysResponse"> & {
  * Use `create(ListKeysResponseSchema)` to create a new message.
  */
 export const ListKeysResponseSchema: GenMessage<ListKeysResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 28);
+  messageDesc(file_identity_v1_admin, 30);
 
 /**
  * RotateKeyRequest names the algorithm whose key is rotated.
@@ -915,7 +964,7 @@ export type RotateKeyRequest = Message<"identity.v1.RotateKeyRequest"> & {
  * Use `create(RotateKeyRequestSchema)` to create a new message.
  */
 export const RotateKeyRequestSchema: GenMessage<RotateKeyRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 29);
+  messageDesc(file_identity_v1_admin, 31);
 
 /**
  * RotateKeyResponse holds the new key.
@@ -934,7 +983,7 @@ export type RotateKeyResponse = Message<"identity.v1.RotateKeyResponse"> & {
  * Use `create(RotateKeyResponseSchema)` to create a new message.
  */
 export const RotateKeyResponseSchema: GenMessage<RotateKeyResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 30);
+  messageDesc(file_identity_v1_admin, 32);
 
 /**
  * ExportKeyRequest names a key; empty means the one signing now.
@@ -960,7 +1009,7 @@ export type ExportKeyRequest = Message<"identity.v1.ExportKeyRequest"> & {
  * Use `create(ExportKeyRequestSchema)` to create a new message.
  */
 export const ExportKeyRequestSchema: GenMessage<ExportKeyRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 31);
+  messageDesc(file_identity_v1_admin, 33);
 
 /**
  * ExportKeyResponse holds the public key.
@@ -989,7 +1038,7 @@ export type ExportKeyResponse = Message<"identity.v1.ExportKeyResponse"> & {
  * Use `create(ExportKeyResponseSchema)` to create a new message.
  */
 export const ExportKeyResponseSchema: GenMessage<ExportKeyResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 32);
+  messageDesc(file_identity_v1_admin, 34);
 
 /**
  * BrowserSession is a sign-in at the login page (its cookie is never shown).
@@ -1031,7 +1080,7 @@ export type BrowserSession = Message<"identity.v1.BrowserSession"> & {
  * Use `create(BrowserSessionSchema)` to create a new message.
  */
 export const BrowserSessionSchema: GenMessage<BrowserSession> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 33);
+  messageDesc(file_identity_v1_admin, 35);
 
 /**
  * RefreshTokenGrant is a refresh token an application holds for the user:
@@ -1091,7 +1140,7 @@ export type RefreshTokenGrant = Message<"identity.v1.RefreshTokenGrant"> & {
  * Use `create(RefreshTokenGrantSchema)` to create a new message.
  */
 export const RefreshTokenGrantSchema: GenMessage<RefreshTokenGrant> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 34);
+  messageDesc(file_identity_v1_admin, 36);
 
 /**
  * ListUserSessionsRequest names a user.
@@ -1110,7 +1159,7 @@ export type ListUserSessionsRequest = Message<"identity.v1.ListUserSessionsReque
  * Use `create(ListUserSessionsRequestSchema)` to create a new message.
  */
 export const ListUserSessionsRequestSchema: GenMessage<ListUserSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 35);
+  messageDesc(file_identity_v1_admin, 37);
 
 /**
  * ListUserSessionsResponse holds the user's live sessions and refresh tokens, newest first.
@@ -1134,7 +1183,7 @@ export type ListUserSessionsResponse = Message<"identity.v1.ListUserSessionsResp
  * Use `create(ListUserSessionsResponseSchema)` to create a new message.
  */
 export const ListUserSessionsResponseSchema: GenMessage<ListUserSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 36);
+  messageDesc(file_identity_v1_admin, 38);
 
 /**
  * RevokeSessionRequest names a user and one of its sessions.
@@ -1158,7 +1207,7 @@ export type RevokeSessionRequest = Message<"identity.v1.RevokeSessionRequest"> &
  * Use `create(RevokeSessionRequestSchema)` to create a new message.
  */
 export const RevokeSessionRequestSchema: GenMessage<RevokeSessionRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 37);
+  messageDesc(file_identity_v1_admin, 39);
 
 /**
  * RevokeSessionResponse is empty.
@@ -1173,7 +1222,7 @@ export type RevokeSessionResponse = Message<"identity.v1.RevokeSessionResponse">
  * Use `create(RevokeSessionResponseSchema)` to create a new message.
  */
 export const RevokeSessionResponseSchema: GenMessage<RevokeSessionResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 38);
+  messageDesc(file_identity_v1_admin, 40);
 
 /**
  * RevokeRefreshTokenRequest names a user and one of its refresh tokens.
@@ -1197,7 +1246,7 @@ export type RevokeRefreshTokenRequest = Message<"identity.v1.RevokeRefreshTokenR
  * Use `create(RevokeRefreshTokenRequestSchema)` to create a new message.
  */
 export const RevokeRefreshTokenRequestSchema: GenMessage<RevokeRefreshTokenRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 39);
+  messageDesc(file_identity_v1_admin, 41);
 
 /**
  * RevokeRefreshTokenResponse is empty.
@@ -1212,7 +1261,7 @@ export type RevokeRefreshTokenResponse = Message<"identity.v1.RevokeRefreshToken
  * Use `create(RevokeRefreshTokenResponseSchema)` to create a new message.
  */
 export const RevokeRefreshTokenResponseSchema: GenMessage<RevokeRefreshTokenResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 40);
+  messageDesc(file_identity_v1_admin, 42);
 
 /**
  * RevokeAllUserSessionsRequest names a user.
@@ -1231,7 +1280,7 @@ export type RevokeAllUserSessionsRequest = Message<"identity.v1.RevokeAllUserSes
  * Use `create(RevokeAllUserSessionsRequestSchema)` to create a new message.
  */
 export const RevokeAllUserSessionsRequestSchema: GenMessage<RevokeAllUserSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 41);
+  messageDesc(file_identity_v1_admin, 43);
 
 /**
  * RevokeAllUserSessionsResponse counts what was ended.
@@ -1255,7 +1304,7 @@ export type RevokeAllUserSessionsResponse = Message<"identity.v1.RevokeAllUserSe
  * Use `create(RevokeAllUserSessionsResponseSchema)` to create a new message.
  */
 export const RevokeAllUserSessionsResponseSchema: GenMessage<RevokeAllUserSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 42);
+  messageDesc(file_identity_v1_admin, 44);
 
 /**
  * FieldViolation is the error detail of invalid input: which field, and
@@ -1287,7 +1336,7 @@ export type FieldViolation = Message<"identity.v1.FieldViolation"> & {
  * Use `create(FieldViolationSchema)` to create a new message.
  */
 export const FieldViolationSchema: GenMessage<FieldViolation> = /*@__PURE__*/
-  messageDesc(file_identity_v1_admin, 43);
+  messageDesc(file_identity_v1_admin, 45);
 
 /**
  * ApplicationAdminService manages OAuth client applications.
@@ -1415,6 +1464,19 @@ export const UserAdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteUserRequestSchema;
     output: typeof DeleteUserResponseSchema;
+  },
+  /**
+   * Mails the user a single-use link that verifies its email address. Needs
+   * mail (--smtp-url); refused for a user with no email or a verified one.
+   * Returns once the mail is queued; a failure to deliver it is logged and
+   * audited as mail_failed.
+   *
+   * @generated from rpc identity.v1.UserAdminService.SendVerificationEmail
+   */
+  sendVerificationEmail: {
+    methodKind: "unary";
+    input: typeof SendVerificationEmailRequestSchema;
+    output: typeof SendVerificationEmailResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_identity_v1_admin, 1);
