@@ -1,5 +1,24 @@
 import type { RunningServer } from "../../src/app/server.js";
-import { authorizeUrl, browse, submit, type CookieJar } from "./browserless.js";
+import { authorizeUrl, type CookieJar } from "./browserless.js";
+
+/** GET without following redirects, with the jar's cookies and `headers` (an X-Forwarded-For behind a trusted proxy, say). */
+export async function browse(url: string, jar: CookieJar, headers: Record<string, string> = {}): Promise<Response> {
+  const res = await fetch(url, { redirect: "manual", headers: { ...headers, cookie: jar.header() } });
+  jar.store(res);
+  return res;
+}
+
+/** POST a form without following redirects, with the jar's cookies and `headers`. */
+export async function submit(url: string, fields: Record<string, string>, jar: CookieJar, headers: Record<string, string> = {}): Promise<Response> {
+  const res = await fetch(url, {
+    method: "POST",
+    redirect: "manual",
+    headers: { ...headers, cookie: jar.header(), "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(fields).toString(),
+  });
+  jar.store(res);
+  return res;
+}
 
 const unescape = (value: string) => value.replace(/&#(\d+);/g, (_, code: string) => String.fromCharCode(Number(code)));
 
@@ -30,17 +49,18 @@ export async function signUp(
   jar: CookieJar,
   account: { username: string; email: string; password: string; passwordAgain?: string },
   params: Record<string, string | undefined> = {},
+  headers: Record<string, string> = {},
 ): Promise<Response> {
   const hidden = await openSignUp(server, jar, params);
   const { passwordAgain, ...rest } = account;
-  return submit(`${server.url}/signup`, { ...hidden, ...rest, password_again: passwordAgain ?? account.password }, jar);
+  return submit(`${server.url}/signup`, { ...hidden, ...rest, password_again: passwordAgain ?? account.password }, jar, headers);
 }
 
 /** Open the "Forgot password?" page and ask for a link for `identifier`. */
-export async function askReset(server: Pick<RunningServer, "url">, jar: CookieJar, identifier: string): Promise<Response> {
+export async function askReset(server: Pick<RunningServer, "url">, jar: CookieJar, identifier: string, headers: Record<string, string> = {}): Promise<Response> {
   const page = await browse(`${server.url}/login/forgot`, jar);
   if (page.status !== 200) throw new Error(`the forgot-password page answered ${page.status}`);
-  return submit(`${server.url}/login/forgot`, { ...hiddenFields(await page.text()), identifier }, jar);
+  return submit(`${server.url}/login/forgot`, { ...hiddenFields(await page.text()), identifier }, jar, headers);
 }
 
 /** Open a mailed link (its GET shows a form) and send that form with `fields`. */
