@@ -75,6 +75,28 @@ describe("self-service attacks (issue 47 §5)", function () {
     assertSameTime(existing, missing, "reset for an account and for nobody");
   });
 
+  it("account enumeration by reset with a slow database: the account is looked up after the answer", async () => {
+    const users = server.store.users;
+    const [findByName, findByEmail] = [users.findByName, users.findByEmail];
+    const slow = <A extends unknown[], R>(fn: (...a: A) => Promise<R>) => async (...a: A) => {
+      await new Promise((wake) => setTimeout(wake, 400));
+      return fn.apply(users, a);
+    };
+    users.findByName = slow(findByName);
+    users.findByEmail = slow(findByEmail);
+    try {
+      for (const identifier of [TEST_USER.email, "nobody@example.com"]) {
+        const res = await timed(() => askReset(server, new CookieJar(), identifier, fromNewAddress()));
+        assert.equal(res.status, 200);
+        assert.ok(res.ms < 400, `answered in ${res.ms.toFixed(0)} ms: the lookup was on the request's path`);
+      }
+    } finally {
+      await server.domain.selfService.drain();
+      users.findByName = findByName;
+      users.findByEmail = findByEmail;
+    }
+  });
+
   it("account enumeration by sign-up: the same answer and the same time for a new email and a taken one", async () => {
     const fresh: number[] = [];
     const taken: number[] = [];
