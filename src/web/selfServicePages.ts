@@ -29,14 +29,21 @@ export interface SignUpView {
 
 export function signUpPage(view: SignUpView): string {
   const errors = view.errors ?? {};
+  // Focus goes to the first field in error, else the first field.
   const first = (["username", "email", "password", "passwordAgain"] as const).find((f) => errors[f]) ?? "username";
+  const fields = [
+    field("username", "Username", "text", "username", view.username ?? "", errors.username, first === "username"),
+    field("email", "Email", "email", "email", view.email ?? "", errors.email, first === "email"),
+    field("password", `Password (at least ${view.passwordMinLength} characters)`, "password", "new-password", "", errors.password, first === "password"),
+    field("password_again", "Password again", "password", "new-password", "", errors.passwordAgain, first === "passwordAgain"),
+  ].join("");
   return layout(
     `Create an account for ${view.appName}`,
     `<h1>Create account</h1>
 <p class="subtitle">to continue to <strong>${escapeHtml(view.appName)}</strong></p>
 <form method="post" action="/signup" class="login" novalidate>
 ${hidden({ request: view.requestId, csrf_token: view.csrfToken })}
-${field("username", "Username", "text", "username", view.username ?? "", errors.username, first === "username")}${field("email", "Email", "email", "email", view.email ?? "", errors.email, first === "email")}${field("password", `Password (at least ${view.passwordMinLength} characters)`, "password", "new-password", "", errors.password, first === "password")}${field("password_again", "Password again", "password", "new-password", "", errors.passwordAgain, first === "passwordAgain")}<button type="submit" class="primary">Create account</button>
+${fields}<button type="submit" class="primary">Create account</button>
 </form>`,
   );
 }
@@ -71,13 +78,18 @@ export interface ResetView {
 
 export function resetPage(view: ResetView): string {
   const errors = view.errors ?? {};
+  const againFirst = !errors.password && !!errors.passwordAgain;
+  const fields = [
+    field("password", `New password (at least ${view.passwordMinLength} characters)`, "password", "new-password", "", errors.password, !againFirst),
+    field("password_again", "New password again", "password", "new-password", "", errors.passwordAgain, againFirst),
+  ].join("");
   return layout(
     "Choose a new password",
     `<h1>Choose a new password</h1>
 <p class="subtitle">for <strong>${escapeHtml(view.userName)}</strong>. Every session of this account will be signed out.</p>
 <form method="post" action="/password/reset" class="login" novalidate>
 ${hidden({ token: view.token, csrf_token: view.csrfToken })}
-${field("password", `New password (at least ${view.passwordMinLength} characters)`, "password", "new-password", "", errors.password, !errors.passwordAgain)}${field("password_again", "New password again", "password", "new-password", "", errors.passwordAgain, !!errors.passwordAgain)}<button type="submit" class="primary">Set password</button>
+${fields}<button type="submit" class="primary">Set password</button>
 </form>`,
   );
 }
