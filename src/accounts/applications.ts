@@ -49,7 +49,7 @@ export { GRANT_TYPES } from "../oauth/grants/index.js";
 
 export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
-  "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa",
+  "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa", "signup",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -74,6 +74,8 @@ export interface ApplicationInput {
   publicClient?: boolean;
   /** `optional` (the default) or `required`: the second-factor policy (oauth/factors/signInPolicy.ts). */
   mfa?: MfaPolicy;
+  /** Whether its login page offers "Create account" (accounts/signUp.ts); false by default. */
+  signup?: boolean;
 }
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field, naming every bad one. */
@@ -116,6 +118,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     accessTokenStrategy: check(() => optionalOneOf(raw.accessTokenStrategy, "accessTokenStrategy", ACCESS_TOKEN_STRATEGIES)),
     publicClient: check(() => optionalBoolean(raw.publicClient, "publicClient")),
     mfa: check(() => optionalOneOf(raw.mfa, "mfa", MFA_POLICIES)),
+    signup: check(() => optionalBoolean(raw.signup, "signup")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -172,6 +175,7 @@ export class ApplicationAdmin {
       accessTokenStrategy: input.accessTokenStrategy ?? DEFAULT_ACCESS_TOKEN_STRATEGY,
       publicClient,
       mfa: input.mfa ?? "optional",
+      ...(input.signup ? { signup: true } : {}),
       createdAt: now,
       updatedAt: now,
     };
@@ -187,8 +191,10 @@ export class ApplicationAdmin {
     const grantTypes = input.grantTypes ? withCodeGrant(input.grantTypes) : current.grantTypes;
     checkPublicClient(publicClient, grantTypes, input);
     const { clientSecret, clientSecretHash } = await this.secretOnUpdate(current, publicClient, input.clientSecret);
+    // Present only when on, as the store reads it back.
+    const { signup: _signup, ...unchanged } = current;
     const app: ApplicationRecord = {
-      ...current,
+      ...unchanged,
       clientId: input.clientId ?? current.clientId,
       clientSecretHash,
       redirectUris: input.redirectUris ?? current.redirectUris,
@@ -202,6 +208,7 @@ export class ApplicationAdmin {
       accessTokenStrategy: input.accessTokenStrategy ?? current.accessTokenStrategy,
       publicClient,
       mfa: input.mfa ?? current.mfa ?? "optional",
+      ...((input.signup ?? current.signup) ? { signup: true } : {}),
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.

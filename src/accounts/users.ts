@@ -101,7 +101,8 @@ export class UserAdmin {
       passwordHash: input.password ? await this.rehash(current, input.password) : current.passwordHash,
       displayName: input.displayName ?? current.displayName,
       email: input.email ?? current.email,
-      emailVerified: input.emailVerified ?? current.emailVerified,
+      // A new address is unverified until its owner proves it (issue 47 §4), unless the same change says otherwise.
+      emailVerified: input.emailVerified ?? (input.email !== undefined && input.email !== current.email ? false : current.emailVerified),
       avatar: input.avatar ?? current.avatar,
       phone: input.phone ?? current.phone,
       address: input.address ?? current.address,

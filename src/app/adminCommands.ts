@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { parseApplicationInput } from "./../accounts/applications.js";
 import { parseUserInput } from "./../accounts/users.js";
 import { systemClock } from "./../shared/clock.js";
+import { createLogger } from "./../shared/log.js";
 import { resolveServeOption, SERVE_OPTIONS } from "./config.js";
 import { createDomain, type Domain } from "./../domain/index.js";
 import { parseProviderInput, parseProviderPatch } from "./../federation/providers.js";
@@ -30,6 +31,11 @@ const ADMIN_FLAGS = {
   // The second-factor policy of an application (optional, required), and an admin's reset of a user's factors.
   mfa: { type: "string" },
   "reset-mfa": { type: "boolean" },
+  signup: { type: "boolean" },
+  "no-signup": { type: "boolean" },
+  // `user verify-email` mails through the same settings as `serve` (docs/mail.md).
+  "smtp-url": { type: "string" },
+  "mail-from": { type: "string" },
   "expire-in-hours": { type: "string" },
   "refresh-expire-in-hours": { type: "string" },
   password: { type: "string" },
@@ -98,6 +104,7 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
     flags: [
       "name", "client-id", "client-secret", "redirect-uri", "grant-type", "provider", "allowed-origin", "token-format",
       "signing-alg", "access-token-strategy", "expire-in-hours", "refresh-expire-in-hours", "public-client", "no-public-client", "mfa",
+      "signup", "no-signup",
     ],
   },
   user: {
@@ -107,10 +114,11 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
       ["show --name NAME", "show one user, with its second factors"],
       ["update --name NAME [flags]", "change only the fields whose flags are given; --reset-mfa removes every second factor"],
       ["delete --name NAME", "delete a user"],
+      ["verify-email --name NAME --issuer URL --smtp-url URL --mail-from ADDR", "mail the user a link that verifies its email, and wait for delivery (flags or their IDENTITY_ variables, as for serve)"],
     ],
     flags: [
       "name", "password", "display-name", "email", "email-verified", "no-email-verified", "avatar", "phone", "address",
-      "admin", "no-admin", "disabled", "no-disabled", "reset-mfa",
+      "admin", "no-admin", "disabled", "no-disabled", "reset-mfa", "issuer", "smtp-url", "mail-from",
     ],
   },
   provider: {
@@ -171,7 +179,7 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   const { values } = parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
   const fields: Record<string, unknown> = {};
   for (const [given, value] of Object.entries(values)) {
-    if (given === "database" || given === "kid" || given === "alg" || given === "key-activation-delay-seconds") continue;
+    if (["database", "kid", "alg", "key-activation-delay-seconds", "smtp-url", "mail-from"].includes(given)) continue;
     const negated = given.startsWith("no-");
     const flag = negated ? given.slice(3) : given;
     const key = PLURAL[camel(flag)] ?? camel(flag);
@@ -182,10 +190,12 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   const store = createStore(db);
   try {
     const activationDelaySeconds = resolveServeOption("keyActivationDelaySeconds", values["key-activation-delay-seconds"], env);
+    const mailing = noun === "user" && verb === "verify-email";
     const domain = await createDomain({
       store,
       clock: systemClock,
-      issuer: "http://localhost",
+      issuer: mailing ? mailIssuer(values.issuer, env) : "http://localhost",
+      ...(mailing ? { selfService: mailSettings(values["smtp-url"], values["mail-from"], env), logger: createLogger({ level: "warn" }) } : {}),
       secretKey: env.IDENTITY_SECRET_KEY || undefined,
       keyActivationDelayMs: activationDelaySeconds === undefined ? undefined : activationDelaySeconds * 1000,
     });
@@ -195,6 +205,21 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
     await store.close();
     await db.destroy();
   }
+}
+
+/** The issuer a mailed link is made from: --issuer or IDENTITY_ISSUER, never a guess. */
+function mailIssuer(flag: string | undefined, env: NodeJS.ProcessEnv): string {
+  const issuer = resolveServeOption("issuer", flag, env);
+  if (!issuer) throw new OAuthError("invalid_request", "--issuer (or IDENTITY_ISSUER) is required: the mailed link is made from it");
+  return issuer;
+}
+
+/** --smtp-url and --mail-from, or their variables, as `serve` reads them. */
+function mailSettings(smtpFlag: string | undefined, fromFlag: string | undefined, env: NodeJS.ProcessEnv) {
+  const smtpUrl = resolveServeOption("smtpUrl", smtpFlag, env);
+  const from = resolveServeOption("mailFrom", fromFlag, env);
+  if (!smtpUrl || !from) throw new OAuthError("invalid_request", "--smtp-url and --mail-from (or their IDENTITY_ variables) are required");
+  return { mail: { smtpUrl, from } };
 }
 
 async function runAdmin(
@@ -263,6 +288,12 @@ async function runAdmin(
     case "user delete":
       await domain.userAdmin.delete(name());
       return { deleted: name() };
+    case "user verify-email": {
+      const { delivered } = await domain.selfService.emailVerification.send(name());
+      // The mail's failures are on standard error, from the outbox's log.
+      if (!(await delivered)) throw new OAuthError("temporarily_unavailable", "the verification mail could not be delivered");
+      return { mailed: name() };
+    }
     case "provider create":
       return publicProvider(await domain.providerAdmin.create(parseProviderInput(fields)));
     case "provider update":

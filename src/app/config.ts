@@ -11,6 +11,8 @@ import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./../federation/upstream.js";
 import { POSTGRES_DEFAULTS } from "./../store/db.js";
 import { DEFAULT_QUERY_TIMEOUT_MS } from "./../store/deadlines.js";
 import { LOG_LEVELS, type LogLevel } from "./../shared/log.js";
+import { smtpOptions } from "./../accounts/mailer.js";
+import { SELF_SERVICE_DEFAULTS } from "./../accounts/selfService.js";
 
 /** Where /metrics is served: not at all, on the main port, or on its own port. */
 export type MetricsMode = "off" | "same" | { port: number };
@@ -95,6 +97,13 @@ export interface ServeConfig {
   requestTimeoutSeconds?: number;
   /** HTTP/2 sessions idle this long are closed. */
   idleTimeoutSeconds?: number;
+  /** Where mail goes (a secret: it may hold a password); unset offers nothing that needs mail (issue 47). */
+  smtpUrl?: string;
+  /** The From of every mail. */
+  mailFrom?: string;
+  passwordMinLength?: number;
+  emailLinkTtlSeconds?: number;
+  signupMaxPerHour?: number;
 }
 
 interface OptionSpec {
@@ -165,6 +174,12 @@ const bool = (raw: string) => {
 };
 const logLevel = (raw: string) => {
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new Error(`expected one of ${LOG_LEVELS.join(", ")}: ${raw}`);
+  return raw;
+};
+// The URL is checked but never quoted in an error: it may hold a password.
+const smtpUrl = (raw: string) => (smtpOptions(raw), raw);
+const mailbox = (raw: string) => {
+  if (!/^[^\r\n]*@[^\r\n]*$/.test(raw)) throw new Error(`must be an address such as "Identity <no-reply@example.com>": ${raw}`);
   return raw;
 };
 const metricsMode = (raw: string): MetricsMode => (raw === "off" || raw === "same" ? raw : { port: port(raw) });
@@ -376,6 +391,29 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     default: String(DEFAULT_KEY_ACTIVATION_DELAY_MS / 1000),
     description: "a key made by `identity keys rotate` (which reads this option too) or the RotateKey RPC is published at once and signs only after this delay",
     parse: atLeast(0),
+  },
+  {
+    key: "smtpUrl", flag: "smtp-url", env: "IDENTITY_SMTP_URL", default: "",
+    description:
+      "SMTP server for sign-up, verification and reset mail: `smtps://user:password@host:465`, or `smtp://…:587` (STARTTLS required beyond loopback); a secret, never logged. Unset, nothing that needs mail is offered (docs/mail.md)",
+    parse: smtpUrl,
+  },
+  {
+    key: "mailFrom", flag: "mail-from", env: "IDENTITY_MAIL_FROM", default: "",
+    description: "the From address of every mail, e.g. `Identity <no-reply@example.com>`; required with `--smtp-url`", parse: mailbox,
+  },
+  {
+    key: "passwordMinLength", flag: "password-min-length", env: "IDENTITY_PASSWORD_MIN_LENGTH", default: String(SELF_SERVICE_DEFAULTS.passwordMinLength),
+    description: "shortest password sign-up and password reset accept (and never the user name or email)", parse: atLeast(1),
+  },
+  {
+    key: "emailLinkTtlSeconds", flag: "email-link-ttl-seconds", env: "IDENTITY_EMAIL_LINK_TTL_SECONDS",
+    default: String(SELF_SERVICE_DEFAULTS.emailLinkTtlSeconds),
+    description: "how long a mailed verification or reset link works (once)", parse: atLeast(1),
+  },
+  {
+    key: "signupMaxPerHour", flag: "signup-max-per-hour", env: "IDENTITY_SIGNUP_MAX_PER_HOUR", default: String(SELF_SERVICE_DEFAULTS.signupMaxPerHour),
+    description: "sign-up requests one client address may make an hour; beyond them, 429", parse: atLeast(1),
   },
 ];
 

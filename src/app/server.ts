@@ -36,6 +36,7 @@ import { createStore, type Store } from "./../store/index.js";
 import { startWalCheckpoints } from "./../store/walCheckpoints.js";
 import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./../http/transport.js";
 import { createWebHandler, WEB_ROUTES } from "./../web/handler.js";
+import type { MailPolicy } from "./../accounts/mailer.js";
 import { createLogoutHandler, LOGOUT_PATH } from "./../web/logout.js";
 
 export interface ServerDeps {
@@ -57,6 +58,8 @@ export interface ServerDeps {
    * output is a terminal; by default none is made.
    */
   seedAdmin?: boolean;
+  /** How hard each mail is tried (tests shorten the pauses); DEFAULT_MAIL_POLICY otherwise. */
+  mailPolicy?: MailPolicy;
 }
 
 /**
@@ -133,6 +136,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   }
   const fast = deps.fastPaths ?? fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS);
   if (!config.tlsCert !== !config.tlsKey) throw new Error("--tls-cert and --tls-key go together: give both, or neither");
+  if (!config.smtpUrl !== !config.mailFrom) throw new Error("--smtp-url and --mail-from go together: give both, or neither");
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
   const db = await openDatabase({
     url: config.database,
@@ -189,6 +193,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
     auditRetentionMs: config.auditRetentionDays === undefined ? CLEANUP_DEFAULTS.auditRetentionMs : config.auditRetentionDays * 24 * 3600 * 1000,
   });
   let metricsListener: MetricsListener | undefined;
+  let domainMade: Domain | undefined;
   const store = createStore(db, { fastReads: fast.rowReader, logger });
   const file = sqliteFile(db);
   // Files made by an older version, or by hand, keep their modes: said once at start, not changed.
@@ -201,6 +206,8 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   const close = async () => {
     await listener.close((config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds) * 1000);
     await metricsListener?.close();
+    // Mail queued by requests already answered goes out (or is given up) before the store closes.
+    await domainMade?.selfService.drain();
     await cleanup.stop();
     await checkpoints?.stop();
     await store.close();
@@ -248,7 +255,14 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         federationTimeoutMs: config.federationTimeoutMs,
         logger,
         auditEvents: config.auditEvents,
+        selfService: {
+          mail: config.smtpUrl && config.mailFrom ? { smtpUrl: config.smtpUrl, from: config.mailFrom, policy: deps.mailPolicy } : undefined,
+          passwordMinLength: config.passwordMinLength,
+          emailLinkTtlSeconds: config.emailLinkTtlSeconds,
+          signupMaxPerHour: config.signupMaxPerHour,
+        },
       });
+      domainMade = domain;
       // The console's application first: the config file's consoleProviders is stored on it.
       const consoleClient = await domain.ensureConsoleClient();
       if (consoleClient !== "unchanged") {

@@ -4,6 +4,7 @@ import { listUsersPage, type UserPage, type UserPageRequest } from "./../account
 import { UserSessions } from "./../accounts/userSessions.js";
 import { consoleClientFor, ensureConsoleClient, type ConsoleClient } from "./../accounts/consoleClient.js";
 import { ConsoleProviders } from "./../accounts/consoleProviders.js";
+import { createSelfService, type SelfService, type SelfServiceOptions } from "./../accounts/selfService.js";
 import { noAudit, type AuditTrail } from "./../shared/audit.js";
 import type { Clock } from "./../shared/clock.js";
 import { listAuditEvents, lockoutEvent, LoggedAuditTrail, type AuditPage, type AuditQuery } from "./auditTrail.js";
@@ -24,7 +25,7 @@ import { SignOut } from "./../oauth/endSession.js";
 import { TokenEndpoint } from "./../oauth/tokenEndpoint.js";
 import { TokenInspector } from "./../oauth/tokenInspector.js";
 import { KeyRing, type KeyPairGenerator } from "./../oauth/keys.js";
-import type { ScryptCost } from "./../oauth/secrets.js";
+import { SCRYPT_COST, type ScryptCost } from "./../oauth/secrets.js";
 import { LoginThrottle, type LoginPolicy, type Lockout } from "./../oauth/loginThrottle.js";
 import { noMetrics, type Metrics } from "./../oauth/metrics.js";
 import { PendingAuthorizations } from "./../oauth/pendingAuthorizations.js";
@@ -87,6 +88,8 @@ export interface Domain {
   auditEvents(query: AuditQuery): Promise<AuditPage>;
   /** What the readiness probe asks. */
   readiness: Readiness;
+  /** Sign-up, password reset and email verification by mail (accounts/selfService.ts). */
+  selfService: SelfService;
 }
 
 /** Whether this instance can serve: its database answers and a signing key is loaded. */
@@ -131,6 +134,8 @@ export interface DomainOptions {
   logger?: Logger;
   /** Record security events (docs/audit.md) in the log and the database; default true. */
   auditEvents?: boolean;
+  /** Mail settings and the rules of sign-up and password reset; no mail when absent. */
+  selfService?: SelfServiceOptions;
 }
 
 const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
@@ -220,5 +225,10 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     ensureConsoleClient: () => ensureConsoleClient(store.applications, clock, consoleClient),
     auditEvents: (query) => listAuditEvents(store.auditEvents, query),
     readiness: { database: () => store.ping(), signingKeyLoaded: () => keys.hasSigningKey() },
+    selfService: createSelfService(
+      store,
+      { issuer, clock, audit, logger, hashCost: options.secretHashCost ?? SCRYPT_COST, clearLockout: (name) => loginThrottle.clearName(name) },
+      options.selfService,
+    ),
   };
 }

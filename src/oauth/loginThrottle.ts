@@ -183,6 +183,11 @@ export class LoginThrottle {
     for (const { counter } of reserved) await this.failures.refundFailure(counter.key, counter.max);
   }
 
+  /** Forget a user name's failures and lift its lockout: its owner proved the mailbox (a password reset, issue 47 §3). */
+  async clearName(username: string): Promise<void> {
+    if (this.policy.maxFailures > 0) await this.failures.clear(`user:${sha256(username)}`);
+  }
+
   /**
    * The address first: a locked address is refused before it touches the
    * name's count, so guesses from it cannot even briefly hold places in the

@@ -54,6 +54,11 @@ export class UserAuthenticator {
       this.audit.record({ ...signIn, outcome: "failure", actor: namedUser(username), userName: username.slice(0, 64), details: { reason: "invalid_credentials" } });
       throw new OAuthError("invalid_grant", "invalid username or password");
     }
+    if (user.mustVerifyEmail && !user.emailVerified) {
+      // An account made by sign-up signs in once its email is verified (issue 47 §2); its password was right, so nothing is hidden.
+      this.audit.record({ ...signIn, outcome: "failure", actor: userActor(user), userId: user.id, userName: user.name, details: { reason: "email_unverified" } });
+      throw new OAuthError("invalid_grant", "verify your email address first: follow the link in the mail we sent you");
+    }
     this.audit.record({ ...signIn, outcome: "success", actor: userActor(user), userId: user.id, userName: user.name });
     return user;
   }

@@ -57,6 +57,7 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     accessTokenStrategy: input.accessTokenStrategy,
     publicClient: input.publicClient,
     mfa: input.mfa,
+    signup: input.signup,
   });
 }
 
@@ -130,6 +131,10 @@ export function userAdminService(domain: Domain): ServiceImpl<typeof UserAdminSe
       if (!(await domain.secondFactors.remove(user, req.factorId, adminCaller.current().actor))) {
         throw new OAuthError("not_found", "this user has no factor with that id");
       }
+      return {};
+    },
+    async sendVerificationEmail(req) {
+      await domain.selfService.emailVerification.send(req.name);
       return {};
     },
   };

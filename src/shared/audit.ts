@@ -29,6 +29,10 @@ export const AUDIT_EVENTS = [
   "factor_used",
   "recovery_code_used",
   "step_up_requested",
+  "signup",
+  "email_verified",
+  "password_reset",
+  "mail_failed",
 ] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 

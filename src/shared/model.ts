@@ -70,6 +70,8 @@ export interface ApplicationRecord {
   publicClient: boolean;
   /** The second-factor policy; absent is `optional`. */
   mfa?: MfaPolicy;
+  /** Whether its login page offers "Create account" (accounts/signUp.ts). Absent is false. */
+  signup?: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -87,6 +89,8 @@ export interface UserRecord {
   isAdmin: boolean;
   disabled: boolean;
   properties: Record<string, string>;
+  /** Made by sign-up with mail configured: no sign-in until the email is verified (accounts/signUp.ts). Absent is false. */
+  mustVerifyEmail?: boolean;
   createdAt: number;
   updatedAt: number;
 }

@@ -24,6 +24,7 @@ interface Row {
   access_token_strategy: string;
   public_client: boolean | number;
   mfa?: string;
+  signup?: boolean | number;
   created_at: number;
   updated_at: number;
 }
@@ -44,6 +45,8 @@ const fromRow = (r: Row): ApplicationRecord => ({
   accessTokenStrategy: r.access_token_strategy as AccessTokenStrategy,
   publicClient: Boolean(r.public_client),
   mfa: r.mfa === "required" ? "required" : "optional",
+  // Only when set, like an optional field left out.
+  ...(r.signup ? { signup: true } : {}),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -64,6 +67,7 @@ const toRow = (a: ApplicationRecord): Row => ({
   access_token_strategy: a.accessTokenStrategy,
   public_client: a.publicClient,
   mfa: a.mfa ?? "optional",
+  signup: a.signup ?? false,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });

@@ -49,6 +49,10 @@ export const SWEEPS: readonly Sweep[] = [
   },
   { table: "federation_states", key: "state_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
   { table: "webauthn_challenges", key: "challenge", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+  // A mailed link past its expiry says only "expired"; after a day, "unknown" says enough.
+  { table: "email_links", key: "token_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now - DAY_MS) },
+  // Budgets are hourly; a window that began a day ago counts for nothing.
+  { table: "action_limits", key: "key", expired: (rows, now) => rows.where("t.window_started_at", "<=", now - DAY_MS) },
 ];
 
 export interface CleanupLimits {

@@ -1,4 +1,6 @@
 import { AccountLinkRepository } from "./accountLinks.js";
+import { ActionLimitRepository } from "./actionLimits.js";
+import { EmailLinkRepository } from "./emailLinks.js";
 import { ApplicationRepository } from "./applications.js";
 import { AuditEventRepository, AuditEventWriter } from "./auditEvents.js";
 import { AuthorizationCodeRepository } from "./authorizationCodes.js";
@@ -44,6 +46,10 @@ export interface Store {
   userFactors: UserFactorRepository;
   /** WebAuthn challenges, each taken once. */
   webauthnChallenges: WebAuthnChallengeRepository;
+  /** The single-use links mailed for email verification and password reset. */
+  emailLinks: EmailLinkRepository;
+  /** Hourly budgets of sign-ups and reset requests, taken atomically. */
+  actionLimits: ActionLimitRepository;
   /** Where audit events are queued and written in batches, off the request's path; close() writes what is queued. */
   auditWriter: AuditEventWriter;
   /** Which path serves the hot lookups (token by hash, client by id, user by id): `knex` is the plain one. */
@@ -100,6 +106,8 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     federatedIdentities,
     accountLinks: new AccountLinkRepository(db, users, federatedIdentities),
     auditEvents,
+    emailLinks: new EmailLinkRepository(db),
+    actionLimits: new ActionLimitRepository(db),
     auditWriter,
     userFactors: new UserFactorRepository(db),
     webauthnChallenges: new WebAuthnChallengeRepository(db),

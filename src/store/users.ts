@@ -19,6 +19,7 @@ export interface UserRow {
   is_admin: boolean | number;
   disabled: boolean | number;
   properties: string;
+  must_verify_email?: boolean | number;
   created_at: number;
   updated_at: number;
 }
@@ -26,7 +27,7 @@ export interface UserRow {
 /** Every column of a user row, for queries that fetch a user along with something else. */
 export const USER_COLUMNS = [
   "id", "name", "password_hash", "display_name", "email", "email_verified", "avatar",
-  "phone", "address", "is_admin", "disabled", "properties", "created_at", "updated_at",
+  "phone", "address", "is_admin", "disabled", "properties", "must_verify_email", "created_at", "updated_at",
 ] as const satisfies readonly (keyof UserRow)[];
 
 const BY_ID = rowBy("users", "id");
@@ -44,6 +45,8 @@ export const userFromRow = (r: UserRow): UserRecord => ({
   isAdmin: Boolean(r.is_admin),
   disabled: Boolean(r.disabled),
   properties: JSON.parse(r.properties),
+  // Only when set: most users never have it, and their records stay as they were.
+  ...(r.must_verify_email ? { mustVerifyEmail: true } : {}),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -61,6 +64,7 @@ const toRow = (u: UserRecord): UserRow => ({
   is_admin: u.isAdmin,
   disabled: u.disabled,
   properties: JSON.stringify(u.properties),
+  must_verify_email: u.mustVerifyEmail ?? false,
   created_at: u.createdAt,
   updated_at: u.updatedAt,
 });
@@ -81,6 +85,7 @@ export interface UserUpdateEnds {
  *   user with the same name");
  * - undefined: findById and findByName of an unknown or deleted user;
  *   deleteByName says whether a row went ("updates, lists and deletes");
+ * - findByEmail ignores case and verification ("email links" › "finds users by email, ignoring case");
  * - findByVerifiedEmail matches exactly (case included) and only verified
  *   emails ("finds users by exact verified email, and tells which names are taken");
  * - atomic with the caller: insert() given `conn` joins its transaction
@@ -137,6 +142,11 @@ export class UserRepository {
   /** Users whose email is exactly `email` and verified. */
   async findByVerifiedEmail(email: string, conn: Db = this.db): Promise<UserRecord[]> {
     return (await conn<UserRow>("users").where({ email, email_verified: true }).orderBy("name")).map(userFromRow);
+  }
+
+  /** Users whose email is `email`, ignoring case, verified or not (sign-up's "is this address taken"). */
+  async findByEmail(email: string): Promise<UserRecord[]> {
+    return (await this.db<UserRow>("users").whereRaw("lower(email) = lower(?)", [email]).orderBy("name").limit(10)).map(userFromRow);
   }
 
   /** Which of `names` are taken. */

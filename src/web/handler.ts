@@ -9,6 +9,7 @@ import { CONSOLE_PATHS, consoleRoutes } from "./console.js";
 import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
 import { SignInPages } from "./signIn.js";
+import { SELF_SERVICE_PATHS, SelfServicePages } from "./selfService.js";
 import { STYLESHEET } from "./stylesheet.js";
 import { requestContextOf, type LogUnexpected } from "../http/requestContext.js";
 
@@ -45,6 +46,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   STYLESHEET_PATH,
   FORM_POST_SCRIPT_PATH,
   ...CONSOLE_PATHS,
+  ...Object.values(SELF_SERVICE_PATHS),
   { pattern: PROVIDER_PATH, label: "/login/oauth/provider/{name}" },
   { pattern: PROVIDER_CALLBACK_PATH, label: "/callback/{name}" },
 ];
@@ -56,6 +58,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
  */
 export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
   const pages = new SignInPages(domain);
+  const selfService = new SelfServicePages(domain, pages);
   const css = Buffer.from(STYLESHEET);
   const formPostScript = Buffer.from(FORM_POST_SCRIPT);
 
@@ -79,6 +82,8 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, undefined, await params(req, url), options.clientAddress(req)) },
     [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },
     [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },
+    // Self-service accounts (issue 47): each path's GET shows its form, its POST takes it.
+    ...selfServiceRoutes(selfService, params, options.clientAddress),
     // The admin console at /admin/ (web/console.ts).
     ...consoleRoutes(domain),
   };
@@ -127,4 +132,23 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       else sendPage(res, 500, errorPage("Something went wrong", "The sign-in service had an internal error."));
     }
   }
+}
+
+type ParamsOf = (req: IncomingMessage, url: URL) => Promise<ReadonlyMap<string, string>>;
+
+/** One route per self-service path: GET to its form, POST to its handler, with the client address for the budgets. */
+function selfServiceRoutes(pages: SelfServicePages, params: ParamsOf, clientAddress: ClientAddressOf): Record<string, Route> {
+  const route = (
+    show: (req: IncomingMessage, res: ServerResponse, p: ReadonlyMap<string, string>) => Promise<void>,
+    take: (req: IncomingMessage, res: ServerResponse, p: ReadonlyMap<string, string>, address?: string) => Promise<void>,
+  ): Route => ({
+    methods: ["GET", "POST"],
+    serve: async (req, res, url) => (req.method === "POST" ? take(req, res, await params(req, url), clientAddress(req)) : show(req, res, await params(req, url))),
+  });
+  return {
+    [SELF_SERVICE_PATHS.signUp]: route((...a) => pages.signUpForm(...a), (...a) => pages.signUp(...a)),
+    [SELF_SERVICE_PATHS.forgot]: route((...a) => pages.forgotForm(...a), (...a) => pages.forgot(...a)),
+    [SELF_SERVICE_PATHS.verify]: route((...a) => pages.verifyForm(...a), (...a) => pages.verify(...a)),
+    [SELF_SERVICE_PATHS.reset]: route((...a) => pages.resetForm(...a), (...a) => pages.reset(...a)),
+  };
 }

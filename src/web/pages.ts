@@ -40,6 +40,8 @@ export interface LoginView {
   /** Prefilled after a failed attempt. */
   username?: string;
   error?: string;
+  /** Self-service pages this login page links to, when offered (web/selfService.ts). */
+  links?: { forgot?: string; signup?: string };
 }
 
 /** Hidden fields every form of the login page posts: the pending request and the CSRF token. */
@@ -87,8 +89,16 @@ ${pendingFields(view)}
 <input id="password" name="password" type="password" autocomplete="current-password" required${focusPassword}${describedBy}>
 <button type="submit" class="primary">Sign in</button>
 </form>
-${providers}`,
+${selfServiceLinks(view.links)}${providers}`,
   );
+}
+
+function selfServiceLinks(links: LoginView["links"]): string {
+  const shown = [
+    ...(links?.forgot ? [`<a href="${escapeHtml(links.forgot)}">Forgot password?</a>`] : []),
+    ...(links?.signup ? [`<a href="${escapeHtml(links.signup)}">Create account</a>`] : []),
+  ];
+  return shown.length ? `<p class="links">${shown.join("")}</p>\n` : "";
 }
 
 /** What the sign-out confirmation carries through to its POST (RP-Initiated Logout 1.0 §2). */

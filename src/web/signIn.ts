@@ -39,6 +39,17 @@ export class SignInPages {
     }
     const { app, request } = validation;
     annotateRequest(requestContextOf(req), { clientId: app.clientId });
+    await this.answer(req, res, app, request, request.loginHint);
+  }
+
+  /**
+   * A checked request: answered at once for a browser whose sign-in is
+   * enough (its second factor included), else the second step or the login
+   * form. Every way into sign-in comes through here, so none skips the
+   * application's policy.
+   */
+  private async answer(req: IncomingMessage, res: ServerResponse, app: ApplicationRecord, request: AuthorizeRequest, loginHint: string | undefined): Promise<void> {
+    const { domain } = this;
     const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
     if (signedIn && domain.authorize.satisfiedBy(request, signedIn.session.authTime)) {
       const proof = await domain.signInPolicy.sessionProof(app, request, signedIn.session);
@@ -57,7 +68,7 @@ export class SignInPages {
     const { csrfToken, cookies } = browserCsrfToken(req, this.secure);
     const pending = await domain.pendingAuthorizations.create(request, csrfToken);
     // OIDC Core §3.1.2.1 login_hint: the user name, prefilled (and escaped like every value on the page).
-    await this.showLogin(res, 200, app, pending, { csrfToken, username: request.loginHint }, cookies);
+    await this.showLogin(res, 200, app, pending, { csrfToken, username: loginHint }, cookies);
   }
 
   /** A signed-in user asked for a (fresh) second factor: by the application's policy, or acr_values=mfa. */
@@ -152,6 +163,18 @@ export class SignInPages {
   }
 
   /**
+   * Go on with an authorize request saved earlier (carried by a mailed
+   * link, issue 47 §2) as if it had just arrived: its application and
+   * redirect URI checked again, the login form shown unless this browser's
+   * session already answers it. The mailed link itself signs nobody in.
+   */
+  async resume(req: IncomingMessage, res: ServerResponse, request: AuthorizeRequest, loginHint?: string): Promise<void> {
+    const app = await this.domain.authorize.returnTo(request);
+    await this.answer(req, res, app, request, loginHint ?? request.loginHint);
+  }
+
+
+  /**
    * The pending request a login-page form refers to, after checking the
    * form's CSRF token against the cookie (double submit) and the request's
    * binding to that token. Throws an error to show otherwise.
@@ -184,7 +207,12 @@ export class SignInPages {
       .map((name) => configured.find((p) => p.name === name))
       .filter((p) => p !== undefined);
     const providers = offered.map((p) => ({ name: p.name, label: p.displayName || p.name, favicon: effectiveProvider(p).favicon }));
-    sendPage(res, status, loginPage({ ...form, appName: app.name, requestId: pending.id, providers }), cookies);
+    // Issue 47: "Forgot password?" only with mail; "Create account" where the application offers sign-up.
+    const links = {
+      forgot: this.domain.selfService.mailConfigured ? `/login/forgot?request=${encodeURIComponent(pending.id)}` : undefined,
+      signup: app.signup ? `/signup?request=${encodeURIComponent(pending.id)}` : undefined,
+    };
+    sendPage(res, status, loginPage({ ...form, appName: app.name, requestId: pending.id, providers, links }), cookies);
   }
 
   /**

@@ -37,4 +37,7 @@ button.provider img { flex: none; max-width: 1.25rem; max-height: 1.25rem; }
 .secret, .recovery-codes { font-family: ui-monospace, monospace; overflow-wrap: anywhere; }
 .recovery-codes { columns: 2; padding-left: 1.5rem; }
 details { margin: .5rem 0; }
+.field-error { margin: 0; color: var(--error); font-size: .9rem; }
+.links { display: flex; justify-content: space-between; gap: 1rem; margin: 1rem 0 0; }
+a { color: var(--accent); }
 `;

@@ -10,6 +10,7 @@ import { ConflictError } from "../../src/store/errors.js";
 import type { FederationStateRecord } from "../../src/store/federationStates.js";
 import type { AccountLinkRequest } from "../../src/store/accountLinks.js";
 import type { SessionRecord } from "../../src/store/sessions.js";
+import type { EmailLinkRecord } from "../../src/store/emailLinks.js";
 import type { RefreshTokenRecord } from "../../src/store/tokens.js";
 import { isPostgres, type Db } from "../../src/store/db.js";
 import { createStore } from "../../src/store/index.js";
@@ -145,6 +146,8 @@ const LOOKUP_PATHS: Record<string, string[]> = {
   authorization_requests: ["id", "expires_at"],
   login_failures: ["key", "window_started_at"],
   federation_states: ["state_hash", "expires_at"],
+  email_links: ["token_hash", "user_id", "expires_at"],
+  action_limits: ["key", "window_started_at"],
   // Found by (provider, external_id_type, external_id), listed by user; users by verified email.
   federated_identities: ["provider", "user_id"],
 };
@@ -949,6 +952,95 @@ describeEachBackend("storage contract", (ctx) => {
     });
   });
 
+  describe("action limits", () => {
+    const WINDOW = 3_600_000;
+
+    it("lets exactly max of 40 concurrent actions through, and starts afresh after the window", async () => {
+      const key = `signup:${hash()}`;
+      const taken = await Promise.all(Array.from({ length: 40 }, () => ctx.store.actionLimits.take(key, 10, T0, WINDOW)));
+      assert.equal(taken.filter(Boolean).length, 10);
+      assert.equal(await ctx.store.actionLimits.take(key, 10, T0 + WINDOW - 1, WINDOW), false);
+      assert.equal(await ctx.store.actionLimits.take(key, 10, T0 + WINDOW, WINDOW), true);
+      assert.equal(await ctx.store.actionLimits.take(`other:${hash()}`, 10, T0, WINDOW), true, "keys are counted apart");
+      assert.equal(await ctx.store.actionLimits.take(`none:${hash()}`, 0, T0, WINDOW), false, "a budget of 0 lets nothing through");
+    });
+  });
+
+  describe("email links", () => {
+    const aLink = (userId: string, over: Partial<EmailLinkRecord> = {}) => ({
+      tokenHash: hash(), userId, purpose: "reset" as const, email: "u@example.com", continueRequest: null, createdAt: T0, expiresAt: T0 + HOUR, ...over,
+    });
+
+    it("finds users by email, ignoring case", async () => {
+      const email = `Mixed.${id()}@Example.com`;
+      const user = aUser({ email, emailVerified: false });
+      await ctx.store.users.insert(user);
+      assert.deepEqual((await ctx.store.users.findByEmail(email.toLowerCase())).map((u) => u.name), [user.name]);
+      assert.deepEqual(await ctx.store.users.findByEmail(`nobody-${id()}@example.com`), []);
+    });
+
+    it("a newer link voids the older one, and a link of the other purpose is another link", async () => {
+      const user = aUser();
+      await ctx.store.users.insert(user);
+      const older = aLink(user.id);
+      const newer = aLink(user.id, { createdAt: T0 + 1 });
+      const verify = aLink(user.id, { purpose: "verify" });
+      await ctx.store.emailLinks.issue(older);
+      await ctx.store.emailLinks.issue(verify);
+      await ctx.store.emailLinks.issue(newer);
+      assert.deepEqual(await ctx.store.emailLinks.take(older.tokenHash, "reset", T0 + 2), { ok: false, reason: "unknown" });
+      assert.deepEqual(await ctx.store.emailLinks.take(verify.tokenHash, "reset", T0 + 2), { ok: false, reason: "unknown" }, "a purpose is part of the link");
+      assert.equal((await ctx.store.emailLinks.take(newer.tokenHash, "reset", T0 + 2)).ok, true);
+      assert.equal((await ctx.store.emailLinks.take(verify.tokenHash, "verify", T0 + 2)).ok, true);
+    });
+
+    it("lets exactly one of 20 concurrent takers have a link, then says used; an expired one says expired", async () => {
+      const user = aUser();
+      await ctx.store.users.insert(user);
+      const link = aLink(user.id);
+      await ctx.store.emailLinks.issue(link);
+      const results = await Promise.all(Array.from({ length: 20 }, () => ctx.store.emailLinks.take(link.tokenHash, "reset", T0 + 5)));
+      assert.equal(results.filter((r) => r.ok).length, 1);
+      assert.ok(results.every((r) => r.ok || r.reason === "used"));
+      const expiring = aLink(user.id, { purpose: "verify", expiresAt: T0 + 10 });
+      await ctx.store.emailLinks.issue(expiring);
+      assert.deepEqual(await ctx.store.emailLinks.take(expiring.tokenHash, "verify", T0 + 10), { ok: false, reason: "expired" });
+    });
+
+    it("verifies only the address it was mailed to", async () => {
+      const user = aUser({ email: "first@example.com", emailVerified: false });
+      await ctx.store.users.insert(user);
+      const link = aLink(user.id, { purpose: "verify", email: "first@example.com" });
+      await ctx.store.emailLinks.issue(link);
+      await ctx.store.users.update({ ...user, email: "second@example.com" });
+      const taken = await ctx.store.emailLinks.verifyEmail(link.tokenHash, T0 + 1);
+      assert.equal(taken.ok, true);
+      assert.equal(taken.verified, false);
+      assert.equal((await ctx.store.users.findByName(user.name))!.emailVerified, false);
+      const second = aLink(user.id, { purpose: "verify", email: "second@example.com" });
+      await ctx.store.emailLinks.issue(second);
+      assert.equal((await ctx.store.emailLinks.verifyEmail(second.tokenHash, T0 + 2)).verified, true);
+      assert.equal((await ctx.store.users.findByName(user.name))!.emailVerified, true);
+    });
+
+    it("resets the password and ends every sign-in, once", async () => {
+      const user = aUser();
+      await ctx.store.users.insert(user);
+      const session = aSession({ userId: user.id, expiresAt: T0 + HOUR });
+      await ctx.store.sessions.insert(session);
+      const refresh = aRefreshToken({ userId: user.id });
+      await ctx.store.refreshTokens.insert(refresh);
+      const link = aLink(user.id);
+      await ctx.store.emailLinks.issue(link);
+      assert.equal((await ctx.store.emailLinks.resetPassword(link.tokenHash, "scrypt$new", T0 + 1)).ok, true);
+      assert.equal((await ctx.store.users.findByName(user.name))!.passwordHash, "scrypt$new");
+      assert.equal(await ctx.store.sessions.findByHash(session.idHash), undefined);
+      assert.equal((await ctx.store.refreshTokens.findByHash(refresh.tokenHash))?.revokedAt, T0 + 1);
+      assert.deepEqual(await ctx.store.emailLinks.resetPassword(link.tokenHash, "scrypt$again", T0 + 2), { ok: false, reason: "used" });
+      assert.equal((await ctx.store.users.findByName(user.name))!.passwordHash, "scrypt$new");
+    });
+  });
+
   describe("cleanup of expired rows", () => {
     // Far past every other test's rows, so once those are drained the counts below are exact.
     let clock: FakeClock;
@@ -1033,6 +1125,19 @@ describeEachBackend("storage contract", (ctx) => {
 
       clock.advanceSeconds(4);
       assert.deepEqual(await job().runOnce(), { ...NOTHING_SWEPT, access_tokens: 1, refresh_tokens: 2 });
+    });
+
+    it("keeps an expired email link and an hourly budget for a day, then deletes them", async () => {
+      const now = clock.now();
+      const user = aUser();
+      await ctx.store.users.insert(user);
+      await ctx.store.emailLinks.issue({ tokenHash: hash(), userId: user.id, purpose: "verify", email: "", continueRequest: null, createdAt: now, expiresAt: now });
+      assert.equal(await ctx.store.actionLimits.take(`reset:${hash()}`, 5, now, HOUR), true);
+      clock.advanceSeconds(23 * 3600);
+      const mine = ({ email_links, action_limits }: Record<string, number>) => ({ email_links, action_limits });
+      assert.deepEqual(mine(await job().runOnce()), { email_links: 0, action_limits: 0 });
+      clock.advanceSeconds(3600);
+      assert.deepEqual(mine(await job().runOnce()), { email_links: 1, action_limits: 1 });
     });
 
     it("deletes at most batchSize × maxBatches rows per table per run", async () => {

@@ -9,6 +9,7 @@ import type { ScryptCost } from "../../src/oauth/secrets.js";
 import { startServer, type RunningServer } from "../../src/app/server.js";
 import { TokenMinter } from "../../src/oauth/tokens.js";
 import { freshTestDatabase } from "./databases.js";
+import type { MailPolicy } from "../../src/accounts/mailer.js";
 
 /** The application and user every end-to-end test can rely on. */
 export const TEST_APP = {
@@ -60,6 +61,8 @@ export interface TestServerOptions {
   database?: string;
   overrides?: Partial<ServeConfig>;
   logger?: Logger;
+  /** How hard each mail is tried (tests of failures shorten the pauses). */
+  mailPolicy?: MailPolicy;
 }
 
 /** A logger that keeps every line, for tests of what is (not) logged. */
@@ -155,7 +158,7 @@ async function startTestServerOn(database: string, options: TestServerOptions): 
       codeTtlSeconds: 300,
       ...options.overrides,
     },
-    { clock: options.clock, logger: options.logger ?? silentLogger, generateKeyPair, secretHashCost: TEST_SECRET_HASH_COST },
+    { clock: options.clock, logger: options.logger ?? silentLogger, generateKeyPair, secretHashCost: TEST_SECRET_HASH_COST, mailPolicy: options.mailPolicy },
   );
   starting = false;
   return server;

@@ -18,11 +18,12 @@ interface ApplicationForm {
   signingAlg: string;
   accessTokenStrategy: string;
   publicClient: boolean;
+  signup: boolean;
 }
 
 const FORM_FIELDS: readonly (keyof ApplicationForm)[] = [
   "name", "clientId", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers", "allowedOrigins", "tokenFormat",
-  "signingAlg", "accessTokenStrategy", "publicClient",
+  "signingAlg", "accessTokenStrategy", "publicClient", "signup",
 ];
 
 function formOf(a?: Application): ApplicationForm {
@@ -32,6 +33,7 @@ function formOf(a?: Application): ApplicationForm {
     refreshExpireInHours: String(a?.refreshExpireInHours ?? 0), providers: a?.providers ?? [], allowedOrigins: a?.allowedOrigins.join("\n") ?? "",
     tokenFormat: a?.tokenFormat || TOKEN_FORMATS[0], signingAlg: a?.signingAlg || SIGNING_ALGS[0], accessTokenStrategy: a?.accessTokenStrategy || ACCESS_TOKEN_STRATEGIES[0],
     publicClient: a?.publicClient ?? false,
+    signup: a?.signup ?? false,
   };
 }
 
@@ -53,6 +55,7 @@ function inputOf(form: ApplicationForm, editing: boolean) {
     signingAlg: form.signingAlg,
     accessTokenStrategy: form.accessTokenStrategy,
     publicClient: form.publicClient,
+    signup: form.signup,
     // The form shows every list: an emptied one is meant empty.
     replaceLists: editing,
   };
@@ -172,6 +175,8 @@ function ApplicationDialog(props: {
         </div>
         <CheckboxField id="app-publicClient" label="Public client (no secret: single-page or native app, PKCE)" checked={form.publicClient}
           onValue={set("publicClient")} error={errors.fields.publicClient} note={publicClientNote(props.application, form.publicClient)} />
+        <CheckboxField id="app-signup" label="Sign-up: its login page offers Create account" checked={form.signup}
+          onValue={set("signup")} error={errors.fields.signup} />
         <CheckboxGroup id="app-grantTypes" legend="Grant types" options={GRANT_TYPES.map((g) => ({ value: g, label: g, always: g === "authorization_code" }))} values={form.grantTypes}
           onValues={set("grantTypes")} error={errors.fields.grantTypes} />
         <CheckboxGroup id="app-providers" legend="Providers on its login page" options={props.providers} values={form.providers} onValues={set("providers")}

@@ -18,6 +18,7 @@ import * as auditEvents from "./023_audit_events.js";
 import * as publicClient from "./024_public_client.js";
 import * as refreshIdTokenClaims from "./025_refresh_id_token_claims.js";
 import * as userFactors from "./050_user_factors.js";
+import * as selfService from "./060_self_service.js";
 
 interface Migration {
   name: string;
@@ -47,6 +48,7 @@ const all: Migration[] = [
   { name: "024_public_client", ...publicClient },
   { name: "025_refresh_id_token_claims", ...refreshIdTokenClaims },
   { name: "050_user_factors", ...userFactors },
+  { name: "060_self_service", ...selfService },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
