@@ -115,6 +115,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   const upstream = new UpstreamClient({
     timeoutMs: options.federationTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS,
     maxBodyBytes: MAX_UPSTREAM_BODY_BYTES,
+    clock,
   });
   const federation = new FederatedLogin(
     issuer,

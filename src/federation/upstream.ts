@@ -1,3 +1,4 @@
+import type { Clock } from "../shared/clock.js";
 import { span, tracing, type SpanAttributes } from "../shared/tracing.js";
 
 /** Which call to the provider failed. */
@@ -33,6 +34,8 @@ export interface UpstreamOptions {
   timeoutMs: number;
   /** Largest response body read. */
   maxBodyBytes: number;
+  /** What the provider types' caches (OIDC discovery and JWKS) read the time from; the system clock unless given. */
+  clock?: Clock;
 }
 
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 10_000;
@@ -84,6 +87,11 @@ export function basicCredentials(clientId: string, clientSecret: string): string
  */
 export class UpstreamClient {
   constructor(private readonly options: UpstreamOptions) {}
+
+  /** The time, for what a provider type caches (epoch ms). */
+  now(): number {
+    return this.options.clock ? this.options.clock.now() : Date.now();
+  }
 
   /** One request whose answer must be a 2xx JSON object (or a form, read as an object of strings). */
   async requestJson(step: UpstreamStep, url: string, init: RequestInit): Promise<Record<string, unknown>> {

@@ -27,7 +27,7 @@ async function discover(upstream: UpstreamClient, config: ProviderConfig): Promi
   // Keyed by the https rule too: a provider held to https never uses endpoints another provider was allowed over http.
   const key = `${config.allowInsecureUrls ? "insecure" : "https"} ${config.issuer}`;
   const cached = discoveries.get(key);
-  if (cached && Date.now() - cached.readAt < DISCOVERY_TTL_MS) return cached;
+  if (cached && upstream.now() - cached.readAt < DISCOVERY_TTL_MS) return cached;
   const url = `${config.issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
   const body = await upstream.requestJson("discovery", url, { method: "GET" });
   if (body.issuer !== config.issuer) throw new UpstreamError("discovery", "names another issuer than the provider's", "invalid");
@@ -44,7 +44,7 @@ async function discover(upstream: UpstreamClient, config: ProviderConfig): Promi
     tokenEndpoint: endpoint("token_endpoint"),
     jwksUri: endpoint("jwks_uri"),
     issParameterSupported: body.authorization_response_iss_parameter_supported === true,
-    readAt: Date.now(),
+    readAt: upstream.now(),
   };
   discoveries.set(key, found);
   return found;
@@ -54,7 +54,7 @@ async function readKeys(upstream: UpstreamClient, jwksUri: string): Promise<JSON
   const body = await upstream.requestJson("jwks", jwksUri, { method: "GET" });
   if (!Array.isArray(body.keys)) throw new UpstreamError("jwks", "has no keys");
   const jwks = body as unknown as JSONWebKeySet;
-  keySets.set(jwksUri, { jwks, readAt: Date.now() });
+  keySets.set(jwksUri, { jwks, readAt: upstream.now() });
   return jwks;
 }
 
@@ -63,7 +63,7 @@ async function verifyIdToken(upstream: UpstreamClient, config: ProviderConfig, d
   // OIDC Core §2: exp and iat are required (jose checks exp only when present); sub is the link's key.
   const options = { issuer: discovery.issuer, audience: config.clientId, algorithms: ALGORITHMS, clockTolerance: 60, requiredClaims: ["exp", "iat", "sub"] };
   const stored = keySets.get(discovery.jwksUri);
-  const cached = stored && Date.now() - stored.readAt < DISCOVERY_TTL_MS ? stored : undefined;
+  const cached = stored && upstream.now() - stored.readAt < DISCOVERY_TTL_MS ? stored : undefined;
   const jwks = cached?.jwks ?? (await readKeys(upstream, discovery.jwksUri));
   try {
     try {
