@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import type { Browser, BrowserContext, Page, Response } from "playwright-core";
+import type { Page, Response } from "playwright-core";
 import { SessionAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import * as choices from "../../console/src/choices.js";
 import type { RunningServer } from "../../src/app/server.js";
@@ -12,7 +12,7 @@ import { PROVIDER_TYPES } from "../../src/federation/providerTypes/index.js";
 import { ACCESS_TOKEN_STRATEGIES, PROVIDER_TOKEN_AUTH_METHODS, SIGNING_ALGS, TOKEN_FORMATS } from "../../src/shared/model.js";
 import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
-import { freshPage, launchChromium } from "../support/chromium.js";
+import { useChromium } from "../support/chromium.js";
 import { isActive, passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
 import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -32,12 +32,11 @@ const RPC_PATH = /\/identity\.v1\.[A-Za-z]+\/[A-Za-z]+$/;
  */
 describe("admin console in headless Chromium", function () {
   this.timeout(90_000);
-  let browser: Browser;
+  // A fresh profile each test, and the console must work under its own CSP: the fixture fails a test whose pages broke it.
+  const chromium = useChromium();
   let server: RunningServer;
   let upstream: CallbackServer;
-  let context: BrowserContext;
   let page: Page;
-  let cspViolations: string[];
   /** Every RPC answer the page received, as text. */
   let rpcAnswers: Promise<string>[];
   let origin: string;
@@ -58,24 +57,18 @@ describe("admin console in headless Chromium", function () {
         providers: [acme],
       },
     });
-    browser = await launchChromium();
   });
   after(async () => {
-    await browser?.close();
     await server?.close();
     await upstream?.close();
   });
 
   beforeEach(async () => {
-    ({ context, page, cspViolations } = await freshPage(browser));
+    page = chromium.page;
     rpcAnswers = [];
     page.on("response", (response: Response) => {
       if (RPC_PATH.test(new URL(response.url()).pathname)) rpcAnswers.push(response.text().catch(() => ""));
     });
-  });
-  afterEach(async () => {
-    await context.close();
-    assert.deepEqual(cspViolations, [], "the console works under its own CSP");
   });
 
   async function signInToConsole(user: { name: string; password: string }): Promise<void> {
@@ -279,7 +272,7 @@ describe("admin console in headless Chromium", function () {
     await page.getByRole("row").filter({ hasText: TEST_APP.clientId }).filter({ hasText: "Acme, Widget Co" }).waitFor();
 
     // Someone else's browser (this one has a session): the application's login page.
-    const visitor = await freshPage(browser);
+    const visitor = await chromium.newProfile();
     try {
       const login = visitor.page;
       await login.goto(authorizeUrl(server.url, { redirect_uri: upstream.url }));
@@ -586,7 +579,7 @@ describe("admin console in headless Chromium", function () {
     // A browser session of alice's, from signing in at the application's login page elsewhere.
     const sessionRows = page.getByRole("region", { name: `Sessions of ${TEST_USER.name}` }).locator("tbody tr");
     const sessionsBefore = await sessionRows.count();
-    const elsewhere = await freshPage(browser);
+    const elsewhere = await chromium.newProfile();
     try {
       await elsewhere.page.goto(authorizeUrl(server.url, { redirect_uri: upstream.url }));
       await elsewhere.page.getByLabel("Username").fill(TEST_USER.name);

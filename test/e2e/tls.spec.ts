@@ -10,13 +10,12 @@ import tls from "node:tls";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import type { Browser } from "playwright-core";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import { TokenService } from "../../gen/identity/v1/token_pb.js";
 import { listeningUrl, type RunningServer } from "../../src/app/server.js";
 import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
-import { launchChromium } from "../support/chromium.js";
+import { useChromium } from "../support/chromium.js";
 import { INTROSPECT_PATH, TOKEN_PATH } from "../support/oauth.js";
 import { grpcJsCall, grpcJsClients } from "../support/rpc.js";
 import { basicAuth, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
@@ -219,7 +218,8 @@ describe("TLS on the port itself (--tls-cert, --tls-key)", function () {
   });
 
   describe("in headless Chromium", () => {
-    let browser: Browser;
+    // The test's certificate is its own, trusted by no browser.
+    const chromium = useChromium({ context: { ignoreHTTPSErrors: true } });
     let callback: CallbackServer;
     let ours: RunningServer;
 
@@ -229,49 +229,41 @@ describe("TLS on the port itself (--tls-cert, --tls-key)", function () {
         config: { applications: [{ ...TEST_APP, redirectUris: [callback.url] }], users: [TEST_USER] },
         overrides: { tlsCert: certFile, tlsKey: keyFile },
       });
-      browser = await launchChromium();
     });
     after(async () => {
-      await browser?.close();
       await ours?.close();
       await callback?.close();
     });
 
     it("reads discovery and signs in over HTTPS, with Secure cookies, and the code is exchanged over HTTPS", async () => {
-      const context = await browser.newContext({ ignoreHTTPSErrors: true });
-      try {
-        const page = await context.newPage();
-        page.setDefaultTimeout(10_000);
-        const discovery = await page.goto(`${ours.url}/.well-known/openid-configuration`);
-        assert.equal(discovery?.status(), 200);
-        assert.equal((await discovery!.json()).issuer, ours.url);
-        const security = await discovery!.securityDetails();
-        assert.equal(security?.subjectName, "127.0.0.1");
+      const { context, page } = chromium;
+      const discovery = await page.goto(`${ours.url}/.well-known/openid-configuration`);
+      assert.equal(discovery?.status(), 200);
+      assert.equal((await discovery!.json()).issuer, ours.url);
+      const security = await discovery!.securityDetails();
+      assert.equal(security?.subjectName, "127.0.0.1");
 
-        await page.goto(authorizeUrl(ours.url, { redirect_uri: callback.url, scope: "openid", state: "over-tls" }));
-        await page.getByLabel("Username").fill(TEST_USER.name);
-        await page.getByLabel("Password").fill(TEST_USER.password);
-        await page.getByRole("button", { name: "Sign in", exact: true }).click();
-        await page.waitForURL((url) => url.href.startsWith(callback.url));
-        const landed = new URL(page.url());
-        assert.equal(landed.searchParams.get("state"), "over-tls");
-        assert.equal(landed.searchParams.get("iss"), ours.url);
-        const cookies = await context.cookies(ours.url);
-        assert.ok(cookies.length > 0);
-        for (const cookie of cookies) assert.equal(cookie.secure, true, cookie.name);
+      await page.goto(authorizeUrl(ours.url, { redirect_uri: callback.url, scope: "openid", state: "over-tls" }));
+      await page.getByLabel("Username").fill(TEST_USER.name);
+      await page.getByLabel("Password").fill(TEST_USER.password);
+      await page.getByRole("button", { name: "Sign in", exact: true }).click();
+      await page.waitForURL((url) => url.href.startsWith(callback.url));
+      const landed = new URL(page.url());
+      assert.equal(landed.searchParams.get("state"), "over-tls");
+      assert.equal(landed.searchParams.get("iss"), ours.url);
+      const cookies = await context.cookies(ours.url);
+      assert.ok(cookies.length > 0);
+      for (const cookie of cookies) assert.equal(cookie.secure, true, cookie.name);
 
-        const token = await postFormTls(ours.url + TOKEN_PATH, first.cert, {
-          grant_type: "authorization_code",
-          code: landed.searchParams.get("code")!,
-          redirect_uri: callback.url,
-          client_id: TEST_APP.clientId,
-          client_secret: TEST_APP.clientSecret,
-        });
-        assert.equal(token.status, 200, JSON.stringify(token.body));
-        assert.ok(token.body.id_token);
-      } finally {
-        await context.close();
-      }
+      const token = await postFormTls(ours.url + TOKEN_PATH, first.cert, {
+        grant_type: "authorization_code",
+        code: landed.searchParams.get("code")!,
+        redirect_uri: callback.url,
+        client_id: TEST_APP.clientId,
+        client_secret: TEST_APP.clientSecret,
+      });
+      assert.equal(token.status, 200, JSON.stringify(token.body));
+      assert.ok(token.body.id_token);
     });
   });
 
