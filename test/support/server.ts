@@ -7,6 +7,8 @@ import { silentLogger, type Logger } from "../../src/shared/log.js";
 import { generateSigningKeyPair, type KeyPairGenerator } from "../../src/oauth/keys.js";
 import type { ScryptCost } from "../../src/oauth/secrets.js";
 import { startServer, type RunningServer } from "../../src/app/server.js";
+import { DEFAULT_QUERY_TIMEOUT_MS } from "../../src/store/deadlines.js";
+import { scaledMs } from "./deadline.js";
 
 /** The application and user every end-to-end test can rely on. */
 export const TEST_APP = {
@@ -124,6 +126,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       loginLockoutSeconds: 300,
       sessionTtlSeconds: 28800,
       codeTtlSeconds: 300,
+      // Queries queue for SQLite's one connection, and on a loaded machine they queue longer: a burst of
+      // requests must not meet the deadline because the CPU is shared. Tests of the deadline set their own.
+      dbQueryTimeoutMs: scaledMs(DEFAULT_QUERY_TIMEOUT_MS),
       ...options.overrides,
     },
     { clock: options.clock, logger: options.logger ?? silentLogger, generateKeyPair, secretHashCost: TEST_SECRET_HASH_COST },
