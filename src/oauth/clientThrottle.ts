@@ -1,7 +1,7 @@
 import type { Clock } from "../shared/clock.js";
 import type { LoginFailureRepository } from "../store/loginFailures.js";
 import { echo, OAuthError } from "./errors.js";
-import { addressSubject, FailureBudgets, type Budget as FailureBudget } from "./failureBudget.js";
+import { addressBudget, FailureBudgets, type Budget as FailureBudget } from "./failureBudget.js";
 import { sha256 } from "./secrets.js";
 
 /**
@@ -129,8 +129,7 @@ export class ClientThrottle {
       budgets.push({ key: `client:${sha256(clientId)}`, max: this.policy.maxFailures, lockout: { kind: "client", subject: echo(clientId) } });
     }
     if (this.policy.maxFailuresPerAddress > 0 && address) {
-      const subject = addressSubject(address);
-      budgets.push({ key: `client-ip:${subject}`, max: this.policy.maxFailuresPerAddress, lockout: { kind: "address", subject } });
+      budgets.push(addressBudget("client-ip", address, this.policy.maxFailuresPerAddress));
     }
     return budgets;
   }

@@ -77,6 +77,16 @@ export class FailureBudgets {
 }
 
 /**
+ * The per-address budget of a client address, counted under `prefix`:
+ * keyed and named by what the address counts as (`addressSubject`), so
+ * every per-address limit treats a network alike.
+ */
+export function addressBudget(prefix: string, address: string, max: number): Budget<{ kind: "address"; subject: string }> {
+  const subject = addressSubject(address);
+  return { key: `${prefix}:${subject}`, max, lockout: { kind: "address", subject } };
+}
+
+/**
  * What the per-address budgets count a client address as. An IPv6 client
  * is its /64: one subscriber or host is routinely given a whole /64
  * (RFC 6177 §3, RFC 8273), so counted by full address it would bring a

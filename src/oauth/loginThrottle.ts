@@ -2,7 +2,7 @@ import type { Clock } from "../shared/clock.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import type { LoginFailureRepository } from "../store/loginFailures.js";
 import { echo, OAuthError } from "./errors.js";
-import { addressSubject, FailureBudgets, type Budget, type Taken } from "./failureBudget.js";
+import { addressBudget, FailureBudgets, type Budget, type Taken } from "./failureBudget.js";
 import { sha256 } from "./secrets.js";
 
 /**
@@ -172,8 +172,7 @@ export class LoginThrottle {
     const counters: Counter[] = [];
     const perAddress = this.policy.maxFailuresPerAddress ?? 0;
     if (perAddress > 0 && address) {
-      const subject = addressSubject(address);
-      counters.push({ key: `ip:${subject}`, max: perAddress, lockout: { kind: "address", subject } });
+      counters.push(addressBudget("ip", address, perAddress));
     }
     // Hashed, so any string an attacker sends becomes a fixed-size key.
     if (this.policy.maxFailures > 0) {

@@ -7,7 +7,7 @@ import { cleanEnv, ensureBuilt, runCli, type CliProcess } from "../support/cli.j
 import { workerCount } from "../../src/app/workers.js";
 import { BACKENDS, describeEachDatabase } from "../support/databases.js";
 import { ADMIN_TOKEN, basicAuth, TEST_APP, writeConfigFile } from "../support/server.js";
-import { eventually } from "../support/deadline.js";
+import { eventually, scaledMs } from "../support/deadline.js";
 
 /**
  * `identity serve --workers 2`: two processes on one port and one
@@ -24,7 +24,8 @@ describeEachDatabase("serve --workers", (ctx) => {
   let workerPids: number[];
 
   before(async function () {
-    this.timeout(60_000);
+    // Covers a rebuild of dist/ when the sources are newer, and two processes starting on a loaded machine.
+    this.timeout(60_000 + scaledMs(60_000));
     ensureBuilt();
     const config = writeConfigFile({ applications: [TEST_APP] });
     served = runCli(
@@ -246,7 +247,7 @@ describe("serve --workers, starting", () => {
   });
 
   it("exits 1 when the first worker cannot start, naming why", async function () {
-    this.timeout(30_000);
+    this.timeout(60_000 + scaledMs(30_000));
     ensureBuilt();
     const failed = runCli(["serve", "--port", "0", "--workers", "2", "--database", ":memory:", "--config", "/no/such/config.json"], cleanEnv());
     assert.equal(await failed.exited, 1);
