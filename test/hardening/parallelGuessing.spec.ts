@@ -30,9 +30,9 @@ const GUESSES = 200;
 const RIGHT_AT = 2 * MAX_FAILURES;
 
 const WRONG = "invalid username or password";
+const LOCKED = "too many failed sign-in attempts; try again later";
 /** A burst of 200 takes seconds on an idle machine; on a loaded one, as many times longer as the load says. */
 const BURST_TIMEOUT_MS = scaledMs(20_000);
-const LOCKED = "too many failed sign-in attempts; try again later";
 
 /** What one sign-in attempt came to. */
 type Outcome = "signed in" | "wrong" | "locked";
@@ -133,8 +133,10 @@ class HeldChecks {
   private readonly events: Array<() => void> = [];
   private gate!: () => void;
   private readonly gated = new Promise<void>((resolve) => (this.gate = resolve));
+  /** Checks begun and held. */
   held = 0;
-  reservations = 0;
+  /** Places the store refused (the budget was spent, by failures or by checks under way). */
+  refusals = 0;
 
   constructor(server: RunningServer) {
     const { users, loginFailures } = server.domain.store;
@@ -148,8 +150,10 @@ class HeldChecks {
     };
     loginFailures.reserveFailure = async (...args) => {
       const count = await reserveFailure.apply(loginFailures, args);
-      this.reservations++;
-      this.changed();
+      if (count === undefined) {
+        this.refusals++;
+        this.changed();
+      }
       return count;
     };
     this.restore = () => {
@@ -160,7 +164,7 @@ class HeldChecks {
 
   readonly restore: () => void;
 
-  /** Resolves once `done` holds; checked after every held check and every reservation. */
+  /** Resolves once `done` holds; checked after every held check and every refusal. */
   async until(done: () => boolean): Promise<void> {
     while (!done()) await new Promise<void>((resolve) => this.events.push(resolve));
   }
@@ -181,13 +185,13 @@ class HeldChecks {
  * this process), the guesses before RIGHT_AT take the budget first, by
  * events (HeldChecks); without, the network orders them.
  */
-async function burst(username: string, right: string, door: (i: number) => Attempt, server?: RunningServer, budget = MAX_FAILURES): Promise<Burst> {
+async function burst(username: string, right: string, door: (i: number) => Attempt, server?: RunningServer): Promise<Burst> {
   const passwords = Array.from({ length: GUESSES }, (_, i) => `wrong-guess-${i}`);
   passwords.splice(RIGHT_AT, 0, right);
   const send = (from: number, to: number) => passwords.slice(from, to).map((password, i) => door(from + i)(username, password));
   let outcomes: Outcome[];
   if (!server) outcomes = await Promise.all(send(0, passwords.length));
-  else outcomes = await ordered(server, budget, send, RIGHT_AT, passwords.length);
+  else outcomes = await ordered(server, MAX_FAILURES, send, RIGHT_AT, passwords.length);
   const tally: Record<Outcome, number> = { "signed in": 0, wrong: 0, locked: 0 };
   for (const o of outcomes) tally[o]++;
   return { right: outcomes[RIGHT_AT]!, tally };
@@ -195,18 +199,19 @@ async function burst(username: string, right: string, door: (i: number) => Attem
 
 /**
  * Send attempts [0, rightAt) and wait until `budget` of them are held in their
- * checks and every one has been to the store for its place (the rest wait for
- * the checks under way, asking nothing more); then attempt rightAt, and wait
- * until it has been to the store; then the rest, and let the checks go on.
+ * checks and every other one has been refused its place (they wait for the
+ * checks under way, asking nothing more); then attempt rightAt, and wait
+ * until it has been refused or has begun its check; then the rest, and let
+ * the checks go on.
  */
 async function ordered(server: RunningServer, budget: number, send: (from: number, to: number) => Promise<Outcome>[], rightAt: number, total: number): Promise<Outcome[]> {
   const held = new HeldChecks(server);
   try {
     const before = send(0, rightAt);
-    await held.until(() => held.held >= budget && held.reservations >= rightAt);
-    const reserved = held.reservations;
+    await held.until(() => held.held >= budget && held.held + held.refusals >= rightAt);
+    const [checks, refusals] = [held.held, held.refusals];
     const right = send(rightAt, rightAt + 1);
-    await held.until(() => held.reservations > reserved);
+    await held.until(() => held.held > checks || held.refusals > refusals);
     const after = send(rightAt + 1, total);
     held.release();
     return await Promise.all([...before, ...right, ...after]);
