@@ -50,17 +50,15 @@ export interface ChromiumSession extends Profile {
 export interface ChromiumOptions {
   /** The options of every profile the session opens (e.g. `{ ignoreHTTPSErrors: true }`); `newProfile` and `restart` may add to them. */
   context?: BrowserContextOptions;
-  /** Fail a test whose pages broke their own Content Security Policy (default true). */
-  checkCsp?: boolean;
 }
 
 /**
  * The one Chromium fixture: the mocha hooks of a spec that drives the
  * browser. One browser for the describe block, a fresh profile (context and
  * page) for each test, and after each test every profile it opened closed
- * and, unless `checkCsp` is false, no Content Security Policy violation on
- * any of its pages. Call it at the top of the describe block (before hooks
- * that use the page) and read the session's fields inside the tests:
+ * and no Content Security Policy violation on any of its pages. Call it at
+ * the top of the describe block (before hooks that use the page) and read
+ * the session's fields inside the tests:
  *
  *     const chromium = useChromium();
  *     it("…", async () => { await chromium.page.goto(url); });
@@ -96,7 +94,7 @@ export function useChromium(options: ChromiumOptions = {}): ChromiumSession {
     opened = [];
     await Promise.all(profiles.map((p) => p.context.close()));
     const violations = profiles.flatMap((p) => p.cspViolations);
-    if (options.checkCsp !== false && violations.length) throw new Error(`the pages broke their own CSP: ${violations.join("; ")}`);
+    if (violations.length) throw new Error(`the pages broke their own CSP: ${violations.join("; ")}`);
   });
   return session;
 }
