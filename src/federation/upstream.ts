@@ -122,6 +122,11 @@ export class UpstreamClient {
     this.agents = { open: agents(open), publicOnly: agents(publicOnlyLookup(open)) };
   }
 
+  /** The time, for what a provider type caches (epoch ms). */
+  now(): number {
+    return this.options.clock ? this.options.clock.now() : Date.now();
+  }
+
   /** One request whose answer must be a 2xx JSON object (or a form, read as an object of strings). */
   async requestJson(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<Record<string, unknown>> {
     const body = await this.request(step, url, init);

@@ -1,6 +1,7 @@
 import type { Clock } from "../shared/clock.js";
 import type { LoginFailureRepository } from "../store/loginFailures.js";
 import { echo, OAuthError } from "./errors.js";
+import { addressBudget, FailureBudgets, type Budget as FailureBudget } from "./failureBudget.js";
 import { sha256 } from "./secrets.js";
 
 /**
@@ -34,16 +35,12 @@ export const CLIENT_LOCKED = "too many failed client authentications; try again 
 /** A client lockout that just began: what is locked and until when (epoch ms). Never a secret. */
 export interface ClientLockout {
   kind: "client" | "address";
-  /** The client_id (cut to 64 characters) or the client address. */
+  /** The client_id (cut to 64 characters) or the client address (an IPv6 client's /64). */
   subject: string;
   until: number;
 }
 
-interface Budget {
-  key: string;
-  max: number;
-  lockout: Omit<ClientLockout, "until">;
-}
+type Budget = FailureBudget<Omit<ClientLockout, "until">>;
 
 /** What `reserve` took: one failure of each budget, given back if the check passes. */
 export interface ClientReservation {
@@ -54,8 +51,7 @@ export interface ClientReservation {
  * Failure budgets of client authentication, per client_id and per client
  * address, kept in the store (so every instance shares them). A costly
  * check (an scrypt of a chosen secret) runs only after `reserve` has taken
- * one failure from each budget, in one atomic statement per budget
- * (`LoginFailureRepository.reserveFailure`, as sign-ins do): however many
+ * one failure from each budget (`FailureBudgets`, as sign-ins do): however many
  * requests arrive at once, no more checks run than the budgets hold, and
  * the failure that spends a budget locks its id or address. A check that
  * passes gives its failure back.
@@ -68,14 +64,17 @@ export class ClientThrottle {
    * may lift a lock early.
    */
   private readonly knownLocked = new Map<string, number>();
+  private readonly budgets: FailureBudgets;
 
   constructor(
-    private readonly failures: Pick<LoginFailureRepository, "reserveFailure" | "refundFailure">,
-    private readonly clock: Clock,
+    failures: Pick<LoginFailureRepository, "reserveFailure" | "refundFailure">,
+    clock: Clock,
     private readonly policy: ClientAuthPolicy,
     /** Told of every lockout as it begins (logs, metrics). */
     private readonly onLockout: (lockout: ClientLockout) => void = () => {},
-  ) {}
+  ) {
+    this.budgets = new FailureBudgets(failures, clock, policy.lockoutSeconds);
+  }
 
   /**
    * Take one failure from each budget before a costly check. Refuses with
@@ -84,37 +83,32 @@ export class ClientThrottle {
   async reserve(clientId: string, address: string | undefined): Promise<ClientReservation> {
     const budgets = this.budgetsFor(clientId, address);
     this.refuseIfKnownLocked(clientId, address);
-    const now = this.clock.now();
-    const taken: Budget[] = [];
-    for (const budget of budgets) {
-      const count = await this.failures.reserveFailure(budget.key, budget.max, now, this.windowMs());
-      if (count === undefined) {
-        this.remember(budget.key, now);
-        await this.refund({ budgets: taken });
-        throw new OAuthError("invalid_client", CLIENT_LOCKED);
-      }
-      taken.push(budget);
+    const now = this.budgets.now();
+    const { taken, refused } = await this.budgets.reserve(budgets, now);
+    if (refused) {
+      this.remember(refused.key, now);
+      throw new OAuthError("invalid_client", CLIENT_LOCKED);
+    }
+    for (const { budget, count } of taken) {
       // The lock began with this reservation; unless the check passes, it holds.
       if (count >= budget.max) {
         this.remember(budget.key, now);
-        this.onLockout({ ...budget.lockout, until: now + this.windowMs() });
+        this.onLockout({ ...budget.lockout, until: this.budgets.lockedUntil(now) });
       }
     }
-    return { budgets: taken };
+    return { budgets: taken.map((t) => t.budget) };
   }
 
   /** The check passed: give back what `reserve` took (lifting a lock it began). */
   async refund(reservation: ClientReservation): Promise<void> {
-    for (const budget of reservation.budgets) {
-      this.knownLocked.delete(budget.key);
-      await this.failures.refundFailure(budget.key, budget.max);
-    }
+    for (const budget of reservation.budgets) this.knownLocked.delete(budget.key);
+    await this.budgets.refund(reservation.budgets);
   }
 
   /** Refuse at once, asking nothing of the store, when this process saw the id or the address locked a moment ago. */
   refuseIfKnownLocked(clientId: string, address: string | undefined): void {
     if (this.knownLocked.size === 0) return;
-    const now = this.clock.now();
+    const now = this.budgets.now();
     for (const budget of this.budgetsFor(clientId, address)) {
       const until = this.knownLocked.get(budget.key);
       if (until === undefined) continue;
@@ -125,11 +119,7 @@ export class ClientThrottle {
 
   private remember(key: string, now: number): void {
     if (this.knownLocked.size >= KNOWN_LOCKED_LIMIT) this.knownLocked.clear();
-    this.knownLocked.set(key, now + Math.min(KNOWN_LOCKED_MS, this.windowMs()));
-  }
-
-  private windowMs(): number {
-    return this.policy.lockoutSeconds * 1000;
+    this.knownLocked.set(key, now + Math.min(KNOWN_LOCKED_MS, this.budgets.windowMs));
   }
 
   private budgetsFor(clientId: string, address: string | undefined): Budget[] {
@@ -139,7 +129,7 @@ export class ClientThrottle {
       budgets.push({ key: `client:${sha256(clientId)}`, max: this.policy.maxFailures, lockout: { kind: "client", subject: echo(clientId) } });
     }
     if (this.policy.maxFailuresPerAddress > 0 && address) {
-      budgets.push({ key: `client-ip:${address}`, max: this.policy.maxFailuresPerAddress, lockout: { kind: "address", subject: address } });
+      budgets.push(addressBudget("client-ip", address, this.policy.maxFailuresPerAddress));
     }
     return budgets;
   }

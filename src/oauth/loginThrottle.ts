@@ -2,6 +2,7 @@ import type { Clock } from "../shared/clock.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import type { LoginFailureRepository } from "../store/loginFailures.js";
 import { echo, OAuthError } from "./errors.js";
+import { addressBudget, FailureBudgets, type Budget, type Taken } from "./failureBudget.js";
 import { sha256 } from "./secrets.js";
 
 /**
@@ -28,32 +29,24 @@ export const DEFAULT_LOGIN_POLICY: Required<LoginPolicy> = { maxFailures: 5, loc
 /** A lockout that just began: what is locked and until when (epoch ms). Never a password. */
 export interface Lockout {
   kind: "user" | "address";
-  /** The user name (cut to 64 characters) or the client address. */
+  /** The user name (cut to 64 characters) or the client address (an IPv6 client's /64). */
   subject: string;
   until: number;
 }
 
-interface Counter {
-  key: string;
-  max: number;
-  lockout: Omit<Lockout, "until">;
-}
+type Counter = Budget<Omit<Lockout, "until">>;
 
 /** What a sign-in is refused with while its name or address is locked. */
 export const LOGIN_LOCKED = "too many failed sign-in attempts; try again later";
 
 /** One failure taken from a counter's budget before the check, and the count it made. */
-interface Reserved {
-  counter: Counter;
-  count: number;
-}
+type Reserved = Taken<Omit<Lockout, "until">>;
 
 /**
  * Counts failed sign-ins per user name and per client address, for the
  * password grant and the login form, in the store, so every instance on one
  * database shares the counts. Each attempt first takes one failure from the
- * name's budget and from the address's, each in one atomic statement
- * (`LoginFailureRepository.reserveFailure`), and only then is its password
+ * name's budget and from the address's (`FailureBudgets`), and only then is its password
  * checked: of any number of attempts at once, no more than the budget get
  * that far, and the one that spends it locks the name or address. A check
  * that fails leaves its failure counted; one that passes gives it back.
@@ -66,14 +59,17 @@ interface Reserved {
 export class LoginThrottle {
   /** Checks under way in this process, by counter key, and the attempts waiting for one to end. */
   private readonly underWay = new Map<string, { checks: number; waiters: Array<() => void> }>();
+  private readonly budgets: FailureBudgets;
 
   constructor(
     private readonly failures: Pick<LoginFailureRepository, "reserveFailure" | "refundFailure" | "clear" | "deleteStale">,
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly policy: LoginPolicy,
     /** Told of every lockout as it begins (logs, metrics). */
     private readonly onLockout: (lockout: Lockout) => void = () => {},
-  ) {}
+  ) {
+    this.budgets = new FailureBudgets(failures, clock, policy.lockoutSeconds);
+  }
 
   /**
    * Run one sign-in check under the policy. While the name or the address
@@ -84,10 +80,9 @@ export class LoginThrottle {
   async attempt<T>(username: string, address: string | undefined, check: () => Promise<T | undefined>): Promise<T | undefined> {
     const counters = this.countersFor(username, address);
     if (counters.length === 0) return check();
-    const windowMs = this.policy.lockoutSeconds * 1000;
-    const { reserved, now } = await this.reserve(counters, windowMs);
+    const { reserved, now } = await this.reserve(counters);
     try {
-      return await this.checkReserved(reserved, now, windowMs, check);
+      return await this.checkReserved(reserved, now, check);
     } finally {
       this.end(counters);
     }
@@ -100,27 +95,17 @@ export class LoginThrottle {
    * attempt waits for one of them to end and tries again. Only a budget spent
    * by failures, or by checks elsewhere, refuses at once.
    */
-  private async reserve(counters: Counter[], windowMs: number): Promise<{ reserved: Reserved[]; now: number }> {
+  private async reserve(counters: Counter[]): Promise<{ reserved: Reserved[]; now: number }> {
     // One more try when no check here could free a place (one may have been given back meanwhile).
     let lastTry = false;
     for (;;) {
-      const now = this.clock.now();
-      const reserved: Reserved[] = [];
-      let refused: Counter | undefined;
-      for (const counter of counters) {
-        const count = await this.failures.reserveFailure(counter.key, counter.max, now, windowMs);
-        if (count === undefined) {
-          refused = counter;
-          break;
-        }
-        reserved.push({ counter, count });
-      }
-      if (!refused) {
+      const now = this.budgets.now();
+      // A refusal gives back what it took: nothing is checked, so nothing is counted against the other budget either.
+      const { taken, refused } = await this.budgets.reserve(counters, now);
+      if (taken) {
         this.begin(counters);
-        return { reserved, now };
+        return { reserved: taken, now };
       }
-      // Nothing is checked, so nothing is counted against the other budget either.
-      await this.giveBack(reserved);
       const underWay = this.underWay.get(refused.key);
       if (underWay) {
         lastTry = false;
@@ -152,35 +137,30 @@ export class LoginThrottle {
     }
   }
 
-  private async checkReserved<T>(reserved: Reserved[], now: number, windowMs: number, check: () => Promise<T | undefined>): Promise<T | undefined> {
+  private async checkReserved<T>(reserved: Reserved[], now: number, check: () => Promise<T | undefined>): Promise<T | undefined> {
     let result: T | undefined;
     try {
       result = await check();
     } catch (err) {
       // A store that failed under the check weighed no password: its places go back, without
       // holding the answer (the store may still be down). Any other error keeps them: it buys no guess.
-      if (isStoreUnavailable(err)) this.giveBack(reserved).catch(() => {});
+      if (isStoreUnavailable(err)) this.budgets.refund(reserved.map((r) => r.budget)).catch(() => {});
       throw err;
     }
     if (result === undefined) {
-      for (const { counter, count } of reserved) {
+      for (const { budget, count } of reserved) {
         // The failure that spent the budget locked the key when it was taken; the lock now holds.
-        if (count >= counter.max) this.onLockout({ ...counter.lockout, until: now + windowMs });
+        if (count >= budget.max) this.onLockout({ ...budget.lockout, until: this.budgets.lockedUntil(now) });
       }
       // Housekeeping: windows that have ended count for nothing (reserveFailure restarts them anyway).
-      await this.failures.deleteStale(now - windowMs, now);
+      await this.failures.deleteStale(now - this.budgets.windowMs, now);
     } else {
-      for (const { counter } of reserved) {
-        if (counter.lockout.kind === "user") await this.failures.clear(counter.key);
-        else await this.failures.refundFailure(counter.key, counter.max);
+      for (const { budget } of reserved) {
+        if (budget.lockout.kind === "user") await this.failures.clear(budget.key);
+        else await this.budgets.refund([budget]);
       }
     }
     return result;
-  }
-
-  /** Give back failures taken for an attempt whose password was not checked. */
-  private async giveBack(reserved: Reserved[]): Promise<void> {
-    for (const { counter } of reserved) await this.failures.refundFailure(counter.key, counter.max);
   }
 
   /** Forget a user name's failures and lift its lockout: its owner proved the mailbox (a password reset, issue 47 §3). */
@@ -197,7 +177,7 @@ export class LoginThrottle {
     const counters: Counter[] = [];
     const perAddress = this.policy.maxFailuresPerAddress ?? 0;
     if (perAddress > 0 && address) {
-      counters.push({ key: `ip:${address}`, max: perAddress, lockout: { kind: "address", subject: address } });
+      counters.push(addressBudget("ip", address, perAddress));
     }
     // Hashed, so any string an attacker sends becomes a fixed-size key.
     if (this.policy.maxFailures > 0) {

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import type { Browser, BrowserContext, Page, Response } from "playwright-core";
+import type { Page, Response } from "playwright-core";
 import { ApplicationAdminService, SessionAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import * as choices from "../../console/src/choices.js";
 import type { RunningServer } from "../../src/app/server.js";
@@ -12,7 +12,7 @@ import { PROVIDER_TYPES } from "../../src/federation/providerTypes/index.js";
 import { ACCESS_TOKEN_STRATEGIES, PROVIDER_TOKEN_AUTH_METHODS, SIGNING_ALGS, TOKEN_FORMATS } from "../../src/shared/model.js";
 import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
-import { freshPage, launchChromium } from "../support/chromium.js";
+import { useChromium } from "../support/chromium.js";
 import { isActive, passwordTokens, refresh, TOKEN_PATH } from "../support/oauth.js";
 import { consoleAuthorization } from "../support/consoleSignIn.js";
 import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";
@@ -37,12 +37,11 @@ const RPC_PATH = /\/identity\.v1\.[A-Za-z]+\/[A-Za-z]+$/;
  */
 describe("admin console in headless Chromium", function () {
   this.timeout(90_000);
-  let browser: Browser;
+  // A fresh profile each test, and the console must work under its own CSP: the fixture fails a test whose pages broke it.
+  const chromium = useChromium();
   let server: RunningServer;
   let upstream: CallbackServer;
-  let context: BrowserContext;
   let page: Page;
-  let cspViolations: string[];
   /** Every RPC answer the page received, as text. */
   let rpcAnswers: Promise<string>[];
   let origin: string;
@@ -63,24 +62,18 @@ describe("admin console in headless Chromium", function () {
         providers: [acme],
       },
     });
-    browser = await launchChromium();
   });
   after(async () => {
-    await browser?.close();
     await server?.close();
     await upstream?.close();
   });
 
   beforeEach(async () => {
-    ({ context, page, cspViolations } = await freshPage(browser));
+    page = chromium.page;
     rpcAnswers = [];
     page.on("response", (response: Response) => {
       if (RPC_PATH.test(new URL(response.url()).pathname)) rpcAnswers.push(response.text().catch(() => ""));
     });
-  });
-  afterEach(async () => {
-    await context.close();
-    assert.deepEqual(cspViolations, [], "the console works under its own CSP");
   });
 
   async function signInToConsole(user: { name: string; password: string }): Promise<void> {
@@ -168,24 +161,17 @@ describe("admin console in headless Chromium", function () {
   });
 
   it("shows its frame and a loading message with no script run at all, styled and within its CSP", async () => {
-    const still = await browser.newContext({ javaScriptEnabled: false });
-    try {
-      const bare = await still.newPage();
-      const violations: string[] = [];
-      bare.on("console", (message) => /Content Security Policy/i.test(message.text()) && violations.push(message.text()));
-      await bare.goto(`${server.url}/admin/`);
-      assert.equal(new URL(bare.url()).pathname, "/admin/", "no script, so no redirect: the shell itself");
-      assert.equal((await bare.locator("header .brand").textContent())?.trim(), "Identity console");
-      assert.equal((await bare.getByRole("status").textContent())?.trim(), "Loading the console…");
-      // The stylesheet (a link, not inline) draws the frame.
-      assert.equal(await bare.evaluate(() => getComputedStyle(document.querySelector("header.top")).borderBottomStyle), "solid");
-      mkdirSync(SHOTS, { recursive: true });
-      await bare.setViewportSize({ width: 375, height: 300 });
-      await bare.screenshot({ path: `${SHOTS}/shell.png` });
-      assert.deepEqual(violations, []);
-    } finally {
-      await still.close();
-    }
+    // A profile with no script at all; the fixture holds its pages to their CSP.
+    const { page: bare } = await chromium.newProfile({ javaScriptEnabled: false });
+    await bare.goto(`${server.url}/admin/`);
+    assert.equal(new URL(bare.url()).pathname, "/admin/", "no script, so no redirect: the shell itself");
+    assert.equal((await bare.locator("header .brand").textContent())?.trim(), "Identity console");
+    assert.equal((await bare.getByRole("status").textContent())?.trim(), "Loading the console…");
+    // The stylesheet (a link, not inline) draws the frame.
+    assert.equal(await bare.evaluate(() => getComputedStyle(document.querySelector("header.top")).borderBottomStyle), "solid");
+    mkdirSync(SHOTS, { recursive: true });
+    await bare.setViewportSize({ width: 375, height: 300 });
+    await bare.screenshot({ path: `${SHOTS}/shell.png` });
   });
 
   it("signs an admin in through the service's own login page, and every page is in the navigation", async () => {
@@ -308,7 +294,7 @@ describe("admin console in headless Chromium", function () {
     await page.getByRole("row").filter({ hasText: TEST_APP.clientId }).filter({ hasText: "Acme, Widget Co" }).waitFor();
 
     // Someone else's browser (this one has a session): the application's login page.
-    const visitor = await freshPage(browser);
+    const visitor = await chromium.newProfile();
     try {
       const login = visitor.page;
       await login.goto(authorizeUrl(server.url, { redirect_uri: upstream.url }));
@@ -521,13 +507,9 @@ describe("admin console in headless Chromium", function () {
     await page.getByRole("status").filter({ hasText: "Saved. The next sign-in offers Acme." }).waitFor();
     assert.equal(await page.locator("#console-providers-overridden").count(), 0, "not overridden here");
     // The next sign-in, in another browser: the console's login page offers it.
-    const visitor = await freshPage(browser);
-    try {
-      await visitor.page.goto(consoleAuthorization(server).url);
-      assert.deepEqual((await visitor.page.locator("button.provider").allTextContents()).map((t) => t.trim()), ["Sign in with Acme"]);
-    } finally {
-      await visitor.context.close();
-    }
+    const visitor = await chromium.newProfile();
+    await visitor.page.goto(consoleAuthorization(server).url);
+    assert.deepEqual((await visitor.page.locator("button.provider").allTextContents()).map((t) => t.trim()), ["Sign in with Acme"]);
 
     // A stored name whose provider is gone since: shown so it can be taken off; kept, it is refused under the list.
     await server.domain.providerAdmin.create({ ...ACME_LIKE, type: "Custom", name: "short-lived" });
@@ -726,7 +708,7 @@ describe("admin console in headless Chromium", function () {
     // A browser session of alice's, from signing in at the application's login page elsewhere.
     const sessionRows = page.getByRole("region", { name: `Sessions of ${TEST_USER.name}` }).locator("tbody tr");
     const sessionsBefore = await sessionRows.count();
-    const elsewhere = await freshPage(browser);
+    const elsewhere = await chromium.newProfile();
     try {
       await elsewhere.page.goto(authorizeUrl(server.url, { redirect_uri: upstream.url }));
       await elsewhere.page.getByLabel("Username").fill(TEST_USER.name);

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import type { Browser, BrowserContext, Page } from "playwright-core";
 import type { RunningServer } from "../../src/app/server.js";
-import { freshPage, launchChromium } from "../support/chromium.js";
+import { useChromium } from "../support/chromium.js";
 import { startTestServer, TEST_USER } from "../support/server.js";
 import { startSpaServer, type SpaServer } from "../support/spaServer.js";
 
@@ -19,12 +18,10 @@ interface Outcome {
  */
 describe("a single-page app on another origin, in headless Chromium (CORS)", function () {
   this.timeout(60_000);
-  let browser: Browser;
+  const chromium = useChromium();
   let server: RunningServer;
   let allowedSpa: SpaServer;
   let unlistedSpa: SpaServer;
-  let context: BrowserContext;
-  let page: Page;
   let console: string[];
 
   before(async () => {
@@ -39,24 +36,21 @@ describe("a single-page app on another origin, in headless Chromium (CORS)", fun
       allowedOrigins: [allowedSpa.origin],
     };
     server = await startTestServer({ config: { applications: [spa], users: [TEST_USER] } });
-    browser = await launchChromium();
   });
   after(async () => {
-    await browser?.close();
     await server?.close();
     await allowedSpa?.close();
     await unlistedSpa?.close();
   });
 
-  beforeEach(async () => {
-    ({ context, page } = await freshPage(browser));
+  beforeEach(() => {
     console = [];
-    page.on("console", (message) => console.push(message.text()));
+    chromium.page.on("console", (message) => console.push(message.text()));
   });
-  afterEach(() => context.close());
 
   /** Open the app, sign in on the service's login page, and wait for the app's outcome of each step. */
   async function signInThrough(spa: SpaServer): Promise<Record<string, Outcome>> {
+    const { page } = chromium;
     await page.goto(`${spa.origin}/`);
     await page.waitForURL((url) => url.href.startsWith(server.url));
     await page.getByLabel("Username").fill(TEST_USER.name);

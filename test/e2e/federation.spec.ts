@@ -10,9 +10,11 @@ import { FAKE_CLIENT, FAKE_PROFILE, sendJsonBody, startFakeUpstream, type FakeUp
 import { getJson } from "../support/oauth.js";
 import { parsePrometheusText, sampleValue } from "../support/prometheus.js";
 import { postForm, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { scaledMs } from "../support/deadline.js";
 
 const SECRET_KEY = "federation-test-key-0123456789abcdef";
-const TIMEOUT_MS = 1000;
+/** The upstream deadline: a second on an idle machine, where the fake provider answers in a few ms; more under load. */
+const TIMEOUT_MS = scaledMs(1000);
 const CODE = "upstream-code-4711";
 
 /** Local users the email-linking rules are checked against. */

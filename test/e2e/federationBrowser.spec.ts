@@ -6,7 +6,7 @@ import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
-import { freshPage, useChromium } from "../support/chromium.js";
+import { useChromium } from "../support/chromium.js";
 import { getJson } from "../support/oauth.js";
 import { ADMIN_TOKEN, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -123,8 +123,7 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
     assert.equal((await ours.domain.userAdmin.list()).length, usersBefore + 1);
 
     // A fresh profile: no session at either service, so both sign-ins happen again.
-    await chromium.context.close();
-    Object.assign(chromium, await freshPage(chromium.browser));
+    await chromium.restart();
     const second = await clientSees(await signInThroughUpstream("second-visit"));
     assert.equal(second.userinfo.sub, first.userinfo.sub);
     assert.equal((await ours.domain.userAdmin.list()).length, usersBefore + 1);

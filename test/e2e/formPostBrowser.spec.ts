@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import type { Browser, BrowserContext, Page, Request } from "playwright-core";
+import type { Request } from "playwright-core";
 import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
-import { freshPage, launchChromium } from "../support/chromium.js";
+import { useChromium } from "../support/chromium.js";
 import { postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
 /**
@@ -13,42 +13,35 @@ import { postForm, startTestServer, TEST_APP, TEST_USER } from "../support/serve
  */
 describe("form_post in headless Chromium", function () {
   this.timeout(60_000);
-  let browser: Browser;
+  // The pages must work under their own CSP: the fixture fails a test whose pages broke it.
+  const chromium = useChromium();
   let server: RunningServer;
   let callback: CallbackServer;
-  let context: BrowserContext;
-  let page: Page;
-  let cspViolations: string[];
 
   before(async () => {
     callback = await startCallbackServer();
     server = await startTestServer({ config: { applications: [{ ...TEST_APP, redirectUris: [callback.url] }], users: [TEST_USER] } });
-    browser = await launchChromium();
   });
   after(async () => {
-    await browser?.close();
     await server?.close();
     await callback?.close();
-  });
-  afterEach(async () => {
-    assert.deepEqual(cspViolations, [], "the pages work under their own CSP");
-    await context.close();
   });
 
   const authorize = (params: Record<string, string> = {}) =>
     authorizeUrl(server.url, { redirect_uri: callback.url, response_mode: "form_post", ...params });
 
   async function signIn(): Promise<void> {
+    const { page } = chromium;
     await page.getByLabel("Username").fill(TEST_USER.name);
     await page.getByLabel("Password").fill(TEST_USER.password);
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
   }
 
-  const postToClient = () => page.waitForRequest((r) => r.url() === callback.url && r.method() === "POST");
+  const postToClient = () => chromium.page.waitForRequest((r) => r.url() === callback.url && r.method() === "POST");
   const fieldsOf = (request: Request) => new URLSearchParams(request.postData() ?? "");
 
   it("posts the code to the client by itself, with script on", async () => {
-    ({ context, page, cspViolations } = await freshPage(browser));
+    const { page } = chromium;
     await page.goto(authorize());
     const posted = postToClient();
     await signIn();
@@ -67,10 +60,7 @@ describe("form_post in headless Chromium", function () {
   });
 
   it("posts by its Continue button with script off", async () => {
-    context = await browser.newContext({ javaScriptEnabled: false });
-    page = await context.newPage();
-    page.setDefaultTimeout(10_000);
-    cspViolations = [];
+    const { page } = await chromium.restart({ javaScriptEnabled: false });
     await page.goto(authorize({ response_type: "id_token token", nonce: "n-1" }));
     await signIn();
     await page.getByRole("button", { name: "Continue" }).waitFor();

@@ -10,16 +10,16 @@ import tls from "node:tls";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import type { Browser } from "playwright-core";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import { TokenService } from "../../gen/identity/v1/token_pb.js";
 import { listeningUrl, type RunningServer } from "../../src/app/server.js";
 import { authorizeUrl } from "../support/browserless.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
-import { launchChromium } from "../support/chromium.js";
+import { useChromium } from "../support/chromium.js";
 import { INTROSPECT_PATH, TOKEN_PATH } from "../support/oauth.js";
 import { grpcJsCall, grpcJsClients } from "../support/rpc.js";
 import { basicAuth, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { scaledMs } from "../support/deadline.js";
 
 interface Certificate {
   cert: string;
@@ -219,7 +219,8 @@ describe("TLS on the port itself (--tls-cert, --tls-key)", function () {
   });
 
   describe("in headless Chromium", () => {
-    let browser: Browser;
+    // The test's certificate is its own, trusted by no browser.
+    const chromium = useChromium({ context: { ignoreHTTPSErrors: true } });
     let callback: CallbackServer;
     let ours: RunningServer;
 
@@ -229,54 +230,49 @@ describe("TLS on the port itself (--tls-cert, --tls-key)", function () {
         config: { applications: [{ ...TEST_APP, redirectUris: [callback.url] }], users: [TEST_USER] },
         overrides: { tlsCert: certFile, tlsKey: keyFile },
       });
-      browser = await launchChromium();
     });
     after(async () => {
-      await browser?.close();
       await ours?.close();
       await callback?.close();
     });
 
     it("reads discovery and signs in over HTTPS, with Secure cookies, and the code is exchanged over HTTPS", async () => {
-      const context = await browser.newContext({ ignoreHTTPSErrors: true });
-      try {
-        const page = await context.newPage();
-        page.setDefaultTimeout(10_000);
-        const discovery = await page.goto(`${ours.url}/.well-known/openid-configuration`);
-        assert.equal(discovery?.status(), 200);
-        assert.equal((await discovery!.json()).issuer, ours.url);
-        const security = await discovery!.securityDetails();
-        assert.equal(security?.subjectName, "127.0.0.1");
+      const { context, page } = chromium;
+      const discovery = await page.goto(`${ours.url}/.well-known/openid-configuration`);
+      assert.equal(discovery?.status(), 200);
+      assert.equal((await discovery!.json()).issuer, ours.url);
+      const security = await discovery!.securityDetails();
+      assert.equal(security?.subjectName, "127.0.0.1");
 
-        await page.goto(authorizeUrl(ours.url, { redirect_uri: callback.url, scope: "openid", state: "over-tls" }));
-        await page.getByLabel("Username").fill(TEST_USER.name);
-        await page.getByLabel("Password").fill(TEST_USER.password);
-        await page.getByRole("button", { name: "Sign in", exact: true }).click();
-        await page.waitForURL((url) => url.href.startsWith(callback.url));
-        const landed = new URL(page.url());
-        assert.equal(landed.searchParams.get("state"), "over-tls");
-        assert.equal(landed.searchParams.get("iss"), ours.url);
-        const cookies = await context.cookies(ours.url);
-        assert.ok(cookies.length > 0);
-        for (const cookie of cookies) assert.equal(cookie.secure, true, cookie.name);
+      await page.goto(authorizeUrl(ours.url, { redirect_uri: callback.url, scope: "openid", state: "over-tls" }));
+      await page.getByLabel("Username").fill(TEST_USER.name);
+      await page.getByLabel("Password").fill(TEST_USER.password);
+      await page.getByRole("button", { name: "Sign in", exact: true }).click();
+      await page.waitForURL((url) => url.href.startsWith(callback.url));
+      const landed = new URL(page.url());
+      assert.equal(landed.searchParams.get("state"), "over-tls");
+      assert.equal(landed.searchParams.get("iss"), ours.url);
+      const cookies = await context.cookies(ours.url);
+      assert.ok(cookies.length > 0);
+      for (const cookie of cookies) assert.equal(cookie.secure, true, cookie.name);
 
-        const token = await postFormTls(ours.url + TOKEN_PATH, first.cert, {
-          grant_type: "authorization_code",
-          code: landed.searchParams.get("code")!,
-          redirect_uri: callback.url,
-          client_id: TEST_APP.clientId,
-          client_secret: TEST_APP.clientSecret,
-        });
-        assert.equal(token.status, 200, JSON.stringify(token.body));
-        assert.ok(token.body.id_token);
-      } finally {
-        await context.close();
-      }
+      const token = await postFormTls(ours.url + TOKEN_PATH, first.cert, {
+        grant_type: "authorization_code",
+        code: landed.searchParams.get("code")!,
+        redirect_uri: callback.url,
+        client_id: TEST_APP.clientId,
+        client_secret: TEST_APP.clientSecret,
+      });
+      assert.equal(token.status, 200, JSON.stringify(token.body));
+      assert.ok(token.body.id_token);
     });
   });
 
   describe("a certificate replaced while running", () => {
-    it("serves new connections with the new pair within 10 s, while an open HTTP/2 connection keeps working; a bad pair is logged and the old one kept", async () => {
+    it("serves new connections with the new pair within 10 s, while an open HTTP/2 connection keeps working; a bad pair is logged and the old one kept", async function () {
+      // Each wait below is 10 s on an idle machine, longer on a loaded one.
+      const boundMs = scaledMs(10_000);
+      this.timeout(30_000 + 3 * boundMs);
       const second = makeCertificate(dir, "second");
       const bothCas = first.cert + second.cert;
       // Connections opened before the swap: a plain HTTP/2 session and a grpc-js channel that trust only the first.
@@ -291,7 +287,7 @@ describe("TLS on the port itself (--tls-cert, --tls-key)", function () {
         replaceFile(certFile, second.cert);
         const swapped = Date.now();
         let seen = first.fingerprint256;
-        while (seen !== second.fingerprint256 && Date.now() - swapped < 10_000) {
+        while (seen !== second.fingerprint256 && Date.now() - swapped < boundMs) {
           await new Promise((resolve) => setTimeout(resolve, 200));
           seen = (await handshake(server.port)).fingerprint256;
         }
@@ -321,7 +317,7 @@ describe("TLS on the port itself (--tls-cert, --tls-key)", function () {
         // A key that does not match its certificate: logged, and the second pair stays.
         const errorsBefore = logger.lines.filter((l) => l.message.startsWith("TLS certificate not reloaded")).length;
         replaceFile(keyFile, first.key);
-        const deadline = Date.now() + 10_000;
+        const deadline = Date.now() + boundMs;
         while (logger.lines.filter((l) => l.message.startsWith("TLS certificate not reloaded")).length === errorsBefore && Date.now() < deadline) {
           await new Promise((resolve) => setTimeout(resolve, 200));
         }
@@ -337,7 +333,7 @@ describe("TLS on the port itself (--tls-cert, --tls-key)", function () {
         const reloads = () => logger.lines.filter((l) => l.message === "TLS certificate reloaded").length;
         const reloadsBefore = reloads();
         replaceFile(keyFile, second.key);
-        const fixed = Date.now() + 10_000;
+        const fixed = Date.now() + boundMs;
         while (reloads() === reloadsBefore && Date.now() < fixed) await new Promise((resolve) => setTimeout(resolve, 200));
         assert.equal(reloads(), reloadsBefore + 1);
       } finally {

@@ -9,6 +9,7 @@ import { cleanEnv, ensureBuilt, runCli, type CliProcess } from "../support/cli.j
 import { refuseUnsharedDatabase, workerCount } from "../../src/app/workers.js";
 import { BACKENDS, describeEachDatabase } from "../support/databases.js";
 import { ADMIN_TOKEN, basicAuth, TEST_APP, writeConfigFile } from "../support/server.js";
+import { eventually, scaledMs } from "../support/deadline.js";
 
 /**
  * `identity serve --workers 2`: two processes on one port and one
@@ -25,7 +26,8 @@ describeEachDatabase("serve --workers", (ctx) => {
   let workerPids: number[];
 
   before(async function () {
-    this.timeout(60_000);
+    // Covers a rebuild of dist/ when the sources are newer, and two processes starting on a loaded machine.
+    this.timeout(60_000 + scaledMs(60_000));
     ensureBuilt();
     const config = writeConfigFile({ applications: [TEST_APP] });
     served = runCli(
@@ -71,6 +73,8 @@ describeEachDatabase("serve --workers", (ctx) => {
         .filter((line) => line.includes('"msg":"request"') && line.includes(`"route":"${route}"`))
         .map((line) => (JSON.parse(line) as { pid: number }).pid),
     );
+  /** Log lines reach us from the workers' stderr a moment after their answers: wait for both workers' lines of `route`. */
+  const bothLogged = (from: number, route: string) => eventually(`both workers' log lines of ${route}`, () => servedBy(from, route).size === 2);
   const TOKEN_ROUTE = "/api/login/oauth/access_token";
 
   /** A token request whose body is half sent once the server has taken it on (100 Continue); finish() sends the rest. */
@@ -116,7 +120,7 @@ describeEachDatabase("serve --workers", (ctx) => {
     assert.equal(new Set(workerPids).size, 2);
     const from = served.stderr().length;
     for (let i = 0; i < 6; i++) assert.equal((await request("GET", "/.well-known/openid-configuration")).status, 200);
-    await sleep(100); // log lines are written within 10 ms
+    await bothLogged(from, "/.well-known/openid-configuration");
     assert.deepEqual([...servedBy(from, "/.well-known/openid-configuration")].sort(), [...workerPids].sort());
   });
 
@@ -146,7 +150,7 @@ describeEachDatabase("serve --workers", (ctx) => {
     const before = await count();
     const from = served.stderr().length;
     for (let i = 0; i < 10; i++) assert.equal((await request("GET", "/.well-known/jwks")).status, 200);
-    await sleep(100);
+    await bothLogged(from, "/.well-known/jwks");
     assert.equal(servedBy(from, "/.well-known/jwks").size, 2, "both workers served");
     // Any worker answers the scrape with the total.
     for (let i = 0; i < 2; i++) assert.equal(await count(), before + 10);
@@ -162,7 +166,7 @@ describeEachDatabase("serve --workers", (ctx) => {
     const warm = async (secret: string) => {
       const from = served.stderr().length;
       for (let i = 0; i < 4; i++) assert.equal((await clientCredentials(secret)).status, 200);
-      await sleep(100);
+      await bothLogged(from, TOKEN_ROUTE);
       assert.equal(servedBy(from, TOKEN_ROUTE).size, 2);
     };
     /** ... when one changes it: every next request, in either worker, is refused. */
@@ -173,7 +177,7 @@ describeEachDatabase("serve --workers", (ctx) => {
         assert.equal(answer.status, 401, `request ${i + 1}: ${answer.body}`);
         assert.equal((JSON.parse(answer.body) as { error: string }).error, "invalid_client");
       }
-      await sleep(100);
+      await bothLogged(from, TOKEN_ROUTE);
       assert.equal(servedBy(from, TOKEN_ROUTE).size, 2, "both workers refused");
     };
 
@@ -204,7 +208,7 @@ describeEachDatabase("serve --workers", (ctx) => {
     const kid = (JSON.parse(rotated.body) as { key: { kid: string } }).key.kid;
     const from = served.stderr().length;
     for (let i = 0; i < 6; i++) assert.ok((await jwksKids()).includes(kid), `request ${i + 1}: ${kid} not published`);
-    await sleep(100);
+    await bothLogged(from, "/.well-known/jwks");
     assert.equal(servedBy(from, "/.well-known/jwks").size, 2, "both workers published it");
   });
 
@@ -221,7 +225,9 @@ describeEachDatabase("serve --workers", (ctx) => {
     const from = served.stderr().length;
     const held = await Promise.all([holdRequest(), holdRequest(), holdRequest(), holdRequest()]);
     served.child.kill("SIGTERM");
-    await sleep(500);
+    // Each worker logs its shutdown when the primary tells it to drain: finish the requests after that, however long it took.
+    const drainingWorkers = () => served.stderr().slice(from).split("\n").filter((l) => l.includes('"msg":"shutting down"') && l.includes('"signal":"primary"'));
+    await eventually("both workers shutting down", () => drainingWorkers().length === 2);
     // ... are answered: each worker drains before it exits.
     for (const request of held) {
       const answer = await request.finish();
@@ -243,7 +249,7 @@ describe("serve --workers, starting", () => {
   });
 
   it("exits 1 when the first worker cannot start, naming why", async function () {
-    this.timeout(30_000);
+    this.timeout(60_000 + scaledMs(30_000));
     ensureBuilt();
     // Changed with issue 41 (§8): two workers need a database they share, so a file here, not :memory:.
     const dir = mkdtempSync(join(tmpdir(), "identity-workers-"));

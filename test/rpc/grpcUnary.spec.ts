@@ -11,6 +11,7 @@ import type { ServiceBinding } from "../../src/rpc/services.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { TOKEN_PATH } from "../support/oauth.js";
 import { basicAuth, postForm, RecordingLogger, startTestServer, TEST_APP } from "../support/server.js";
+import { eventually } from "../support/deadline.js";
 
 const INTROSPECT = "/identity.v1.IntrospectionService/Introspect";
 const ROUTE = `connect:${INTROSPECT.slice(1)}`;
@@ -123,15 +124,20 @@ describe("unary gRPC served without Connect's streaming pipeline", () => {
   });
 
   it("logs each call with its gRPC status and client; a call the caller cancels mid-message is no server failure", async () => {
+    const logged = () => logger.lines.filter((l) => l.message === "request" && l.fields?.route === ROUTE);
+    const start = logged().length;
     await call(envelope(introspectRequest(token)));
+    await eventually("the served call's log line", () => logged().length > start);
+    const before = logged().length;
     const stream = session.request({ ":method": "POST", ":path": INTROSPECT, "content-type": "application/grpc", te: "trailers", authorization: GOOD_CLIENT });
     stream.on("error", () => {});
     stream.write(envelope(introspectRequest(token)).subarray(0, 10)); // half a message, then gone
     await sleep(50);
     stream.close(http2.constants.NGHTTP2_CANCEL);
-    await sleep(100);
 
-    const lines = logger.lines.filter((l) => l.message === "request" && l.fields?.route === ROUTE);
+    // The cancelled call's line comes once the server has seen the reset: wait for it, not for a guess at how long that takes.
+    await eventually("the cancelled call's log line", () => logged().length > before);
+    const lines = logged();
     const served = lines.find((l) => l.fields?.grpc_status === 0 && l.fields?.client_id === TEST_APP.clientId);
     assert.ok(served, JSON.stringify(lines));
     // Node ends the request body before it reports the reset, so the call may

@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createLogger, heldLines, SECRET_FIELDS } from "./../../src/shared/log.js";
 import { captureLogs } from "./../support/logs.js";
+import { scaledMs } from "./../support/deadline.js";
 
 describe("logger", () => {
   it("writes one JSON object per line with level name, time and message", () => {
@@ -98,9 +99,11 @@ describe("logger", () => {
 
     it("writes a line soon, without waiting for more lines or the process's end", async () => {
       // From a timer callback, where the event loop's clock is fresh: the late line really comes a second later.
-      const run = await child(`setTimeout(() => { log.info("early"); setTimeout(() => log.info("late"), 1000); }, 0);`);
+      // The gap is a second on an idle machine, longer on a loaded one, where lines may reach us late.
+      const gapMs = scaledMs(1000);
+      const run = await child(`setTimeout(() => { log.info("early"); setTimeout(() => log.info("late"), ${gapMs}); }, 0);`);
       assert.deepEqual(run.lines.map((l) => l.msg), ["early", "late"]);
-      assert.ok(run.lines[1]!.at - run.lines[0]!.at > 500, `the early line came with the late one: ${JSON.stringify(run.lines)}`);
+      assert.ok(run.lines[1]!.at - run.lines[0]!.at > gapMs / 2, `the early line came with the late one: ${JSON.stringify(run.lines)}`);
     });
 
     it("stamps each line with the time it was written, to the millisecond", async () => {

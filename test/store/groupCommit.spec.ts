@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { DatabaseDeadlineError, isStoreUnavailable } from "../../src/store/errors.js";
 import { GroupCommit } from "../../src/store/groupCommit.js";
+import { scaledMs } from "../support/deadline.js";
 
 describe("group commit", () => {
   it("writes what arrives during a write in the next one, one write at a time", async () => {
@@ -64,7 +65,8 @@ describe("group commit", () => {
       assert.ok((r as PromiseRejectedResult).reason instanceof DatabaseDeadlineError);
       assert.equal(isStoreUnavailable((r as PromiseRejectedResult).reason), true);
     }
-    assert.ok(elapsed < 400, `answered after ${Math.round(elapsed)} ms`);
+    // The deadline (200 ms), and what a loaded machine adds to seeing it.
+    assert.ok(elapsed < 200 + scaledMs(200), `answered after ${Math.round(elapsed)} ms`);
     release();
     await new Promise((resolve) => setTimeout(resolve, 20));
     assert.deepEqual(writes, [[1]], "the item that expired in the queue was written");

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { openDb, type Db } from "../../src/store/db.js";
 import { startWalCheckpoints, type WalCheckpoints } from "../../src/store/walCheckpoints.js";
+import { eventually } from "../support/deadline.js";
 
 describe("WAL checkpoints off the write path", () => {
   let dir: string;
@@ -18,12 +19,7 @@ describe("WAL checkpoints off the write path", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const until = async (done: () => boolean, what: string) => {
-    for (let waited = 0; !done(); waited += 20) {
-      if (waited > 5000) assert.fail(`timed out waiting for ${what}`);
-      await sleep(20);
-    }
-  };
+  const until = (done: () => boolean, what: string) => eventually(what, done, 5000, 20);
 
   it("copies committed pages into the database file while the writer leaves them in the WAL", async () => {
     const file = join(dir, "db.sqlite");

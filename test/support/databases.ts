@@ -6,6 +6,8 @@ import knex from "knex";
 import { isPostgresUrl, openDb, parsePostgresUrl, type Db } from "../../src/store/db.js";
 import { createStore, type Store } from "../../src/store/index.js";
 import { fastPathsFrom } from "../../src/app/server.js";
+import { DEFAULT_QUERY_TIMEOUT_MS } from "../../src/store/deadlines.js";
+import { scaledMs } from "./deadline.js";
 
 /** The PostgreSQL server the PostgreSQL legs use: DATABASE_URL, when it names one. */
 export const POSTGRES_URL = process.env.DATABASE_URL && isPostgresUrl(process.env.DATABASE_URL) ? process.env.DATABASE_URL : undefined;
@@ -194,7 +196,8 @@ export function describeEachBackend(title: string, body: (ctx: BackendContext) =
     let database: FreshDatabase | undefined;
     before(async () => {
       database = backend.fresh();
-      const db = await openDb({ url: database.url });
+      // The store's query deadline, scaled by the load: a test's long statement must not meet it because the CPU is shared.
+      const db = await openDb({ url: database.url, queryTimeoutMs: scaledMs(DEFAULT_QUERY_TIMEOUT_MS) });
       // The store as the server builds it: under IDENTITY_PLAIN_PATHS=1, hot lookups by plain Knex queries.
       const store = createStore(db, { fastReads: fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS).rowReader });
       Object.assign(ctx, { url: database.url, db, store });
