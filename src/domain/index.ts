@@ -1,5 +1,6 @@
 import { ApplicationAdmin, originAllowList } from "./../accounts/applications.js";
 import { UserAdmin } from "./../accounts/users.js";
+import { ResourceAdmin } from "./../accounts/resources.js";
 import { listUsersPage, type UserPage, type UserPageRequest } from "./../accounts/userPages.js";
 import { UserSessions } from "./../accounts/userSessions.js";
 import { consoleClientFor, ensureConsoleClient, type ConsoleClient } from "./../accounts/consoleClient.js";
@@ -28,6 +29,7 @@ import type { ScryptCost } from "./../oauth/secrets.js";
 import { LoginThrottle, type LoginPolicy, type Lockout } from "./../oauth/loginThrottle.js";
 import { noMetrics, type Metrics } from "./../oauth/metrics.js";
 import { PendingAuthorizations } from "./../oauth/pendingAuthorizations.js";
+import { ResourceIndicators } from "./../oauth/resourceIndicators.js";
 import { SessionManager } from "./../oauth/sessions.js";
 import { TokenMinter } from "./../oauth/tokens.js";
 import { UserAuthenticator } from "./../oauth/userAuth.js";
@@ -56,6 +58,8 @@ export interface Domain {
   /** Password sign-in, under the brute-force policy. */
   users: UserAuthenticator;
   applicationAdmin: ApplicationAdmin;
+  /** Resource servers (RFC 8707): the config file's `resources`, the CLI and ResourceAdminService. */
+  resourceAdmin: ResourceAdmin;
   /** Whether some application allows this browser origin (CORS); mostly answered from a cache, at once. */
   allowsOrigin: (origin: string) => boolean | Promise<boolean>;
   userAdmin: UserAdmin;
@@ -176,6 +180,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     audit,
   );
   const sessions = new SessionManager(store, clock, options.sessionTtlSeconds);
+  const resourceServers = new ResourceIndicators(store.resources);
   const grantDeps: GrantDeps = {
     store,
     clock,
@@ -185,6 +190,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     clients,
     users,
     codes,
+    resources: resourceServers,
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
   };
   return {
@@ -193,12 +199,13 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     tokenEndpoint: new TokenEndpoint(grantDeps),
     tokens: new TokenInspector(store, clock, issuer, metrics, audit),
-    authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit }),
+    authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit }, resourceServers),
     account: new AccountLookup({ store, clock, sessions }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
     clients,
     users,
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit),
+    resourceAdmin: new ResourceAdmin(store.resources, clock, audit),
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
     userPage: (request) => listUsersPage(store.users, request),

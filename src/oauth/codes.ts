@@ -22,6 +22,8 @@ export interface CodeGrant {
   authTime: number;
   /** The authorize request's `claims` (OIDC Core §5.5). */
   claims?: ClaimsRequest;
+  /** RFC 8707: the resources the authorize request named. */
+  resources?: readonly string[];
 }
 
 /** What the token request presents with a code. */
@@ -66,6 +68,7 @@ export class AuthorizationCodes {
       codeChallengeMethod: grant.codeChallengeMethod ?? null,
       authTime: grant.authTime,
       claims: storedClaimsRequest(grant.claims),
+      ...(grant.resources?.length ? { resources: [...grant.resources] } : {}),
       createdAt: now,
       expiresAt: now + this.ttlSeconds * 1000,
       consumedAt: null,

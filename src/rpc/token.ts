@@ -3,6 +3,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { TokenRequestSchema, TokenService } from "../../gen/identity/v1/token_pb.js";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
+import { joinResourceValues } from "../oauth/resourceIndicators.js";
 import type { TokenSet } from "../oauth/tokens.js";
 import { everyMethod } from "./guards.js";
 import { clientAddressOf, presentedCredentials, REQUEST_CONTEXT } from "./headers.js";
@@ -18,7 +19,7 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
   return {
     async token(req, ctx) {
       const basic = presentedCredentials(req, ctx);
-      return tokenResponse(await domain.tokenEndpoint.exchange(req, basic, requestOrigin(ctx)));
+      return tokenResponse(await domain.tokenEndpoint.exchange({ ...req, resource: joinResourceValues(req.resource) }, basic, requestOrigin(ctx)));
     },
     // The refresh endpoint is the token endpoint pinned to one grant type.
     async refresh(req, ctx) {
@@ -28,7 +29,7 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
       }
       const { refreshToken, scope, clientId, clientSecret } = req;
       const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret });
-      return tokenResponse(await domain.tokenEndpoint.exchange(params, basic, requestOrigin(ctx)));
+      return tokenResponse(await domain.tokenEndpoint.exchange({ ...params, resource: joinResourceValues(req.resource) }, basic, requestOrigin(ctx)));
     },
   };
 }

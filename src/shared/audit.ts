@@ -22,6 +22,9 @@ export const AUDIT_EVENTS = [
   "provider_created",
   "provider_updated",
   "provider_deleted",
+  "resource_created",
+  "resource_updated",
+  "resource_deleted",
   "key_rotated",
   "sessions_revoked",
 ] as const;

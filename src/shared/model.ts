@@ -127,3 +127,19 @@ export interface FederatedIdentityRecord {
   createdAt: number;
   updatedAt: number;
 }
+
+/** A scope a resource server understands, with the one line the consent page shows for it. */
+export interface ResourceScope {
+  name: string;
+  description: string;
+}
+
+/** A resource server (RFC 8707): tokens meant for it carry its URI as `aud`. */
+export interface ResourceRecord {
+  /** An absolute https URI without a fragment (http only on a loopback host). */
+  uri: string;
+  name: string;
+  scopes: ResourceScope[];
+  createdAt: number;
+  updatedAt: number;
+}

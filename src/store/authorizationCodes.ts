@@ -1,4 +1,5 @@
 import type { Db } from "./db.js";
+import { loadedResources, storedResources } from "./tokens.js";
 
 /** An issued authorization code, stored by the SHA-256 of its value. */
 export interface AuthorizationCodeRecord {
@@ -16,6 +17,8 @@ export interface AuthorizationCodeRecord {
   authTime: number;
   /** The authorize request's `claims` parameter as JSON (OIDC Core §5.5), if any. */
   claims: string | null;
+  /** The resource URIs (RFC 8707) the authorize request named; absent for none. */
+  resources?: string[];
   createdAt: number;
   expiresAt: number;
   consumedAt: number | null;
@@ -53,6 +56,7 @@ export class AuthorizationCodeRepository {
       code_challenge_method: c.codeChallengeMethod,
       auth_time: c.authTime,
       claims: c.claims,
+      resources: storedResources(c.resources),
       created_at: c.createdAt,
       expires_at: c.expiresAt,
       consumed_at: c.consumedAt,
@@ -75,6 +79,7 @@ export class AuthorizationCodeRepository {
       codeChallengeMethod: r.code_challenge_method,
       authTime: Number(r.auth_time),
       claims: r.claims ?? null,
+      ...loadedResources(r.resources),
       createdAt: Number(r.created_at),
       expiresAt: Number(r.expires_at),
       consumedAt: num(r.consumed_at),

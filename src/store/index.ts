@@ -9,6 +9,7 @@ import { FederationStateRepository } from "./federationStates.js";
 import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
 import { ProviderRepository } from "./providers.js";
+import { ResourceRepository } from "./resources.js";
 import { createRowReader, knexRowReader, type RowReader } from "./rowReader.js";
 import { SessionRepository } from "./sessions.js";
 import type { GroupCommit } from "./groupCommit.js";
@@ -28,6 +29,8 @@ export interface Store {
   /** Where newly issued tokens are recorded outside any caller's transaction. */
   issuedTokens: GroupCommit<IssuedTokenRows>;
   providers: ProviderRepository;
+  /** Resource servers (RFC 8707). */
+  resources: ResourceRepository;
   sessions: SessionRepository;
   /** A user's sessions and refresh tokens, as administration lists and ends them. */
   userSignIns: UserSignInRepository;
@@ -86,6 +89,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     refreshTokens: new RefreshTokenRepository(db),
     issuedTokens: issuedTokenRecorder(db),
     providers: new ProviderRepository(db),
+    resources: new ResourceRepository(db),
     sessions: new SessionRepository(db),
     userSignIns: new UserSignInRepository(db),
     authorizationCodes: new AuthorizationCodeRepository(db),

@@ -24,6 +24,8 @@ export interface AccessTokenRecord {
    * token row keeps them), which a JWT carries in its payload instead.
    */
   userinfoClaims?: string;
+  /** The resource URIs (RFC 8707) it is meant for, its `aud`; absent for a token meant for its client. */
+  resources?: string[];
 }
 
 /** An issued refresh token, stored by the SHA-256 of its value. */
@@ -43,7 +45,15 @@ export interface RefreshTokenRecord {
    * list; absent for the grants that asked none, which is nearly all.
    */
   userinfoClaims?: string;
+  /** The resource URIs (RFC 8707) its grant named: the most a refreshed access token may name. */
+  resources?: string[];
 }
+
+/** Resource URIs in one column, space-separated (a URI has no space); NULL for none. */
+export const storedResources = (resources: readonly string[] | undefined): string | null =>
+  resources && resources.length > 0 ? resources.join(" ") : null;
+export const loadedResources = (column: unknown): { resources?: string[] } =>
+  typeof column === "string" && column.length > 0 ? { resources: column.split(" ") } : {};
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 /** A joined column is null (or absent) when the left join found no row. */
@@ -61,6 +71,7 @@ interface AccessTokenRow {
   revoked_at: number | string | null;
   kid: string | null;
   userinfo_claims?: string | null;
+  resources?: string | null;
 }
 
 const accessTokenRow = (t: AccessTokenRecord): AccessTokenRow => ({
@@ -76,6 +87,7 @@ const accessTokenRow = (t: AccessTokenRecord): AccessTokenRow => ({
   kid: t.kid,
   // Always present, so rows written together have the same columns.
   userinfo_claims: t.userinfoClaims ?? null,
+  resources: storedResources(t.resources),
 });
 
 const refreshTokenRow = (t: RefreshTokenRecord) => ({
@@ -91,6 +103,7 @@ const refreshTokenRow = (t: RefreshTokenRecord) => ({
   revoked_at: t.revokedAt,
   // Always a value, so rows written together have the same columns.
   userinfo_claims: t.userinfoClaims ?? null,
+  resources: storedResources(t.resources),
 });
 
 /** The rows behind one token response: its access token and, for user grants, its refresh token. */
@@ -99,7 +112,7 @@ export interface IssuedTokenRows {
   refresh?: RefreshTokenRecord;
 }
 
-// 10 columns a row: far under SQLite's and PostgreSQL's limits on bound values per statement.
+// 12 columns a row: far under SQLite's and PostgreSQL's limits on bound values per statement.
 const ISSUED_ROWS_PER_WRITE = 200;
 
 /** Records issued tokens, the responses of many concurrent requests in one write. */
@@ -258,6 +271,7 @@ function accessTokenFromRow(r: AccessTokenRow): AccessTokenRecord {
     revokedAt: num(r.revoked_at),
     kid: r.kid ?? null,
     ...(r.userinfo_claims ? { userinfoClaims: r.userinfo_claims } : {}),
+    ...loadedResources(r.resources),
   };
 }
 
@@ -317,6 +331,7 @@ export class RefreshTokenRepository {
       consumedAt: num(r.consumed_at),
       revokedAt: num(r.revoked_at),
       ...(r.userinfo_claims ? { userinfoClaims: r.userinfo_claims as string } : {}),
+      ...loadedResources(r.resources),
     };
   }
 }

@@ -137,6 +137,7 @@ const LOOKUP_PATHS: Record<string, string[]> = {
   users: ["id", "name", "email"],
   signing_keys: ["kid"],
   providers: ["name"],
+  resources: ["uri"],
   access_tokens: ["token_hash", "family_id", "expires_at"],
   refresh_tokens: ["token_hash", "family_id", "expires_at"],
   sessions: ["id_hash", "expires_at"],
@@ -385,6 +386,43 @@ describeEachBackend("storage contract", (ctx) => {
     });
   });
 
+  describe("resources", () => {
+    const aResource = () => ({ uri: `https://api-${id()}.example/`, name: "API", scopes: [{ name: "api:read", description: "Read" }], createdAt: T0, updatedAt: T0 });
+
+    it("round-trips, updates, finds several at once and deletes", async () => {
+      const [one, two] = [aResource(), aResource()];
+      await ctx.store.resources.insert(one);
+      await ctx.store.resources.insert(two);
+      assert.deepEqual(await ctx.store.resources.findByUri(one.uri), one);
+      const found = await ctx.store.resources.findByUris([one.uri, two.uri, "https://none.example/"]);
+      assert.deepEqual(found.map((r) => r.uri).sort(), [one.uri, two.uri].sort());
+      const changed = { ...one, name: "Renamed", scopes: [], updatedAt: T0 + 1 };
+      assert.equal(await ctx.store.resources.update(changed), true);
+      assert.deepEqual(await ctx.store.resources.findByUri(one.uri), changed);
+      assert.equal(await ctx.store.resources.deleteByUri(one.uri), true);
+      assert.equal(await ctx.store.resources.deleteByUri(one.uri), false);
+      assert.equal(await ctx.store.resources.findByUri(one.uri), undefined);
+      assert.equal(await ctx.store.resources.update(changed), false);
+    });
+
+    it("refuses a second resource with the same URI", async () => {
+      const resource = aResource();
+      await ctx.store.resources.insert(resource);
+      await assertConflict(ctx.store.resources.insert({ ...resource, name: "Other" }), "resource");
+    });
+
+    it("keeps the resources of a code, a refresh token and an access token", async () => {
+      const resources = ["https://a.example/", "https://b.example/mcp"];
+      const refresh = aRefreshToken({ resources });
+      await ctx.store.refreshTokens.insert(refresh);
+      assert.deepEqual((await ctx.store.refreshTokens.findByHash(refresh.tokenHash))?.resources, resources);
+      const access = anAccessToken({ resources });
+      await ctx.store.accessTokens.insert(access);
+      assert.deepEqual((await ctx.store.accessTokens.findByHash(access.tokenHash))?.resources, resources);
+      assert.deepEqual((await ctx.store.accessTokens.findStandingByHash(access.tokenHash))?.token.resources, resources);
+    });
+  });
+
   describe("federation states", () => {
     it("round-trips by hash, with or without a pending request", async () => {
       const browser = aFederationState();
@@ -425,7 +463,7 @@ describeEachBackend("storage contract", (ctx) => {
     });
 
     it("round-trips by hash, with or without a nonce and a challenge", async () => {
-      const withAll = aCode({ claims: '{"id_token":{"name":null}}' });
+      const withAll = aCode({ claims: '{"id_token":{"name":null}}', resources: ["https://a.example/", "https://b.example/"] });
       const bare = aCode({ nonce: null, codeChallenge: null, codeChallengeMethod: null });
       for (const c of [withAll, bare]) await ctx.store.authorizationCodes.insert(c);
       assert.deepEqual(await ctx.store.authorizationCodes.findByHash(withAll.codeHash), withAll);

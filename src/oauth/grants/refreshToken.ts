@@ -1,5 +1,6 @@
 import type { RefreshTokenRecord } from "../../store/tokens.js";
 import { OAuthError } from "../errors.js";
+import { narrowResources, parseResourceParam } from "../resourceIndicators.js";
 import { isPublicClient } from "../publicClients.js";
 import { narrowScope } from "../scopes.js";
 import { loadUserinfoClaims } from "../userinfoClaims.js";
@@ -17,7 +18,7 @@ import type { ApplicationRecord } from "../../shared/model.js";
  */
 export const refreshTokenGrant = defineGrant({
   grantType: "refresh_token",
-  parameters: ["refreshToken", "scope"],
+  parameters: ["refreshToken", "scope", "resource"],
   // On for every application, whatever its grantTypes list (spec): the
   // switch for it is refreshExpireInHours > 0, which handle() checks.
   alwaysEnabled: true,
@@ -38,6 +39,8 @@ export const refreshTokenGrant = defineGrant({
 
     const granted = record.scope.split(" ").filter((s) => s.length > 0);
     const scopes = narrowScope(granted, params.scope);
+    // RFC 8707 §2.2: a refresh may narrow the resources of its grant, never widen them.
+    const resources = narrowResources(record.resources ?? [], parseResourceParam(params.resource));
     const user = record.userId === null ? undefined : await deps.store.users.findById(record.userId);
     if (!user || user.disabled) throw new OAuthError("invalid_grant", "the user of this refresh token is disabled or deleted");
 
@@ -48,6 +51,8 @@ export const refreshTokenGrant = defineGrant({
         scopes,
         refreshTokenScopes: granted,
         familyId: record.familyId,
+        resources,
+        refreshTokenResources: record.resources,
         authTime: record.authTime,
         // What the grant asked userinfo for (OIDC Core §5.5) outlives the refresh.
         claims: loadUserinfoClaims(record.userinfoClaims),
