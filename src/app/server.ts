@@ -20,6 +20,7 @@ import { annotateRequest, requestContextOf, type LogUnexpected } from "./../http
 import { sendJson } from "./../http/answers.js";
 import { withCrossOrigin } from "./../http/cors.js";
 import { createRestFacade } from "./../rest/facade.js";
+import { PROTECTED_RESOURCE_METADATA_PATH } from "./../oauth/discovery.js";
 import { buildRouteTable, type RouteTable } from "./../rest/routes.js";
 import { prepareForConnect } from "./../rpc/adapterInput.js";
 import { oauthErrorInterceptor, toConnectError } from "./../rpc/errors.js";
@@ -343,7 +344,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const httpDoors: Door[] = [
     probes,
     createWebHandler(domain, httpOptions),
-    createRestFacade(bindings, httpOptions),
+    createRestFacade(bindings, { ...httpOptions, resourceMetadata: `${domain.issuer}${PROTECTED_RESOURCE_METADATA_PATH}` }),
     createLogoutHandler(domain, httpOptions),
   ];
   const connect = connectNodeAdapter({

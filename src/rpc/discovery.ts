@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
 import type { Domain } from "../domain/index.js";
-import { discoveryDocument } from "../oauth/discovery.js";
+import { discoveryDocument, protectedResourceDocument } from "../oauth/discovery.js";
 import { everyMethod } from "./guards.js";
 
 // Public documents: nothing runs before them.
@@ -17,6 +17,9 @@ export function discoveryService(domain: Domain): ServiceImpl<typeof DiscoverySe
       const algs = algorithms.join(" ");
       if (built?.algs !== algs) built = { algs, document: discoveryDocument(domain.issuer, algorithms) };
       return built.document;
+    },
+    async getProtectedResourceMetadata() {
+      return protectedResourceDocument(domain.issuer);
     },
     async getJwks() {
       return { keys: await domain.keys.publicJwks() };
