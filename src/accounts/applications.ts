@@ -166,6 +166,8 @@ export class ApplicationAdmin {
       signingAlg: input.signingAlg ?? DEFAULT_SIGNING_ALG,
       accessTokenStrategy: input.accessTokenStrategy ?? DEFAULT_ACCESS_TOKEN_STRATEGY,
       publicClient,
+      // Admins create trusted applications: no consent page, as before.
+      consentRequired: false,
       createdAt: now,
       updatedAt: now,
     };

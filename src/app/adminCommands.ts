@@ -213,8 +213,9 @@ async function runAdmin(
   // Times as the admin RPCs answer them (proto/identity/v1/admin.proto): the same names, in epoch seconds.
   const times = ({ createdAt, updatedAt }: { createdAt: number; updatedAt: number }) => ({ createdTime: seconds(createdAt), updatedTime: seconds(updatedAt) });
   const publicApp = (app: ApplicationRecord) => {
-    const { clientSecretHash: _h, createdAt: _c, updatedAt: _u, ...rest } = app;
-    return { ...rest, ...times(app) };
+    // A registered client's registration access token hash stays inside too.
+    const { clientSecretHash: _h, registration, createdAt: _c, updatedAt: _u, ...rest } = app;
+    return { ...rest, ...(registration ? { registered: true, clientMetadata: registration.metadata } : {}), ...times(app) };
   };
   const publicUser = (user: UserRecord) => {
     const { passwordHash: _h, createdAt: _c, updatedAt: _u, ...rest } = user;

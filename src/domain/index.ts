@@ -1,6 +1,8 @@
 import { ApplicationAdmin, originAllowList } from "./../accounts/applications.js";
 import { UserAdmin } from "./../accounts/users.js";
 import { ResourceAdmin } from "./../accounts/resources.js";
+import { ClientRegistrar, DEFAULT_REGISTRATIONS_PER_HOUR, type ClientRegistrationPolicy } from "./../accounts/clientRegistration.js";
+import { REGISTRATION_PATH } from "./../oauth/discovery.js";
 import { listUsersPage, type UserPage, type UserPageRequest } from "./../accounts/userPages.js";
 import { UserSessions } from "./../accounts/userSessions.js";
 import { consoleClientFor, ensureConsoleClient, type ConsoleClient } from "./../accounts/consoleClient.js";
@@ -58,6 +60,8 @@ export interface Domain {
   /** Password sign-in, under the brute-force policy. */
   users: UserAuthenticator;
   applicationAdmin: ApplicationAdmin;
+  /** Dynamic client registration (RFC 7591, RFC 7592), under --client-registration. */
+  registration: ClientRegistrar;
   /** Resource servers (RFC 8707): the config file's `resources`, the CLI and ResourceAdminService. */
   resourceAdmin: ResourceAdmin;
   /** Whether some application allows this browser origin (CORS); mostly answered from a cache, at once. */
@@ -127,6 +131,8 @@ export interface DomainOptions {
   federationTimeoutMs?: number;
   /** Where federation failures are logged (never with secrets), and the audit trail's lines. */
   logger?: Logger;
+  /** --client-registration and its limits; off when absent. */
+  clientRegistration?: ClientRegistrationPolicy;
   /** Record security events (docs/audit.md) in the log and the database; default true. */
   auditEvents?: boolean;
 }
@@ -206,6 +212,14 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     users,
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit),
     resourceAdmin: new ResourceAdmin(store.resources, clock, audit),
+    registration: new ClientRegistrar(
+      store.applications,
+      store.registrationCounts,
+      clock,
+      options.clientRegistration ?? { mode: "off", maxPerHour: DEFAULT_REGISTRATIONS_PER_HOUR },
+      (clientId) => `${issuer}${REGISTRATION_PATH}/${encodeURIComponent(clientId)}`,
+      audit,
+    ),
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
     userPage: (request) => listUsersPage(store.users, request),

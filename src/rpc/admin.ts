@@ -17,7 +17,7 @@ import { everyMethod } from "./guards.js";
 import type { ApplicationRecord, SigningKeyRecord, UserRecord } from "../shared/model.js";
 
 function applicationOut(app: ApplicationRecord) {
-  const { clientSecretHash: _secret, id: _id, createdAt, updatedAt, ...rest } = app;
+  const { clientSecretHash: _secret, id: _id, registration: _registration, createdAt, updatedAt, ...rest } = app;
   return { ...rest, createdTime: epochSecondsOf(createdAt), updatedTime: epochSecondsOf(updatedAt) };
 }
 

@@ -15,7 +15,10 @@ export function discoveryService(domain: Domain): ServiceImpl<typeof DiscoverySe
     async getConfiguration() {
       const algorithms = await domain.keys.algorithms();
       const algs = algorithms.join(" ");
-      if (built?.algs !== algs) built = { algs, document: discoveryDocument(domain.issuer, algorithms) };
+      const { mode } = domain.registration.policy;
+      // Client ID metadata documents are not served yet (#43 §4), so never advertised.
+      const registration = mode === "off" ? undefined : { metadataDocuments: false };
+      if (built?.algs !== algs) built = { algs, document: discoveryDocument(domain.issuer, algorithms, registration) };
       return built.document;
     },
     async getProtectedResourceMetadata() {

@@ -25,6 +25,7 @@ export const AUDIT_EVENTS = [
   "resource_created",
   "resource_updated",
   "resource_deleted",
+  "client_registered",
   "key_rotated",
   "sessions_revoked",
 ] as const;

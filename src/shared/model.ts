@@ -39,8 +39,20 @@ export interface ApplicationRecord {
   accessTokenStrategy: AccessTokenStrategy;
   /** A public client (RFC 6749 §2.1): no secret anybody knows; code + PKCE, refresh and revocation by client_id alone (oauth/publicClients.ts). */
   publicClient: boolean;
+  /** Whether a user must consent before it gets a code or token (always for a registered client). */
+  consentRequired: boolean;
+  /** Present for a client that registered itself (RFC 7591): what it registered. */
+  registration?: ClientRegistration;
   createdAt: number;
   updatedAt: number;
+}
+
+/** A registered client's registration (RFC 7591, RFC 7592). */
+export interface ClientRegistration {
+  /** Its client metadata (RFC 7591 §2) as accepted, by the RFC's names. */
+  metadata: Record<string, unknown>;
+  /** SHA-256 of its registration access token (RFC 7592 §1), which alone reads, changes or deletes it. */
+  accessTokenHash: string;
 }
 
 export interface UserRecord {

@@ -2,7 +2,7 @@ import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
 import { revokeClientRefreshTokens, revokeClientTokens } from "./revocations.js";
 import { rowBy, type RowReader } from "./rowReader.js";
-import type { AccessTokenStrategy, ApplicationRecord, SigningAlg, TokenFormat } from "../shared/model.js";
+import type { AccessTokenStrategy, ApplicationRecord, ClientRegistration, SigningAlg, TokenFormat } from "../shared/model.js";
 import { changedColumns } from "./changedColumns.js";
 
 const BY_CLIENT_ID = rowBy("applications", "client_id");
@@ -23,6 +23,8 @@ interface Row {
   signing_alg: string;
   access_token_strategy: string;
   public_client: boolean | number;
+  consent_required: boolean | number;
+  registration: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -42,6 +44,8 @@ const fromRow = (r: Row): ApplicationRecord => ({
   signingAlg: r.signing_alg as SigningAlg,
   accessTokenStrategy: r.access_token_strategy as AccessTokenStrategy,
   publicClient: Boolean(r.public_client),
+  consentRequired: Boolean(r.consent_required),
+  ...(r.registration ? { registration: JSON.parse(r.registration) as ClientRegistration } : {}),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -61,6 +65,8 @@ const toRow = (a: ApplicationRecord): Row => ({
   signing_alg: a.signingAlg,
   access_token_strategy: a.accessTokenStrategy,
   public_client: a.publicClient,
+  consent_required: a.consentRequired,
+  registration: a.registration ? JSON.stringify(a.registration) : null,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });

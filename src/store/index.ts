@@ -10,6 +10,7 @@ import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
 import { ProviderRepository } from "./providers.js";
 import { ResourceRepository } from "./resources.js";
+import { RegistrationCountRepository } from "./registrationCounts.js";
 import { createRowReader, knexRowReader, type RowReader } from "./rowReader.js";
 import { SessionRepository } from "./sessions.js";
 import type { GroupCommit } from "./groupCommit.js";
@@ -31,6 +32,8 @@ export interface Store {
   providers: ProviderRepository;
   /** Resource servers (RFC 8707). */
   resources: ResourceRepository;
+  /** Successful client registrations per address (--registration-max-per-hour). */
+  registrationCounts: RegistrationCountRepository;
   sessions: SessionRepository;
   /** A user's sessions and refresh tokens, as administration lists and ends them. */
   userSignIns: UserSignInRepository;
@@ -90,6 +93,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     issuedTokens: issuedTokenRecorder(db),
     providers: new ProviderRepository(db),
     resources: new ResourceRepository(db),
+    registrationCounts: new RegistrationCountRepository(db),
     sessions: new SessionRepository(db),
     userSignIns: new UserSignInRepository(db),
     authorizationCodes: new AuthorizationCodeRepository(db),

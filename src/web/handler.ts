@@ -9,6 +9,7 @@ import { CONSOLE_PATHS, consoleRoutes } from "./console.js";
 import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
 import { SignInPages } from "./signIn.js";
+import { CONSENT_PATH } from "./consent.js";
 import { STYLESHEET } from "./stylesheet.js";
 import { requestContextOf, type LogUnexpected } from "../http/requestContext.js";
 
@@ -34,6 +35,7 @@ const PROVIDER_PATH = /^\/login\/oauth\/provider\/([A-Za-z0-9_.-]{1,100})$/;
 export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   AUTHORIZE_PATH,
   LOGIN_PATH,
+  CONSENT_PATH,
   CALLBACK_PATH,
   STYLESHEET_PATH,
   FORM_POST_SCRIPT_PATH,
@@ -66,6 +68,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
       methods: ["POST"],
       serve: async (req, res, url) => pages.login(req, res, await params(req, url), options.clientAddress(req)),
     },
+    [CONSENT_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.consent.decide(req, res, await params(req, url)) },
     [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, undefined, await params(req, url), options.clientAddress(req)) },
     [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },
     [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },

@@ -5,6 +5,9 @@ export function escapeHtml(value: string): string {
 
 export const STYLESHEET_PATH = "/login/assets/login.css";
 
+/** A page of the sign-in service: its stylesheet, one card. */
+export const layoutPage = (title: string, body: string): string => layout(title, body);
+
 function layout(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en">

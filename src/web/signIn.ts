@@ -10,6 +10,7 @@ import { browserCsrfToken, CSRF_COOKIE, sentFromThisBrowser } from "./csrf.js";
 import { sendAuthorizationResponse } from "./authorizationResponse.js";
 import { cookie, redirect, sendPage } from "./http.js";
 import { errorPage, loginPage, type LoginView } from "./pages.js";
+import { ConsentPages } from "./consent.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
 export { CSRF_COOKIE } from "./csrf.js";
@@ -17,9 +18,12 @@ export { CSRF_COOKIE } from "./csrf.js";
 /** The browser half of sign-in: the authorize endpoint, the login form and the providers' round trip. */
 export class SignInPages {
   private readonly secure: boolean;
+  /** The consent step of applications that need it (web/consent.ts). */
+  readonly consent: ConsentPages;
 
   constructor(private readonly domain: Domain) {
     this.secure = domain.issuer.startsWith("https:");
+    this.consent = new ConsentPages(domain, this, this.secure);
   }
 
   /** GET or POST /login/oauth/authorize (OIDC Core §3.1.2.1 allows both). */
@@ -36,6 +40,8 @@ export class SignInPages {
     annotateRequest(requestContextOf(req), { clientId: app.clientId });
     const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
     if (signedIn && domain.authorize.satisfiedBy(request, signedIn.session.authTime)) {
+      // Issue 43 §2: such an application never gets a code or token without the user's Allow.
+      if (app.consentRequired) return this.consent.ask(req, res, app, request);
       const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime);
       return sendAuthorizationResponse(res, response);
     }
@@ -119,10 +125,10 @@ export class SignInPages {
     // A fresh session id at every sign-in (no session fixation).
     await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookie: sessionId, session } = await domain.sessions.create(user);
+    const sessionCookie = cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds });
+    if (app.consentRequired) return this.consent.ask(req, res, app, pending.request, [sessionCookie]);
     const response = await domain.authorize.respond(app, pending.request, user, session.authTime);
-    sendAuthorizationResponse(res, response, [
-      cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds }),
-    ]);
+    sendAuthorizationResponse(res, response, [sessionCookie]);
   }
 
   /**

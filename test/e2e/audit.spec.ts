@@ -50,7 +50,7 @@ describeEachDatabase("audit trail", (ctx) => {
       database: ctx.url,
       config: { applications: [APP], users: [TEST_USER] },
       logger: logs.logger,
-      overrides: { loginMaxFailures: LOCKOUT_AFTER, keyActivationDelaySeconds: 0 },
+      overrides: { loginMaxFailures: LOCKOUT_AFTER, keyActivationDelaySeconds: 0, clientRegistration: "open" },
     });
     const transport = createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" });
     apps = createClient(ApplicationAdminService, transport);
@@ -118,6 +118,13 @@ describeEachDatabase("audit trail", (ctx) => {
     await resources.createResource({ resource: { uri: "https://audited.example/api", name: "Audited" } }, admin);
     await resources.updateResource({ resource: { uri: "https://audited.example/api", name: "Audited API" } }, admin);
     await resources.deleteResource({ uri: "https://audited.example/api" }, admin);
+    const registered = await fetch(`${server.url}/api/oauth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ redirect_uris: ["https://agent.example/cb"] }),
+    });
+    const registration = (await registered.json()) as { client_id: string; client_secret: string; registration_access_token: string };
+    secrets.add(registration.client_secret).add(registration.registration_access_token);
     const rotated = await keys.rotateKey({}, admin);
     // Alice's refresh token from the password grant above is the grant to end.
     const ended = await sessions.revokeAllUserSessions({ user: TEST_USER.name }, admin);
@@ -191,6 +198,7 @@ describeEachDatabase("audit trail", (ctx) => {
     assert.deepEqual(one("resource_updated").details?.changes, { name: { before: "Audited", after: "Audited API" } });
     one("resource_created", (e) => e.details?.target === "https://audited.example/api");
     one("resource_deleted");
+    assert.equal(one("client_registered").clientId, registration.client_id);
     assert.equal(one("key_rotated").details?.target, rotated.key!.kid);
     const revokedSessions = one("sessions_revoked");
     assert.deepEqual([revokedSessions.userName, revokedSessions.actor.name], [TEST_USER.name, "admin"]);

@@ -48,6 +48,8 @@ const anApplication = (over: Partial<ApplicationRecord> = {}): ApplicationRecord
   signingAlg: "ES256",
   accessTokenStrategy: "opaque",
   publicClient: true,
+  consentRequired: true,
+  registration: { metadata: { client_name: "Ünïcødé app", redirect_uris: ["https://app.example/cb"] }, accessTokenHash: "a".repeat(64) },
   createdAt: T0,
   updatedAt: T0,
   ...over,
@@ -138,6 +140,7 @@ const LOOKUP_PATHS: Record<string, string[]> = {
   signing_keys: ["kid"],
   providers: ["name"],
   resources: ["uri"],
+  registration_counts: ["key"],
   access_tokens: ["token_hash", "family_id", "expires_at"],
   refresh_tokens: ["token_hash", "family_id", "expires_at"],
   sessions: ["id_hash", "expires_at"],
@@ -420,6 +423,19 @@ describeEachBackend("storage contract", (ctx) => {
       await ctx.store.accessTokens.insert(access);
       assert.deepEqual((await ctx.store.accessTokens.findByHash(access.tokenHash))?.resources, resources);
       assert.deepEqual((await ctx.store.accessTokens.findStandingByHash(access.tokenHash))?.token.resources, resources);
+    });
+  });
+
+  describe("registration counts", () => {
+    it("lets exactly max of 40 concurrent reservations of one key through, gives one back, and starts a new window", async () => {
+      const key = `registration:${id()}`;
+      const results = await Promise.all(Array.from({ length: 40 }, () => ctx.store.registrationCounts.reserve(key, 5, T0, HOUR)));
+      assert.equal(results.filter(Boolean).length, 5);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + 1, HOUR), false);
+      await ctx.store.registrationCounts.release(key);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + 2, HOUR), true);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + 3, HOUR), false);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + HOUR, HOUR), true, "a window that has ended starts afresh");
     });
   });
 

@@ -17,6 +17,7 @@ import * as opaqueUserinfoClaims from "./022_opaque_userinfo_claims.js";
 import * as auditEvents from "./023_audit_events.js";
 import * as publicClient from "./024_public_client.js";
 import * as resources from "./030_resources.js";
+import * as clientRegistration from "./031_client_registration.js";
 
 interface Migration {
   name: string;
@@ -45,6 +46,7 @@ const all: Migration[] = [
   { name: "023_audit_events", ...auditEvents },
   { name: "024_public_client", ...publicClient },
   { name: "030_resources", ...resources },
+  { name: "031_client_registration", ...clientRegistration },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
