@@ -169,7 +169,7 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
   const [verb, ...rest] = args;
   // `resource` has flags of its own (--scope repeats there): resourceCommands.ts.
   const resourceValues = noun === "resource" ? resourceArgs(rest) : undefined;
-  const { values } = resourceValues ? { values: { database: resourceValues.database } as { database?: string; kid?: string; alg?: string; "key-activation-delay-seconds"?: string } } : parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
+  const { values } = resourceValues ? { values: { database: resourceValues.database } as Partial<Record<keyof typeof ADMIN_FLAGS, string>> } : parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
   const fields: Record<string, unknown> = {};
   for (const [given, value] of Object.entries(values)) {
     if (given === "database" || given === "kid" || given === "alg" || given === "key-activation-delay-seconds") continue;
