@@ -20,6 +20,8 @@ const USAGE = `usage: identity <command>
   user create|list|show|update|delete  manage users
   provider create|list|show|update|delete
                                        manage Custom login providers
+  resource create|list|show|update|delete
+                                       manage resource servers (RFC 8707 audiences)
   keys list|rotate|export              manage signing keys
   events [--user NAME] [--client ID] [--type EVENT] [--since TIME] [--limit N]
                                        print the audit trail, newest first (JSON lines)
@@ -66,6 +68,7 @@ async function main(argv: string[]): Promise<number> {
     case "app":
     case "user":
     case "provider":
+    case "resource":
     case "keys":
       if (rest.length === 0) {
         process.stderr.write(adminUsage(command)!);

@@ -176,6 +176,8 @@ export class ApplicationAdmin {
       publicClient,
       mfa: input.mfa ?? "optional",
       ...(input.signup ? { signup: true } : {}),
+      // Admins create trusted applications: no consent page, as before.
+      consentRequired: false,
       createdAt: now,
       updatedAt: now,
     };

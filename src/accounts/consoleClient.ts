@@ -87,6 +87,7 @@ export async function ensureConsoleClient(
       ...wanted,
       providers: [],
       clientSecretHash: noSecretHash(),
+      consentRequired: false,
       createdAt: now,
       updatedAt: now,
     };

@@ -10,6 +10,7 @@ import { OAuthError } from "./../oauth/errors.js";
 import { signingAlgOf } from "./../oauth/keys.js";
 import { adminCaller } from "./../shared/audit.js";
 import { openDatabase } from "./database.js";
+import { resourceArgs, RESOURCE_FLAGS, RESOURCE_HELP, runResource } from "./resourceCommands.js";
 import { createStore } from "./../store/index.js";
 import type { ApplicationRecord, ProviderRecord, SigningKeyRecord, UserRecord } from "./../shared/model.js";
 
@@ -135,6 +136,7 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
       "emails-url", "issuer", "shared-callback", "no-shared-callback",
     ],
   },
+  resource: RESOURCE_HELP,
   keys: {
     verbs: [
       ["list", "the signing keys: kid, alg, times, state (pending, signing, retiring or retired), per algorithm"],
@@ -149,9 +151,10 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
 export function adminUsage(noun: string): string | undefined {
   const help = ADMIN_HELP[noun];
   if (!help) return undefined;
-  const known = help.flags.filter((flag): flag is keyof typeof ADMIN_FLAGS => flag in ADMIN_FLAGS);
-  const shape = (flag: keyof typeof ADMIN_FLAGS) => {
-    const spec: { type: string; multiple?: boolean } = ADMIN_FLAGS[flag];
+  const table: Record<string, { type: string; multiple?: boolean }> = noun === "resource" ? RESOURCE_FLAGS : ADMIN_FLAGS;
+  const known = help.flags.filter((flag) => flag in table);
+  const shape = (flag: string) => {
+    const spec = table[flag]!;
     return spec.type === "boolean" ? `--${flag}` : `--${flag} VALUE${spec.multiple ? " (repeatable)" : ""}`;
   };
   const width = Math.max(...help.verbs.map(([verb]) => verb.length));
@@ -176,7 +179,9 @@ export function adminUsage(noun: string): string | undefined {
  */
 export async function runAdminCommand(noun: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   const [verb, ...rest] = args;
-  const { values } = parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
+  // `resource` has flags of its own (--scope repeats there): resourceCommands.ts.
+  const resourceValues = noun === "resource" ? resourceArgs(rest) : undefined;
+  const { values } = resourceValues ? { values: { database: resourceValues.database } as Partial<Record<keyof typeof ADMIN_FLAGS, string>> } : parseArgs({ args: rest, options: ADMIN_FLAGS, strict: true, allowPositionals: false });
   const fields: Record<string, unknown> = {};
   for (const [given, value] of Object.entries(values)) {
     if (["database", "kid", "alg", "key-activation-delay-seconds", "smtp-url", "mail-from"].includes(given)) continue;
@@ -199,7 +204,7 @@ export async function runAdminCommand(noun: string, args: string[], env: NodeJS.
       secretKey: env.IDENTITY_SECRET_KEY || undefined,
       keyActivationDelayMs: activationDelaySeconds === undefined ? undefined : activationDelaySeconds * 1000,
     });
-    const result = await runAdmin(domain, noun, verb, fields, values.kid, values.alg);
+    const result = resourceValues ? await runResource(domain, verb, resourceValues) : await runAdmin(domain, noun, verb, fields, values.kid, values.alg);
     return typeof result === "string" ? result : JSON.stringify(result, null, 2) + "\n";
   } finally {
     await store.close();
@@ -237,8 +242,9 @@ async function runAdmin(
   // Times as the admin RPCs answer them (proto/identity/v1/admin.proto): the same names, in epoch seconds.
   const times = ({ createdAt, updatedAt }: { createdAt: number; updatedAt: number }) => ({ createdTime: seconds(createdAt), updatedTime: seconds(updatedAt) });
   const publicApp = (app: ApplicationRecord) => {
-    const { clientSecretHash: _h, createdAt: _c, updatedAt: _u, ...rest } = app;
-    return { ...rest, ...times(app) };
+    // A registered client's registration access token hash stays inside too.
+    const { clientSecretHash: _h, registration, createdAt: _c, updatedAt: _u, ...rest } = app;
+    return { ...rest, ...(registration ? { registered: true, clientMetadata: registration.metadata } : {}), ...times(app) };
   };
   const publicUser = (user: UserRecord) => {
     const { passwordHash: _h, createdAt: _c, updatedAt: _u, ...rest } = user;

@@ -9,6 +9,7 @@ import { isProviderName } from "./../federation/providers.js";
 import { MIN_SECRET_KEY_LENGTH } from "./../federation/secretBox.js";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./../federation/upstream.js";
 import { POSTGRES_DEFAULTS } from "./../store/db.js";
+import { CLIENT_REGISTRATION_MODES, DEFAULT_REGISTRATIONS_PER_HOUR, type ClientRegistrationMode } from "./../accounts/clientRegistration.js";
 import { DEFAULT_QUERY_TIMEOUT_MS } from "./../store/deadlines.js";
 import { LOG_LEVELS, type LogLevel } from "./../shared/log.js";
 import { smtpOptions } from "./../accounts/mailer.js";
@@ -93,6 +94,12 @@ export interface ServeConfig {
   maxHeaderBytes?: number;
   /** Longest wait for a connection's first bytes and for a complete header block. */
   headersTimeoutSeconds?: number;
+  /** Who may register clients (RFC 7591): `off`, `token` (bearing registrationToken) or `open`. */
+  clientRegistration?: ClientRegistrationMode;
+  /** The Bearer token a registration needs under `token`. */
+  registrationToken?: string;
+  /** Successful registrations per client address per hour. */
+  registrationMaxPerHour?: number;
   /** Longest a request (HTTP/1.1 or HTTP/2) may take to arrive, body included. */
   requestTimeoutSeconds?: number;
   /** HTTP/2 sessions idle this long are closed. */
@@ -149,6 +156,10 @@ const adminToken = (raw: string) => {
 const secretKey = (raw: string) => {
   if (raw.length < MIN_SECRET_KEY_LENGTH) throw new Error(`must be at least ${MIN_SECRET_KEY_LENGTH} characters (for example \`openssl rand -base64 32\`)`);
   return raw;
+};
+const registrationMode = (raw: string) => {
+  if (!(CLIENT_REGISTRATION_MODES as readonly string[]).includes(raw)) throw new Error(`must be one of ${CLIENT_REGISTRATION_MODES.join(", ")}: ${raw}`);
+  return raw as ClientRegistrationMode;
 };
 const ipList = (raw: string) =>
   raw.split(",").map((entry) => {
@@ -355,6 +366,19 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     description: "longest wait for each call to an upstream login provider", parse: positiveInt,
   },
   {
+    key: "clientRegistration", flag: "client-registration", env: "IDENTITY_CLIENT_REGISTRATION", default: "off",
+    description: "dynamic client registration (RFC 7591) at /api/oauth/register: `off`, `token` (needs --registration-token as a Bearer token) or `open`",
+    parse: registrationMode,
+  },
+  {
+    key: "registrationToken", flag: "registration-token", env: "IDENTITY_REGISTRATION_TOKEN", default: "",
+    description: `the Bearer token registrations need under --client-registration token, at least ${MIN_ADMIN_TOKEN_LENGTH} characters`, parse: adminToken,
+  },
+  {
+    key: "registrationMaxPerHour", flag: "registration-max-per-hour", env: "IDENTITY_REGISTRATION_MAX_PER_HOUR", default: String(DEFAULT_REGISTRATIONS_PER_HOUR),
+    description: "successful client registrations per client address (as --trusted-proxies sees it) per hour; beyond, 429", parse: positiveInt,
+  },
+  {
     key: "metrics", flag: "metrics", env: "IDENTITY_METRICS", default: String(OPS_DEFAULTS.metrics),
     description: "Prometheus `/metrics`: `off`, `same` (on the main port) or a port number of its own (0 picks a free one)",
     parse: metricsMode,
@@ -452,6 +476,9 @@ export function parseServeConfig(args: string[], env: NodeJS.ProcessEnv): ServeC
   for (const option of SERVE_OPTIONS) {
     const value = optionValue(option, values[option.flag], env);
     if (value !== undefined) config[option.key] = value;
+  }
+  if (config.clientRegistration === "token" && config.registrationToken === undefined) {
+    throw new Error("--client-registration token needs --registration-token (IDENTITY_REGISTRATION_TOKEN)");
   }
   return config as unknown as ServeConfig;
 }

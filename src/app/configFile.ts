@@ -5,6 +5,7 @@ import { isProviderName, parseProviderInput, type ProviderInput } from "../feder
 import { OAuthError } from "../oauth/errors.js";
 import { parseApplicationInput, type ApplicationInput } from "../accounts/applications.js";
 import { parseUserInput, type UserInput } from "../accounts/users.js";
+import { parseResourceInput, type ResourceInput } from "../accounts/resources.js";
 import { CONSOLE_PROVIDERS_FIELD } from "../accounts/consoleProviders.js";
 import { InvalidInputError, optionalStringList } from "../accounts/validation.js";
 
@@ -13,11 +14,13 @@ export interface ConfigFile {
   applications: ApplicationInput[];
   users: UserInput[];
   providers: ProviderInput[];
+  /** Resource servers (RFC 8707), each upserted by URI. */
+  resources: ResourceInput[];
   /** The login providers the console's sign-in page offers (accounts/consoleProviders.ts); left as stored when absent. */
   consoleProviders?: string[];
 }
 
-const SECTIONS = ["applications", "users", "providers", CONSOLE_PROVIDERS_FIELD] as const;
+const SECTIONS = ["applications", "users", "providers", "resources", CONSOLE_PROVIDERS_FIELD] as const;
 
 /** A config file problem, naming the entry and the field. */
 export class ConfigFileError extends Error {}
@@ -54,6 +57,7 @@ export function parseConfigFile(text: string): ConfigFile {
     applications: entries(sections, "applications", parseApplicationInput),
     users: entries(sections, "users", parseUserInput),
     providers: entries(sections, "providers", parseProviderInput),
+    resources: entries(sections, "resources", parseResourceInput),
     consoleProviders: consoleProviders(sections[CONSOLE_PROVIDERS_FIELD]),
   };
 }
@@ -108,6 +112,7 @@ export async function applyConfigFile(config: ConfigFile, domain: Domain, store:
   for (const provider of config.providers) await domain.providerAdmin.upsert(provider);
   for (const user of config.users) await domain.userAdmin.upsert(user);
   for (const app of config.applications) await domain.applicationAdmin.upsert(app);
+  for (const resource of config.resources) await domain.resourceAdmin.upsert(resource);
   if (config.consoleProviders === undefined) return;
   try {
     await domain.consoleProviders.set(config.consoleProviders);

@@ -20,6 +20,9 @@ import { annotateRequest, requestContextOf, type LogUnexpected } from "./../http
 import { sendJson } from "./../http/answers.js";
 import { withCrossOrigin } from "./../http/cors.js";
 import { createRestFacade } from "./../rest/facade.js";
+import { createRegistrationEndpoint, REGISTRATION_ROUTES } from "./../rest/registration.js";
+import { PROTECTED_RESOURCE_METADATA_PATH } from "./../oauth/discovery.js";
+import { DEFAULT_REGISTRATIONS_PER_HOUR } from "./../accounts/clientRegistration.js";
 import { buildRouteTable, type RouteTable } from "./../rest/routes.js";
 import { prepareForConnect } from "./../rpc/adapterInput.js";
 import { oauthErrorInterceptor, toConnectError } from "./../rpc/errors.js";
@@ -253,6 +256,11 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         secretHashCost: deps.secretHashCost,
         secretKey: config.secretKey,
         federationTimeoutMs: config.federationTimeoutMs,
+        clientRegistration: {
+          mode: config.clientRegistration ?? "off",
+          token: config.registrationToken,
+          maxPerHour: config.registrationMaxPerHour ?? DEFAULT_REGISTRATIONS_PER_HOUR,
+        },
         logger,
         auditEvents: config.auditEvents,
         selfService: {
@@ -331,6 +339,7 @@ const CROSS_ORIGIN_REST = new Set([
   "identity.v1.IntrospectionService.GetAccount",
   "identity.v1.DiscoveryService.GetConfiguration",
   "identity.v1.DiscoveryService.GetJwks",
+  "identity.v1.DiscoveryService.GetProtectedResourceMetadata",
 ]);
 
 /** The paths that answer browsers on other origins (http/cors.ts): those REST paths, and every RPC's Connect / gRPC-Web path. */
@@ -369,8 +378,9 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const httpDoors: Door[] = [
     probes,
     createWebHandler(domain, httpOptions),
-    createRestFacade(bindings, httpOptions),
+    createRestFacade(bindings, { ...httpOptions, resourceMetadata: `${domain.issuer}${PROTECTED_RESOURCE_METADATA_PATH}` }),
     createLogoutHandler(domain, httpOptions),
+    createRegistrationEndpoint(domain, httpOptions),
   ];
   const connect = connectNodeAdapter({
     routes(router) {
@@ -422,7 +432,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const observation = {
     logger,
     metrics,
-    routeOf: routeNamer(bindings.map((b) => b.service), routes.keys(), [...OPS_PATHS, ...WEB_ROUTES, LOGOUT_PATH]),
+    routeOf: routeNamer(bindings.map((b) => b.service), routes.keys(), [...OPS_PATHS, ...WEB_ROUTES, LOGOUT_PATH, ...REGISTRATION_ROUTES]),
     quietRoutes: new Set(OPS_PATHS),
   };
   const grpcUnary =

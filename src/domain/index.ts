@@ -1,5 +1,8 @@
 import { ApplicationAdmin, originAllowList } from "./../accounts/applications.js";
 import { UserAdmin } from "./../accounts/users.js";
+import { ResourceAdmin } from "./../accounts/resources.js";
+import { ClientRegistrar, DEFAULT_REGISTRATIONS_PER_HOUR, type ClientRegistrationPolicy } from "./../accounts/clientRegistration.js";
+import { REGISTRATION_PATH } from "./../oauth/discovery.js";
 import { listUsersPage, type UserPage, type UserPageRequest } from "./../accounts/userPages.js";
 import { UserSessions } from "./../accounts/userSessions.js";
 import { consoleClientFor, ensureConsoleClient, type ConsoleClient } from "./../accounts/consoleClient.js";
@@ -29,6 +32,7 @@ import { SCRYPT_COST, type ScryptCost } from "./../oauth/secrets.js";
 import { LoginThrottle, type LoginPolicy, type Lockout } from "./../oauth/loginThrottle.js";
 import { noMetrics, type Metrics } from "./../oauth/metrics.js";
 import { PendingAuthorizations } from "./../oauth/pendingAuthorizations.js";
+import { ResourceIndicators } from "./../oauth/resourceIndicators.js";
 import { SessionManager } from "./../oauth/sessions.js";
 import { TokenMinter } from "./../oauth/tokens.js";
 import { UserAuthenticator } from "./../oauth/userAuth.js";
@@ -63,6 +67,10 @@ export interface Domain {
   /** Which second factor a sign-in needs, by application policy and acr_values. */
   signInPolicy: SignInPolicy;
   applicationAdmin: ApplicationAdmin;
+  /** Dynamic client registration (RFC 7591, RFC 7592), under --client-registration. */
+  registration: ClientRegistrar;
+  /** Resource servers (RFC 8707): the config file's `resources`, the CLI and ResourceAdminService. */
+  resourceAdmin: ResourceAdmin;
   /** Whether some application allows this browser origin (CORS); mostly answered from a cache, at once. */
   allowsOrigin: (origin: string) => boolean | Promise<boolean>;
   userAdmin: UserAdmin;
@@ -132,6 +140,8 @@ export interface DomainOptions {
   federationTimeoutMs?: number;
   /** Where federation failures are logged (never with secrets), and the audit trail's lines. */
   logger?: Logger;
+  /** --client-registration and its limits; off when absent. */
+  clientRegistration?: ClientRegistrationPolicy;
   /** Record security events (docs/audit.md) in the log and the database; default true. */
   auditEvents?: boolean;
   /** Mail settings and the rules of sign-up and password reset; no mail when absent. */
@@ -186,6 +196,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   const users = new UserAuthenticator(store.users, loginThrottle, metrics, audit);
   const secondFactors = new SecondFactors(store.userFactors, clock, secretBox, loginThrottle, audit, new URL(issuer).hostname);
   const sessions = new SessionManager(store, clock, options.sessionTtlSeconds);
+  const resourceServers = new ResourceIndicators(store.resources);
   const grantDeps: GrantDeps = {
     store,
     clock,
@@ -195,6 +206,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     clients,
     users,
     codes,
+    resources: resourceServers,
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
   };
   return {
@@ -203,7 +215,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     tokenEndpoint: new TokenEndpoint(grantDeps),
     tokens: new TokenInspector(store, clock, issuer, metrics, audit),
-    authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit }),
+    authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit }, resourceServers),
     account: new AccountLookup({ store, clock, sessions }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
     clients,
@@ -211,6 +223,15 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     secondFactors,
     signInPolicy: new SignInPolicy(secondFactors, store.users, audit),
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit),
+    resourceAdmin: new ResourceAdmin(store.resources, clock, audit),
+    registration: new ClientRegistrar(
+      store.applications,
+      store.registrationCounts,
+      clock,
+      options.clientRegistration ?? { mode: "off", maxPerHour: DEFAULT_REGISTRATIONS_PER_HOUR },
+      (clientId) => `${issuer}${REGISTRATION_PATH}/${encodeURIComponent(clientId)}`,
+      audit,
+    ),
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
     userPage: (request) => listUsersPage(store.users, request),

@@ -23,7 +23,7 @@ const quoted = (s: string) => `"${s.replace(/[\\"]/g, "\\$&").replace(/[^\x20-\x
  * is not an OAuthError is logged; an unreachable database becomes 503 with
  * Retry-After, the rest a bare server_error.
  */
-export function sendError(res: ServerResponse, failure: unknown, log: LogUnexpected): void {
+export function sendError(res: ServerResponse, failure: unknown, log: LogUnexpected, resourceMetadata?: string): void {
   const err = asOAuthError(failure);
   const context = requestContextOf(res.req);
   if (worthLogging(failure)) log(failure, context);
@@ -35,10 +35,12 @@ export function sendError(res: ServerResponse, failure: unknown, log: LogUnexpec
   const headers: Record<string, string> = {};
   if (err.code === "temporarily_unavailable") headers["retry-after"] = String(RETRY_AFTER_SECONDS);
   if (err.code === "invalid_client") headers["www-authenticate"] = 'Basic realm="identity"';
+  // RFC 9728 §5.1: a Bearer challenge names where the protected resource's metadata is.
+  const metadata = resourceMetadata ? `, resource_metadata=${quoted(resourceMetadata)}` : "";
   // RFC 6750 §3.1: a request without any credentials gets the bare challenge.
-  if (err.code === "login_required") headers["www-authenticate"] = 'Bearer realm="identity"';
+  if (err.code === "login_required") headers["www-authenticate"] = `Bearer realm="identity"${metadata}`;
   if (err.code === "invalid_token") {
-    headers["www-authenticate"] = `Bearer realm="identity", error="invalid_token", error_description=${quoted(err.description)}`;
+    headers["www-authenticate"] = `Bearer realm="identity", error="invalid_token", error_description=${quoted(err.description)}${metadata}`;
   }
   sendJson(res, err.status ?? httpStatusOf(err.code), { error: err.code, error_description: err.description }, headers);
 }

@@ -20,9 +20,26 @@ function tooLarge(limit: number): OAuthError {
   return new OAuthError("invalid_request", `request body exceeds ${limit} bytes`, 413);
 }
 
-/** RFC 6749 §3.1: parameters must not be repeated. */
+/**
+ * The parameters a request may repeat: RFC 8707 §2's `resource`. Their
+ * values are kept joined by spaces, which no absolute URI holds; a value
+ * that holds one is refused, so values can never run together.
+ */
+export const REPEATABLE_PARAMS: ReadonlySet<string> = new Set(["resource"]);
+
+function addRepeatable(into: Map<string, string>, key: string, value: string): void {
+  if (value === "" || /\s/.test(value)) throw new OAuthError("invalid_target", "a resource must be an absolute URI (RFC 8707 §2)");
+  const before = into.get(key);
+  into.set(key, before === undefined ? value : `${before} ${value}`);
+}
+
+/** RFC 6749 §3.1: parameters must not be repeated, but for REPEATABLE_PARAMS. */
 function formParams(source: URLSearchParams, into: Map<string, string>, where: string): void {
   for (const [key, value] of source) {
+    if (REPEATABLE_PARAMS.has(key)) {
+      addRepeatable(into, key, value);
+      continue;
+    }
     if (into.has(key)) throw new OAuthError("invalid_request", `parameter ${key.slice(0, 64)} is repeated (${where})`);
     into.set(key, value);
   }
@@ -40,6 +57,14 @@ function jsonParams(body: string, into: Map<string, string>): void {
   }
   for (const [key, value] of Object.entries(parsed)) {
     if (value === null || value === undefined) continue;
+    // A repeatable parameter may be a JSON list of strings.
+    if (REPEATABLE_PARAMS.has(key) && (typeof value === "string" || Array.isArray(value))) {
+      for (const item of ([] as unknown[]).concat(value)) {
+        if (typeof item !== "string") throw new OAuthError("invalid_request", `parameter ${key} must be a string or a list of strings`);
+        addRepeatable(into, key, item);
+      }
+      continue;
+    }
     if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") {
       throw new OAuthError("invalid_request", `parameter ${key.slice(0, 64)} must be a string`);
     }

@@ -3,6 +3,7 @@ import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import type { AccessTokenRecord } from "../store/tokens.js";
 import { OAuthError } from "./errors.js";
+import { audienceOf } from "./resourceIndicators.js";
 import { sha256 } from "./secrets.js";
 import type { UserRecord } from "../shared/model.js";
 
@@ -74,7 +75,7 @@ function opaqueClaims(record: AccessTokenRecord): AccessTokenClaims {
   const seconds = (ms: number) => Math.floor(ms / 1000);
   return Object.freeze({
     sub: record.userId ?? record.clientId,
-    aud: record.clientId,
+    aud: audienceOf(record.resources, record.clientId),
     client_id: record.clientId,
     exp: seconds(record.expiresAt),
     iat: seconds(record.issuedAt),

@@ -64,6 +64,7 @@ export async function authorizationResponse(
         authTime,
         claims,
         amr,
+        resources: request.resources,
       });
       params = { code };
       break;
@@ -73,7 +74,7 @@ export async function authorizationResponse(
       // RFC 6749 §4.2.2: the implicit grant never issues a refresh token.
       // With id_token, the ID token carries the access token's at_hash (OIDC Core §3.2.2.10).
       const idToken = request.responseType === "id_token token";
-      const tokens = await deps.minter.mint({ app, user, scopes, authTime, amr, nonce, claims, idToken, refreshToken: false });
+      const tokens = await deps.minter.mint({ app, user, scopes, authTime, amr, nonce, claims, resources: request.resources, idToken, refreshToken: false });
       params = {
         access_token: tokens.accessToken,
         token_type: tokens.tokenType,

@@ -2,6 +2,7 @@ import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import { authorizationResponse, signInSatisfies, type AuthorizationResponse, type AuthorizeDeps } from "./authorize.js";
 import { resolveRedirect, validateAuthorizeRequest, type AuthorizeRequest, type AuthorizeValidation } from "./authorizeRequest.js";
+import type { ResourceIndicators } from "./resourceIndicators.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
 /** The authorize endpoint's rules (RFC 6749 §3.1, OIDC Core §3.1.2), as the browser door asks them. */
@@ -10,11 +11,12 @@ export class AuthorizeEndpoint {
     private readonly apps: ApplicationRepository,
     private readonly clock: Clock,
     private readonly responses: AuthorizeDeps,
+    private readonly resources?: ResourceIndicators,
   ) {}
 
   /** The request checked, with its application; or the error and where it may go. */
   validate(params: ReadonlyMap<string, string>): Promise<AuthorizeValidation> {
-    return validateAuthorizeRequest(params, this.apps);
+    return validateAuthorizeRequest(params, this.apps, this.resources);
   }
 
   /** The application a pending request names, while it exists. */

@@ -5,6 +5,7 @@ import { parseChallenge, PKCE_METHOD } from "./pkce.js";
 import { applicationRedirectAllowed } from "./redirectUris.js";
 import { isPublicClient } from "./publicClients.js";
 import { parseScope } from "./scopes.js";
+import { parseResourceParam, RESOURCE_PARAM, scopesOfResources, type ResourceIndicators } from "./resourceIndicators.js";
 import { grantEnabled } from "./grants/index.js";
 import type { ApplicationRecord } from "../shared/model.js";
 
@@ -37,6 +38,8 @@ export interface AuthorizeRequest {
   claims?: ClaimsRequest;
   /** OIDC `acr_values` (Core §3.1.2.1): `mfa` asks for a second factor (oauth/factors/). */
   acrValues?: string[];
+  /** RFC 8707 `resource`: the registered resource servers the tokens are meant for. */
+  resources?: string[];
 }
 
 /** Where an authorization response or error goes. */
@@ -87,6 +90,7 @@ export async function resolveRedirect(
 export async function validateAuthorizeRequest(
   params: ReadonlyMap<string, string>,
   apps: ApplicationRepository,
+  resourceServers?: ResourceIndicators,
 ): Promise<AuthorizeValidation> {
   const get = (name: string) => params.get(name) || undefined;
   let app: ApplicationRecord;
@@ -103,7 +107,10 @@ export async function validateAuthorizeRequest(
     state: get("state"),
   };
   try {
-    return { ok: true, app, request: parseRequest(get, app, target) };
+    // RFC 8707 §2: an unknown or malformed resource is invalid_target, sent back to the client.
+    const named = resourceServers ? await resourceServers.fromParam(parseResourceParam(get(RESOURCE_PARAM))) : [];
+    const request = parseRequest(get, app, target, scopesOfResources(named));
+    return { ok: true, app, request: named.length > 0 ? { ...request, resources: named.map((r) => r.uri) } : request };
   } catch (err) {
     if (err instanceof OAuthError) return { ok: false, error: err, target };
     throw err;
@@ -115,6 +122,7 @@ function parseRequest(
   get: (name: string) => string | undefined,
   app: ApplicationRecord,
   target: ResponseTarget,
+  resourceScopes: readonly string[],
 ): AuthorizeRequest {
   const type = parseResponseType(get("response_type"));
   const responseMode = parseResponseMode(get("response_mode"), type);
@@ -129,7 +137,7 @@ function parseRequest(
   if (type !== "code" && !grantEnabled(app.grantTypes, "implicit")) {
     throw new OAuthError("unauthorized_client", "the implicit grant is not enabled for this application");
   }
-  const scopes = parseScope(get("scope"));
+  const scopes = parseScope(get("scope"), resourceScopes);
   const nonce = get("nonce");
   if (nonce && nonce.length > MAX_NONCE_LENGTH) throw new OAuthError("invalid_request", "nonce is too long");
   if (type === "id_token" || type === "id_token token") {

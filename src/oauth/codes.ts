@@ -24,6 +24,8 @@ export interface CodeGrant {
   claims?: ClaimsRequest;
   /** What the sign-in proved (RFC 8176). */
   amr?: readonly string[];
+  /** RFC 8707: the resources the authorize request named. */
+  resources?: readonly string[];
 }
 
 /** What the token request presents with a code. */
@@ -69,6 +71,7 @@ export class AuthorizationCodes {
       authTime: grant.authTime,
       claims: storedClaimsRequest(grant.claims),
       ...(grant.amr?.length ? { amr: grant.amr.join(" ") } : {}),
+      ...(grant.resources?.length ? { resources: [...grant.resources] } : {}),
       createdAt: now,
       expiresAt: now + this.ttlSeconds * 1000,
       consumedAt: null,

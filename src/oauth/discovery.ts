@@ -10,7 +10,7 @@ import { ACR_VALUES } from "./factors/amr.js";
  * OpenID Provider / RFC 8414 metadata. It lists only what this server really
  * serves, so strict clients configured from it do not fail later.
  */
-export function discoveryDocument(issuer: string, signingAlgs: readonly string[] = [SIGNING_ALG]) {
+export function discoveryDocument(issuer: string, signingAlgs: readonly string[] = [SIGNING_ALG], registration?: RegistrationMetadata) {
   return {
     issuer,
     authorizationEndpoint: `${issuer}/login/oauth/authorize`,
@@ -43,5 +43,35 @@ export function discoveryDocument(issuer: string, signingAlgs: readonly string[]
     // Said outright: a missing request_uri_parameter_supported means true (OIDC Discovery §3).
     requestParameterSupported: false,
     requestUriParameterSupported: false,
+    // RFC 7591 §3 and the Client ID Metadata Document draft, when registration is on.
+    ...(registration ? { registrationEndpoint: `${issuer}${REGISTRATION_PATH}` } : {}),
+    ...(registration?.metadataDocuments ? { clientIdMetadataDocumentSupported: true } : {}),
+  };
+}
+
+/** Where RFC 7591 registration is served (Casdoor's path). */
+export const REGISTRATION_PATH = "/api/oauth/register";
+
+/** What discovery says of client registration, when it is on. */
+export interface RegistrationMetadata {
+  /** Whether an https client_id names its metadata document (`--client-registration open`). */
+  metadataDocuments: boolean;
+}
+
+/** Where RFC 9728 metadata of this service's own APIs is served. */
+export const PROTECTED_RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource";
+
+/**
+ * RFC 9728 §2 metadata of this service's own protected APIs (userinfo,
+ * get-account): the issuer is both the resource and its authorization
+ * server. Their tokens are any of this issuer's for a user.
+ */
+export function protectedResourceDocument(issuer: string) {
+  return {
+    resource: issuer,
+    authorizationServers: [issuer],
+    scopesSupported: [...GRANTABLE_SCOPES],
+    bearerMethodsSupported: ["header"],
+    resourceName: "Account and userinfo API",
   };
 }

@@ -22,6 +22,13 @@ export type OAuthErrorCode =
   | "interaction_required"
   | "request_not_supported"
   | "request_uri_not_supported"
+  // RFC 8707 §2: a resource that is unknown, malformed or wider than granted.
+  | "invalid_target"
+  // OIDC Core §3.1.2.6: prompt=none, and the user has not consented.
+  | "consent_required"
+  // RFC 7591 §3.2.2: refused client metadata.
+  | "invalid_redirect_uri"
+  | "invalid_client_metadata"
   | "not_found"
   | "already_exists"
   | "server_error"

@@ -37,13 +37,14 @@ export const DEFAULT_SCOPE = "openid";
  * `scope=read`. When nothing known is left, `openid` is granted, as when no
  * scope is asked for.
  */
-export function parseScope(raw: string | undefined): string[] {
-  const scopes = knownScopes(raw);
+export function parseScope(raw: string | undefined, resourceScopes: readonly string[] = []): string[] {
+  const scopes = knownScopes(raw, resourceScopes);
   return scopes.length === 0 ? [DEFAULT_SCOPE] : scopes;
 }
 
-function knownScopes(raw: string | undefined): string[] {
-  return [...new Set((raw ?? "").split(" ").filter((s) => SUPPORTED.has(s)))];
+/** `also`: scopes known besides the service's own, those of the resources a request names (RFC 8707). */
+function knownScopes(raw: string | undefined, also: readonly string[] = []): string[] {
+  return [...new Set((raw ?? "").split(" ").filter((s) => SUPPORTED.has(s) || (s !== ADMIN_SCOPE && also.includes(s))))];
 }
 
 /**
@@ -69,7 +70,7 @@ export function adminScopeGrantable(clientId: string, user: { isAdmin: boolean }
  */
 export function narrowScope(granted: readonly string[], requested: string): string[] {
   // Unknown scopes are ignored here too; nothing known left is the granted scope.
-  const asked = knownScopes(requested);
+  const asked = knownScopes(requested, granted);
   if (asked.length === 0) return [...granted];
   const wider = asked.find((s) => !granted.includes(s));
   if (wider !== undefined) {

@@ -5,6 +5,7 @@ import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import type { IssuedTokenRows } from "../store/tokens.js";
 import { requestedClaims, storedClaimNames, type ClaimsRequest } from "./claimsRequest.js";
+import { audienceOf } from "./resourceIndicators.js";
 import type { KeyRing } from "./keys.js";
 import { claimsForScopes, grantableScopes } from "./scopes.js";
 import { randomToken, sha256 } from "./secrets.js";
@@ -24,6 +25,10 @@ export interface Grant {
    * that narrows the access token keeps the refresh token's scope (RFC 6749 §6).
    */
   refreshTokenScopes?: string[];
+  /** RFC 8707: the resource URIs the access token is meant for, its `aud`; none keeps the client as its audience. */
+  resources?: string[];
+  /** The resources recorded on the new refresh token, when not `resources`: a narrowing refresh keeps the grant's (RFC 8707 §2.2). */
+  refreshTokenResources?: string[];
   /**
    * The family the tokens join (an authorization code's, a refresh token's).
    * Otherwise a new one is started if a refresh token is issued, and none if
@@ -118,7 +123,7 @@ export class TokenMinter {
     const accessClaims: Record<string, unknown> = {
       iss: this.issuer,
       sub: subject,
-      aud: app.clientId,
+      aud: audienceOf(grant.resources, app.clientId),
       azp: app.clientId,
       client_id: app.clientId,
       exp: now + expiresIn,
@@ -163,6 +168,7 @@ export class TokenMinter {
         expiresAt: nowMs + expiresIn * 1000,
         revokedAt: null,
         kid,
+        ...(grant.resources?.length ? { resources: grant.resources } : {}),
         // An opaque token has no payload to carry them (userinfoClaims.ts).
         ...(opaque && userinfoClaims.length > 0 ? { userinfoClaims: storedUserinfoClaims(grant.claims) } : {}),
       },
@@ -183,6 +189,7 @@ export class TokenMinter {
             ...(userinfoClaims.length > 0 ? { userinfoClaims: storedUserinfoClaims(grant.claims) } : {}),
             // OIDC Core §5.5: what the grant asked the ID token for outlives the refresh too.
             ...(idTokenClaims ? { idTokenClaims } : {}),
+            resources: grant.refreshTokenResources ?? grant.resources,
           }
         : undefined,
     };

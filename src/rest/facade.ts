@@ -17,6 +17,8 @@ export interface RestFacadeOptions {
   maxBodyBytes: number;
   log: LogUnexpected;
   clientAddress: ClientAddressOf;
+  /** RFC 9728: the URL of this service's protected resource metadata, named in every Bearer challenge (userinfo, get-account). */
+  resourceMetadata?: string;
 }
 
 type UnaryHandler = (req: unknown, ctx: unknown) => Promise<MessageInitShape<DescMessage>> | MessageInitShape<DescMessage>;
@@ -44,7 +46,7 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
       // The client may still be sending a body we stopped reading (413):
       // reusing this connection would then fail, so ask it not to.
       if (!req.complete && req.httpVersionMajor === 1) res.setHeader("connection", "close");
-      sendError(res, err, options.log);
+      sendError(res, err, options.log, options.resourceMetadata);
     });
   };
 

@@ -18,7 +18,7 @@ import type { ApplicationRecord, SigningKeyRecord, UserFactorRecord, UserRecord 
 import { adminCaller } from "../shared/audit.js";
 
 function applicationOut(app: ApplicationRecord) {
-  const { clientSecretHash: _secret, id: _id, createdAt, updatedAt, ...rest } = app;
+  const { clientSecretHash: _secret, id: _id, registration: _registration, createdAt, updatedAt, ...rest } = app;
   return { ...rest, createdTime: epochSecondsOf(createdAt), updatedTime: epochSecondsOf(updatedAt) };
 }
 

@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
 import type { Domain } from "../domain/index.js";
-import { discoveryDocument } from "../oauth/discovery.js";
+import { discoveryDocument, protectedResourceDocument } from "../oauth/discovery.js";
 import { everyMethod } from "./guards.js";
 
 // Public documents: nothing runs before them.
@@ -15,8 +15,14 @@ export function discoveryService(domain: Domain): ServiceImpl<typeof DiscoverySe
     async getConfiguration() {
       const algorithms = await domain.keys.algorithms();
       const algs = algorithms.join(" ");
-      if (built?.algs !== algs) built = { algs, document: discoveryDocument(domain.issuer, algorithms) };
+      const { mode } = domain.registration.policy;
+      // Client ID metadata documents are not served yet (#43 §4), so never advertised.
+      const registration = mode === "off" ? undefined : { metadataDocuments: false };
+      if (built?.algs !== algs) built = { algs, document: discoveryDocument(domain.issuer, algorithms, registration) };
       return built.document;
+    },
+    async getProtectedResourceMetadata() {
+      return protectedResourceDocument(domain.issuer);
     },
     async getJwks() {
       return { keys: await domain.keys.publicJwks() };

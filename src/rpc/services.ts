@@ -5,6 +5,7 @@ import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
 import { EventAdminService } from "../../gen/identity/v1/events_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
+import { ResourceAdminService } from "../../gen/identity/v1/resources_pb.js";
 import { SettingsAdminService } from "../../gen/identity/v1/settings_pb.js";
 import { TokenService } from "../../gen/identity/v1/token_pb.js";
 import type { Domain } from "../domain/index.js";
@@ -24,6 +25,7 @@ import { eventAdminGuards, eventAdminService } from "./events.js";
 import { federationGuards, federationService } from "./federation.js";
 import { withGuards, type GuardName, type MethodGuards } from "./guards.js";
 import { introspectionGuards, introspectionService } from "./introspection.js";
+import { resourceAdminGuards, resourceAdminService } from "./resources.js";
 import { settingsAdminGuards, settingsAdminService } from "./settings.js";
 import { tokenGuards, tokenService } from "./token.js";
 
@@ -50,5 +52,6 @@ export function serviceBindings(domain: Domain): ServiceBinding[] {
     bind(FederationService, federationService(domain), federationGuards),
     bind(EventAdminService, eventAdminService(domain), eventAdminGuards),
     bind(SettingsAdminService, settingsAdminService(domain), settingsAdminGuards),
+    bind(ResourceAdminService, resourceAdminService(domain), resourceAdminGuards),
   ];
 }

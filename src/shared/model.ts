@@ -72,8 +72,20 @@ export interface ApplicationRecord {
   mfa?: MfaPolicy;
   /** Whether its login page offers "Create account" (accounts/signUp.ts). Absent is false. */
   signup?: boolean;
+  /** Whether a user must consent before it gets a code or token (always for a registered client). */
+  consentRequired: boolean;
+  /** Present for a client that registered itself (RFC 7591): what it registered. */
+  registration?: ClientRegistration;
   createdAt: number;
   updatedAt: number;
+}
+
+/** A registered client's registration (RFC 7591, RFC 7592). */
+export interface ClientRegistration {
+  /** Its client metadata (RFC 7591 §2) as accepted, by the RFC's names. */
+  metadata: Record<string, unknown>;
+  /** SHA-256 of its registration access token (RFC 7592 §1), which alone reads, changes or deletes it. */
+  accessTokenHash: string;
 }
 
 export interface UserRecord {
@@ -159,6 +171,22 @@ export interface FederatedIdentityRecord {
   userId: string;
   /** The account's preferred_username at the provider, as last seen. */
   username: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A scope a resource server understands, with the one line the consent page shows for it. */
+export interface ResourceScope {
+  name: string;
+  description: string;
+}
+
+/** A resource server (RFC 8707): tokens meant for it carry its URI as `aud`. */
+export interface ResourceRecord {
+  /** An absolute https URI without a fragment (http only on a loopback host). */
+  uri: string;
+  name: string;
+  scopes: ResourceScope[];
   createdAt: number;
   updatedAt: number;
 }

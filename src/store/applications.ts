@@ -2,7 +2,7 @@ import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
 import { revokeClientRefreshTokens, revokeClientTokens } from "./revocations.js";
 import { rowBy, type RowReader } from "./rowReader.js";
-import type { AccessTokenStrategy, ApplicationRecord, SigningAlg, TokenFormat } from "../shared/model.js";
+import type { AccessTokenStrategy, ApplicationRecord, ClientRegistration, SigningAlg, TokenFormat } from "../shared/model.js";
 import { changedColumns } from "./changedColumns.js";
 
 const BY_CLIENT_ID = rowBy("applications", "client_id");
@@ -25,6 +25,8 @@ interface Row {
   public_client: boolean | number;
   mfa?: string;
   signup?: boolean | number;
+  consent_required: boolean | number;
+  registration: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -47,6 +49,8 @@ const fromRow = (r: Row): ApplicationRecord => ({
   mfa: r.mfa === "required" ? "required" : "optional",
   // Only when set, like an optional field left out.
   ...(r.signup ? { signup: true } : {}),
+  consentRequired: Boolean(r.consent_required),
+  ...(r.registration ? { registration: JSON.parse(r.registration) as ClientRegistration } : {}),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -68,6 +72,8 @@ const toRow = (a: ApplicationRecord): Row => ({
   public_client: a.publicClient,
   mfa: a.mfa ?? "optional",
   signup: a.signup ?? false,
+  consent_required: a.consentRequired,
+  registration: a.registration ? JSON.stringify(a.registration) : null,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });

@@ -1,4 +1,5 @@
 import type { Db } from "./db.js";
+import { loadedResources, storedResources } from "./tokens.js";
 
 /** An issued authorization code, stored by the SHA-256 of its value. */
 export interface AuthorizationCodeRecord {
@@ -18,6 +19,8 @@ export interface AuthorizationCodeRecord {
   claims: string | null;
   /** What the user's sign-in proved (RFC 8176 `amr` values, space-separated). */
   amr?: string;
+  /** The resource URIs (RFC 8707) the authorize request named; absent for none. */
+  resources?: string[];
   createdAt: number;
   expiresAt: number;
   consumedAt: number | null;
@@ -56,6 +59,7 @@ export class AuthorizationCodeRepository {
       auth_time: c.authTime,
       claims: c.claims,
       amr: c.amr ?? null,
+      resources: storedResources(c.resources),
       created_at: c.createdAt,
       expires_at: c.expiresAt,
       consumed_at: c.consumedAt,
@@ -79,6 +83,7 @@ export class AuthorizationCodeRepository {
       authTime: Number(r.auth_time),
       claims: r.claims ?? null,
       ...(r.amr ? { amr: r.amr as string } : {}),
+      ...loadedResources(r.resources),
       createdAt: Number(r.created_at),
       expiresAt: Number(r.expires_at),
       consumedAt: num(r.consumed_at),

@@ -11,6 +11,8 @@ import { FederationStateRepository } from "./federationStates.js";
 import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
 import { ProviderRepository } from "./providers.js";
+import { ResourceRepository } from "./resources.js";
+import { RegistrationCountRepository } from "./registrationCounts.js";
 import { createRowReader, knexRowReader, type RowReader } from "./rowReader.js";
 import { SessionRepository } from "./sessions.js";
 import type { GroupCommit } from "./groupCommit.js";
@@ -31,6 +33,10 @@ export interface Store {
   /** Where newly issued tokens are recorded outside any caller's transaction. */
   issuedTokens: GroupCommit<IssuedTokenRows>;
   providers: ProviderRepository;
+  /** Resource servers (RFC 8707). */
+  resources: ResourceRepository;
+  /** Successful client registrations per address (--registration-max-per-hour). */
+  registrationCounts: RegistrationCountRepository;
   sessions: SessionRepository;
   /** A user's sessions and refresh tokens, as administration lists and ends them. */
   userSignIns: UserSignInRepository;
@@ -97,6 +103,8 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     refreshTokens: new RefreshTokenRepository(db),
     issuedTokens: issuedTokenRecorder(db),
     providers: new ProviderRepository(db),
+    resources: new ResourceRepository(db),
+    registrationCounts: new RegistrationCountRepository(db),
     sessions: new SessionRepository(db),
     userSignIns: new UserSignInRepository(db),
     authorizationCodes: new AuthorizationCodeRepository(db),

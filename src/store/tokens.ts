@@ -24,6 +24,8 @@ export interface AccessTokenRecord {
    * token row keeps them), which a JWT carries in its payload instead.
    */
   userinfoClaims?: string;
+  /** The resource URIs (RFC 8707) it is meant for, its `aud`; absent for a token meant for its client. */
+  resources?: string[];
 }
 
 /** An issued refresh token, stored by the SHA-256 of its value. */
@@ -47,7 +49,15 @@ export interface RefreshTokenRecord {
   userinfoClaims?: string;
   /** The same for the ID token: the claim names its grant asked the ID token for. */
   idTokenClaims?: string;
+  /** The resource URIs (RFC 8707) its grant named: the most a refreshed access token may name. */
+  resources?: string[];
 }
+
+/** Resource URIs in one column, space-separated (a URI has no space); NULL for none. */
+export const storedResources = (resources: readonly string[] | undefined): string | null =>
+  resources && resources.length > 0 ? resources.join(" ") : null;
+export const loadedResources = (column: unknown): { resources?: string[] } =>
+  typeof column === "string" && column.length > 0 ? { resources: column.split(" ") } : {};
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 /** A joined column is null (or absent) when the left join found no row. */
@@ -65,6 +75,7 @@ interface AccessTokenRow {
   revoked_at: number | string | null;
   kid: string | null;
   userinfo_claims?: string | null;
+  resources?: string | null;
 }
 
 const accessTokenRow = (t: AccessTokenRecord): AccessTokenRow => ({
@@ -80,6 +91,7 @@ const accessTokenRow = (t: AccessTokenRecord): AccessTokenRow => ({
   kid: t.kid,
   // Always present, so rows written together have the same columns.
   userinfo_claims: t.userinfoClaims ?? null,
+  resources: storedResources(t.resources),
 });
 
 const refreshTokenRow = (t: RefreshTokenRecord) => ({
@@ -97,6 +109,7 @@ const refreshTokenRow = (t: RefreshTokenRecord) => ({
   userinfo_claims: t.userinfoClaims ?? null,
   id_token_claims: t.idTokenClaims ?? null,
   amr: t.amr ?? null,
+  resources: storedResources(t.resources),
 });
 
 /** The rows behind one token response: its access token and, for user grants, its refresh token. */
@@ -264,6 +277,7 @@ function accessTokenFromRow(r: AccessTokenRow): AccessTokenRecord {
     revokedAt: num(r.revoked_at),
     kid: r.kid ?? null,
     ...(r.userinfo_claims ? { userinfoClaims: r.userinfo_claims } : {}),
+    ...loadedResources(r.resources),
   };
 }
 
@@ -325,6 +339,7 @@ export class RefreshTokenRepository {
       ...(r.userinfo_claims ? { userinfoClaims: r.userinfo_claims as string } : {}),
       ...(r.id_token_claims ? { idTokenClaims: r.id_token_claims as string } : {}),
       ...(r.amr ? { amr: r.amr as string } : {}),
+      ...loadedResources(r.resources),
     };
   }
 }

@@ -10,6 +10,7 @@ import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
 import { SignInPages } from "./signIn.js";
 import { SELF_SERVICE_PATHS, SelfServicePages } from "./selfService.js";
+import { CONSENT_PATH } from "./consent.js";
 import { STYLESHEET } from "./stylesheet.js";
 import { requestContextOf, type LogUnexpected } from "../http/requestContext.js";
 
@@ -42,6 +43,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   FACTOR_PATH,
   FACTOR_ENROL_PATH,
   FACTOR_CONTINUE_PATH,
+  CONSENT_PATH,
   CALLBACK_PATH,
   STYLESHEET_PATH,
   FORM_POST_SCRIPT_PATH,
@@ -79,6 +81,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     [FACTOR_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.factorStep.verify(req, res, await params(req, url), options.clientAddress(req)) },
     [FACTOR_ENROL_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.factorStep.enrol(req, res, await params(req, url), options.clientAddress(req)) },
     [FACTOR_CONTINUE_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.factorStep.finish(req, res, await params(req, url)) },
+    [CONSENT_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.consent.decide(req, res, await params(req, url)) },
     [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, undefined, await params(req, url), options.clientAddress(req)) },
     [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },
     [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },

@@ -12,6 +12,7 @@ import { browserCsrfToken, CSRF_COOKIE, sentFromThisBrowser } from "./csrf.js";
 import { sendAuthorizationResponse } from "./authorizationResponse.js";
 import { cookie, redirect, sendPage } from "./http.js";
 import { errorPage, loginPage, type LoginView } from "./pages.js";
+import { ConsentPages } from "./consent.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
 export { CSRF_COOKIE } from "./csrf.js";
@@ -21,10 +22,13 @@ export class SignInPages {
   private readonly secure: boolean;
   /** The second step after a first factor (web/factorStep.ts). */
   readonly factorStep: FactorStepPages;
+  /** The consent step of applications that need it (web/consent.ts). */
+  readonly consent: ConsentPages;
 
   constructor(private readonly domain: Domain) {
     this.secure = domain.issuer.startsWith("https:");
     this.factorStep = new FactorStepPages(domain, this);
+    this.consent = new ConsentPages(domain, this, this.secure);
   }
 
   /** GET or POST /login/oauth/authorize (OIDC Core §3.1.2.1 allows both). */
@@ -53,12 +57,14 @@ export class SignInPages {
     const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
     if (signedIn && domain.authorize.satisfiedBy(request, signedIn.session.authTime)) {
       const proof = await domain.signInPolicy.sessionProof(app, request, signedIn.session);
-      if (proof.ok) {
-        const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime, proof.amr);
-        return sendAuthorizationResponse(res, response);
+      if (!proof.ok) {
+        // Signed in, but without the second factor this request needs: ask for it (step-up).
+        return this.stepUp(req, res, app, request, signedIn.user, proof.amr);
       }
-      // Signed in, but without the second factor this request needs: ask for it (step-up).
-      return this.stepUp(req, res, app, request, signedIn.user, proof.amr);
+      // Issue 43 §2: such an application never gets a code or token without the user's Allow.
+      if (app.consentRequired) return this.consent.ask(req, res, app, request);
+      const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime, proof.amr);
+      return sendAuthorizationResponse(res, response);
     }
     if (request.prompt.includes("none")) {
       const error = new OAuthError("login_required", "the user must sign in");
@@ -156,10 +162,10 @@ export class SignInPages {
     // A fresh session id at every sign-in (no session fixation).
     await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookie: sessionId, session } = await domain.sessions.create(user, proof);
+    const sessionCookie = cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds });
+    if (app.consentRequired) return this.consent.ask(req, res, app, pending.request, [sessionCookie]);
     const response = await domain.authorize.respond(app, pending.request, user, session.authTime, proof.amr);
-    sendAuthorizationResponse(res, response, [
-      cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds }),
-    ]);
+    sendAuthorizationResponse(res, response, [sessionCookie]);
   }
 
   /**

@@ -27,6 +27,7 @@ button.primary { margin-top: 1rem; background: var(--accent); color: var(--accen
 button.provider { display: flex; align-items: center; justify-content: center; gap: .6rem;
   background: transparent; color: inherit; border: 1px solid var(--border); }
 button.provider img { flex: none; max-width: 1.25rem; max-height: 1.25rem; }
+img.app-logo { display: block; max-width: 3rem; max-height: 3rem; }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .error { margin: 0 0 1rem; padding: .6rem .8rem; background: var(--error-bg); color: var(--error); border-radius: 8px; }
 .code { color: var(--muted); font-size: .9rem; }

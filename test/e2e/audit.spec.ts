@@ -4,6 +4,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { ApplicationAdminService, KeyAdminService, SessionAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import { EventAdminService } from "../../gen/identity/v1/events_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
+import { ResourceAdminService } from "../../gen/identity/v1/resources_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { AUDIT_EVENTS, type AuditEvent } from "../../src/shared/audit.js";
 import { totpCode } from "../../src/oauth/factors/totp.js";
@@ -50,7 +51,7 @@ describeEachDatabase("audit trail", (ctx) => {
       database: ctx.url,
       config: { applications: [APP], users: [TEST_USER] },
       logger: logs.logger,
-      overrides: { loginMaxFailures: LOCKOUT_AFTER, keyActivationDelaySeconds: 0 },
+      overrides: { loginMaxFailures: LOCKOUT_AFTER, keyActivationDelaySeconds: 0, clientRegistration: "open" },
     });
     const transport = createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" });
     apps = createClient(ApplicationAdminService, transport);
@@ -114,6 +115,17 @@ describeEachDatabase("audit trail", (ctx) => {
     fake.reset();
     for (const t of fake.issuedTokens) secrets.add(t);
     await federation.deleteProvider({ name: "audited-idp" }, admin);
+    const resources = createClient(ResourceAdminService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+    await resources.createResource({ resource: { uri: "https://audited.example/api", name: "Audited" } }, admin);
+    await resources.updateResource({ resource: { uri: "https://audited.example/api", name: "Audited API" } }, admin);
+    await resources.deleteResource({ uri: "https://audited.example/api" }, admin);
+    const registered = await fetch(`${server.url}/api/oauth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ redirect_uris: ["https://agent.example/cb"] }),
+    });
+    const registration = (await registered.json()) as { client_id: string; client_secret: string; registration_access_token: string };
+    secrets.add(registration.client_secret).add(registration.registration_access_token);
     const rotated = await keys.rotateKey({}, admin);
     // Alice's refresh token from the password grant above is the grant to end.
     const ended = await sessions.revokeAllUserSessions({ user: TEST_USER.name }, admin);
@@ -197,6 +209,10 @@ describeEachDatabase("audit trail", (ctx) => {
     one("provider_created", (e) => e.details?.target === "audited-idp");
     assert.deepEqual(one("provider_updated").details?.changes, { displayName: { before: "Fake IdP", after: "Audited IdP" } });
     one("provider_deleted");
+    assert.deepEqual(one("resource_updated").details?.changes, { name: { before: "Audited", after: "Audited API" } });
+    one("resource_created", (e) => e.details?.target === "https://audited.example/api");
+    one("resource_deleted");
+    assert.equal(one("client_registered").clientId, registration.client_id);
     assert.equal(one("key_rotated").details?.target, rotated.key!.kid);
     const revokedSessions = one("sessions_revoked");
     assert.deepEqual([revokedSessions.userName, revokedSessions.actor.name], [TEST_USER.name, "admin"]);

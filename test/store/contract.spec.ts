@@ -50,6 +50,8 @@ const anApplication = (over: Partial<ApplicationRecord> = {}): ApplicationRecord
   accessTokenStrategy: "opaque",
   publicClient: true,
   mfa: "required",
+  consentRequired: true,
+  registration: { metadata: { client_name: "Ünïcødé app", redirect_uris: ["https://app.example/cb"] }, accessTokenHash: "a".repeat(64) },
   createdAt: T0,
   updatedAt: T0,
   ...over,
@@ -139,6 +141,8 @@ const LOOKUP_PATHS: Record<string, string[]> = {
   users: ["id", "name", "email"],
   signing_keys: ["kid"],
   providers: ["name"],
+  resources: ["uri"],
+  registration_counts: ["key"],
   access_tokens: ["token_hash", "family_id", "expires_at"],
   refresh_tokens: ["token_hash", "family_id", "expires_at"],
   sessions: ["id_hash", "expires_at"],
@@ -389,6 +393,56 @@ describeEachBackend("storage contract", (ctx) => {
     });
   });
 
+  describe("resources", () => {
+    const aResource = () => ({ uri: `https://api-${id()}.example/`, name: "API", scopes: [{ name: "api:read", description: "Read" }], createdAt: T0, updatedAt: T0 });
+
+    it("round-trips, updates, finds several at once and deletes", async () => {
+      const [one, two] = [aResource(), aResource()];
+      await ctx.store.resources.insert(one);
+      await ctx.store.resources.insert(two);
+      assert.deepEqual(await ctx.store.resources.findByUri(one.uri), one);
+      const found = await ctx.store.resources.findByUris([one.uri, two.uri, "https://none.example/"]);
+      assert.deepEqual(found.map((r) => r.uri).sort(), [one.uri, two.uri].sort());
+      const changed = { ...one, name: "Renamed", scopes: [], updatedAt: T0 + 1 };
+      assert.equal(await ctx.store.resources.update(changed), true);
+      assert.deepEqual(await ctx.store.resources.findByUri(one.uri), changed);
+      assert.equal(await ctx.store.resources.deleteByUri(one.uri), true);
+      assert.equal(await ctx.store.resources.deleteByUri(one.uri), false);
+      assert.equal(await ctx.store.resources.findByUri(one.uri), undefined);
+      assert.equal(await ctx.store.resources.update(changed), false);
+    });
+
+    it("refuses a second resource with the same URI", async () => {
+      const resource = aResource();
+      await ctx.store.resources.insert(resource);
+      await assertConflict(ctx.store.resources.insert({ ...resource, name: "Other" }), "resource");
+    });
+
+    it("keeps the resources of a code, a refresh token and an access token", async () => {
+      const resources = ["https://a.example/", "https://b.example/mcp"];
+      const refresh = aRefreshToken({ resources });
+      await ctx.store.refreshTokens.insert(refresh);
+      assert.deepEqual((await ctx.store.refreshTokens.findByHash(refresh.tokenHash))?.resources, resources);
+      const access = anAccessToken({ resources });
+      await ctx.store.accessTokens.insert(access);
+      assert.deepEqual((await ctx.store.accessTokens.findByHash(access.tokenHash))?.resources, resources);
+      assert.deepEqual((await ctx.store.accessTokens.findStandingByHash(access.tokenHash))?.token.resources, resources);
+    });
+  });
+
+  describe("registration counts", () => {
+    it("lets exactly max of 40 concurrent reservations of one key through, gives one back, and starts a new window", async () => {
+      const key = `registration:${id()}`;
+      const results = await Promise.all(Array.from({ length: 40 }, () => ctx.store.registrationCounts.reserve(key, 5, T0, HOUR)));
+      assert.equal(results.filter(Boolean).length, 5);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + 1, HOUR), false);
+      await ctx.store.registrationCounts.release(key);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + 2, HOUR), true);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + 3, HOUR), false);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + HOUR, HOUR), true, "a window that has ended starts afresh");
+    });
+  });
+
   describe("federation states", () => {
     it("round-trips by hash, with or without a pending request", async () => {
       const browser = aFederationState();
@@ -429,7 +483,7 @@ describeEachBackend("storage contract", (ctx) => {
     });
 
     it("round-trips by hash, with or without a nonce and a challenge", async () => {
-      const withAll = aCode({ claims: '{"id_token":{"name":null}}' });
+      const withAll = aCode({ claims: '{"id_token":{"name":null}}', resources: ["https://a.example/", "https://b.example/"] });
       const bare = aCode({ nonce: null, codeChallenge: null, codeChallengeMethod: null });
       for (const c of [withAll, bare]) await ctx.store.authorizationCodes.insert(c);
       assert.deepEqual(await ctx.store.authorizationCodes.findByHash(withAll.codeHash), withAll);

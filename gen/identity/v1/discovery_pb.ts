@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/discovery.proto.
  */
 export const file_identity_v1_discovery: GenFile = /*@__PURE__*/
-  fileDesc("ChtpZGVudGl0eS92MS9kaXNjb3ZlcnkucHJvdG8SC2lkZW50aXR5LnYxIhkKF0dldENvbmZpZ3VyYXRpb25SZXF1ZXN0IqsHChhHZXRDb25maWd1cmF0aW9uUmVzcG9uc2USDgoGaXNzdWVyGAEgASgJEh4KFmF1dGhvcml6YXRpb25fZW5kcG9pbnQYAiABKAkSFgoOdG9rZW5fZW5kcG9pbnQYAyABKAkSHgoWaW50cm9zcGVjdGlvbl9lbmRwb2ludBgEIAEoCRIZChF1c2VyaW5mb19lbmRwb2ludBgFIAEoCRIQCghqd2tzX3VyaRgGIAEoCRIbChNyZXZvY2F0aW9uX2VuZHBvaW50GAcgASgJEhwKFGVuZF9zZXNzaW9uX2VuZHBvaW50GAggASgJEiAKGHJlc3BvbnNlX3R5cGVzX3N1cHBvcnRlZBgJIAMoCRIdChVncmFudF90eXBlc19zdXBwb3J0ZWQYCiADKAkSHwoXc3ViamVjdF90eXBlc19zdXBwb3J0ZWQYCyADKAkSLQolaWRfdG9rZW5fc2lnbmluZ19hbGdfdmFsdWVzX3N1cHBvcnRlZBgMIAMoCRIYChBzY29wZXNfc3VwcG9ydGVkGA0gAygJEhgKEGNsYWltc19zdXBwb3J0ZWQYDiADKAkSLQoldG9rZW5fZW5kcG9pbnRfYXV0aF9tZXRob2RzX3N1cHBvcnRlZBgPIAMoCRI1Ci1pbnRyb3NwZWN0aW9uX2VuZHBvaW50X2F1dGhfbWV0aG9kc19zdXBwb3J0ZWQYECADKAkSKAogY29kZV9jaGFsbGVuZ2VfbWV0aG9kc19zdXBwb3J0ZWQYESADKAkSIAoYcmVzcG9uc2VfbW9kZXNfc3VwcG9ydGVkGBIgAygJEjYKLmF1dGhvcml6YXRpb25fcmVzcG9uc2VfaXNzX3BhcmFtZXRlcl9zdXBwb3J0ZWQYEyABKAgSMgoqcmV2b2NhdGlvbl9lbmRwb2ludF9hdXRoX21ldGhvZHNfc3VwcG9ydGVkGBQgAygJEigKG3JlcXVlc3RfcGFyYW1ldGVyX3N1cHBvcnRlZBgVIAEoCEgAiAEBEiwKH3JlcXVlc3RfdXJpX3BhcmFtZXRlcl9zdXBwb3J0ZWQYFiABKAhIAYgBARIiChpjbGFpbXNfcGFyYW1ldGVyX3N1cHBvcnRlZBgXIAEoCBIcChRhY3JfdmFsdWVzX3N1cHBvcnRlZBgeIAMoCUIeChxfcmVxdWVzdF9wYXJhbWV0ZXJfc3VwcG9ydGVkQiIKIF9yZXF1ZXN0X3VyaV9wYXJhbWV0ZXJfc3VwcG9ydGVkIhAKDkdldEp3a3NSZXF1ZXN0IjEKD0dldEp3a3NSZXNwb25zZRIeCgRrZXlzGAEgAygLMhAuaWRlbnRpdHkudjEuSndrInIKA0p3axILCgNrdHkYASABKAkSCwoDa2lkGAIgASgJEgsKA3VzZRgDIAEoCRILCgNhbGcYBCABKAkSCQoBbhgFIAEoCRIJCgFlGAYgASgJEgsKA2NydhgHIAEoCRIJCgF4GAggASgJEgkKAXkYCSABKAkygAIKEERpc2NvdmVyeVNlcnZpY2USigEKEEdldENvbmZpZ3VyYXRpb24SJC5pZGVudGl0eS52MS5HZXRDb25maWd1cmF0aW9uUmVxdWVzdBolLmlkZW50aXR5LnYxLkdldENvbmZpZ3VyYXRpb25SZXNwb25zZSIpgtPkkwIjEiEvLndlbGwta25vd24vb3BlbmlkLWNvbmZpZ3VyYXRpb24SXwoHR2V0SndrcxIbLmlkZW50aXR5LnYxLkdldEp3a3NSZXF1ZXN0GhwuaWRlbnRpdHkudjEuR2V0Sndrc1Jlc3BvbnNlIhmC0+STAhMSES8ud2VsbC1rbm93bi9qd2tzYgZwcm90bzM", [file_google_api_annotations]);
+  fileDesc("ChtpZGVudGl0eS92MS9kaXNjb3ZlcnkucHJvdG8SC2lkZW50aXR5LnYxIhkKF0dldENvbmZpZ3VyYXRpb25SZXF1ZXN0IqgIChhHZXRDb25maWd1cmF0aW9uUmVzcG9uc2USDgoGaXNzdWVyGAEgASgJEh4KFmF1dGhvcml6YXRpb25fZW5kcG9pbnQYAiABKAkSFgoOdG9rZW5fZW5kcG9pbnQYAyABKAkSHgoWaW50cm9zcGVjdGlvbl9lbmRwb2ludBgEIAEoCRIZChF1c2VyaW5mb19lbmRwb2ludBgFIAEoCRIQCghqd2tzX3VyaRgGIAEoCRIbChNyZXZvY2F0aW9uX2VuZHBvaW50GAcgASgJEhwKFGVuZF9zZXNzaW9uX2VuZHBvaW50GAggASgJEiAKGHJlc3BvbnNlX3R5cGVzX3N1cHBvcnRlZBgJIAMoCRIdChVncmFudF90eXBlc19zdXBwb3J0ZWQYCiADKAkSHwoXc3ViamVjdF90eXBlc19zdXBwb3J0ZWQYCyADKAkSLQolaWRfdG9rZW5fc2lnbmluZ19hbGdfdmFsdWVzX3N1cHBvcnRlZBgMIAMoCRIYChBzY29wZXNfc3VwcG9ydGVkGA0gAygJEhgKEGNsYWltc19zdXBwb3J0ZWQYDiADKAkSLQoldG9rZW5fZW5kcG9pbnRfYXV0aF9tZXRob2RzX3N1cHBvcnRlZBgPIAMoCRI1Ci1pbnRyb3NwZWN0aW9uX2VuZHBvaW50X2F1dGhfbWV0aG9kc19zdXBwb3J0ZWQYECADKAkSKAogY29kZV9jaGFsbGVuZ2VfbWV0aG9kc19zdXBwb3J0ZWQYESADKAkSIAoYcmVzcG9uc2VfbW9kZXNfc3VwcG9ydGVkGBIgAygJEjYKLmF1dGhvcml6YXRpb25fcmVzcG9uc2VfaXNzX3BhcmFtZXRlcl9zdXBwb3J0ZWQYEyABKAgSMgoqcmV2b2NhdGlvbl9lbmRwb2ludF9hdXRoX21ldGhvZHNfc3VwcG9ydGVkGBQgAygJEigKG3JlcXVlc3RfcGFyYW1ldGVyX3N1cHBvcnRlZBgVIAEoCEgAiAEBEiwKH3JlcXVlc3RfdXJpX3BhcmFtZXRlcl9zdXBwb3J0ZWQYFiABKAhIAYgBARIiChpjbGFpbXNfcGFyYW1ldGVyX3N1cHBvcnRlZBgXIAEoCBIcChRhY3JfdmFsdWVzX3N1cHBvcnRlZBgeIAMoCRIdChVyZWdpc3RyYXRpb25fZW5kcG9pbnQYKCABKAkSMgolY2xpZW50X2lkX21ldGFkYXRhX2RvY3VtZW50X3N1cHBvcnRlZBgpIAEoCEgCiAEBQh4KHF9yZXF1ZXN0X3BhcmFtZXRlcl9zdXBwb3J0ZWRCIgogX3JlcXVlc3RfdXJpX3BhcmFtZXRlcl9zdXBwb3J0ZWRCKAomX2NsaWVudF9pZF9tZXRhZGF0YV9kb2N1bWVudF9zdXBwb3J0ZWQiJQojR2V0UHJvdGVjdGVkUmVzb3VyY2VNZXRhZGF0YVJlcXVlc3QiqgEKJEdldFByb3RlY3RlZFJlc291cmNlTWV0YWRhdGFSZXNwb25zZRIQCghyZXNvdXJjZRgBIAEoCRIdChVhdXRob3JpemF0aW9uX3NlcnZlcnMYAiADKAkSGAoQc2NvcGVzX3N1cHBvcnRlZBgDIAMoCRIgChhiZWFyZXJfbWV0aG9kc19zdXBwb3J0ZWQYBCADKAkSFQoNcmVzb3VyY2VfbmFtZRgFIAEoCSIQCg5HZXRKd2tzUmVxdWVzdCIxCg9HZXRKd2tzUmVzcG9uc2USHgoEa2V5cxgBIAMoCzIQLmlkZW50aXR5LnYxLkp3ayJyCgNKd2sSCwoDa3R5GAEgASgJEgsKA2tpZBgCIAEoCRILCgN1c2UYAyABKAkSCwoDYWxnGAQgASgJEgkKAW4YBSABKAkSCQoBZRgGIAEoCRILCgNjcnYYByABKAkSCQoBeBgIIAEoCRIJCgF5GAkgASgJMuADChBEaXNjb3ZlcnlTZXJ2aWNlErUBChBHZXRDb25maWd1cmF0aW9uEiQuaWRlbnRpdHkudjEuR2V0Q29uZmlndXJhdGlvblJlcXVlc3QaJS5pZGVudGl0eS52MS5HZXRDb25maWd1cmF0aW9uUmVzcG9uc2UiVILT5JMCTlopEicvLndlbGwta25vd24vb2F1dGgtYXV0aG9yaXphdGlvbi1zZXJ2ZXISIS8ud2VsbC1rbm93bi9vcGVuaWQtY29uZmlndXJhdGlvbhKyAQocR2V0UHJvdGVjdGVkUmVzb3VyY2VNZXRhZGF0YRIwLmlkZW50aXR5LnYxLkdldFByb3RlY3RlZFJlc291cmNlTWV0YWRhdGFSZXF1ZXN0GjEuaWRlbnRpdHkudjEuR2V0UHJvdGVjdGVkUmVzb3VyY2VNZXRhZGF0YVJlc3BvbnNlIi2C0+STAicSJS8ud2VsbC1rbm93bi9vYXV0aC1wcm90ZWN0ZWQtcmVzb3VyY2USXwoHR2V0SndrcxIbLmlkZW50aXR5LnYxLkdldEp3a3NSZXF1ZXN0GhwuaWRlbnRpdHkudjEuR2V0Sndrc1Jlc3BvbnNlIhmC0+STAhMSES8ud2VsbC1rbm93bi9qd2tzYgZwcm90bzM", [file_google_api_annotations]);
 
 /**
  * GetConfigurationRequest takes no parameters.
@@ -160,6 +160,21 @@ export type GetConfigurationResponse = Message<"identity.v1.GetConfigurationResp
    * @generated from field: repeated string acr_values_supported = 30;
    */
   acrValuesSupported: string[];
+
+  /**
+   * RFC 7591 dynamic client registration; absent while registration is off.
+   *
+   * @generated from field: string registration_endpoint = 40;
+   */
+  registrationEndpoint: string;
+
+  /**
+   * The OAuth Client ID Metadata Document draft: an https client_id names
+   * its metadata; absent unless registration is open.
+   *
+   * @generated from field: optional bool client_id_metadata_document_supported = 41;
+   */
+  clientIdMetadataDocumentSupported?: boolean | undefined;
 };
 
 /**
@@ -168,6 +183,64 @@ export type GetConfigurationResponse = Message<"identity.v1.GetConfigurationResp
  */
 export const GetConfigurationResponseSchema: GenMessage<GetConfigurationResponse> = /*@__PURE__*/
   messageDesc(file_identity_v1_discovery, 1);
+
+/**
+ * GetProtectedResourceMetadataRequest takes no parameters.
+ *
+ * @generated from message identity.v1.GetProtectedResourceMetadataRequest
+ */
+export type GetProtectedResourceMetadataRequest = Message<"identity.v1.GetProtectedResourceMetadataRequest"> & {
+};
+
+/**
+ * Describes the message identity.v1.GetProtectedResourceMetadataRequest.
+ * Use `create(GetProtectedResourceMetadataRequestSchema)` to create a new message.
+ */
+export const GetProtectedResourceMetadataRequestSchema: GenMessage<GetProtectedResourceMetadataRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_discovery, 2);
+
+/**
+ * GetProtectedResourceMetadataResponse is the RFC 9728 section 2 document.
+ *
+ * @generated from message identity.v1.GetProtectedResourceMetadataResponse
+ */
+export type GetProtectedResourceMetadataResponse = Message<"identity.v1.GetProtectedResourceMetadataResponse"> & {
+  /**
+   * This service's own APIs: the issuer.
+   *
+   * @generated from field: string resource = 1;
+   */
+  resource: string;
+
+  /**
+   * @generated from field: repeated string authorization_servers = 2;
+   */
+  authorizationServers: string[];
+
+  /**
+   * @generated from field: repeated string scopes_supported = 3;
+   */
+  scopesSupported: string[];
+
+  /**
+   * Only the Authorization header (RFC 6750 section 2.1) is advertised.
+   *
+   * @generated from field: repeated string bearer_methods_supported = 4;
+   */
+  bearerMethodsSupported: string[];
+
+  /**
+   * @generated from field: string resource_name = 5;
+   */
+  resourceName: string;
+};
+
+/**
+ * Describes the message identity.v1.GetProtectedResourceMetadataResponse.
+ * Use `create(GetProtectedResourceMetadataResponseSchema)` to create a new message.
+ */
+export const GetProtectedResourceMetadataResponseSchema: GenMessage<GetProtectedResourceMetadataResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_discovery, 3);
 
 /**
  * GetJwksRequest takes no parameters.
@@ -182,7 +255,7 @@ export type GetJwksRequest = Message<"identity.v1.GetJwksRequest"> & {
  * Use `create(GetJwksRequestSchema)` to create a new message.
  */
 export const GetJwksRequestSchema: GenMessage<GetJwksRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_discovery, 2);
+  messageDesc(file_identity_v1_discovery, 4);
 
 /**
  * GetJwksResponse is a JWK Set.
@@ -201,7 +274,7 @@ export type GetJwksResponse = Message<"identity.v1.GetJwksResponse"> & {
  * Use `create(GetJwksResponseSchema)` to create a new message.
  */
 export const GetJwksResponseSchema: GenMessage<GetJwksResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_discovery, 3);
+  messageDesc(file_identity_v1_discovery, 5);
 
 /**
  * Jwk is one public signing key (RSA, EC or OKP).
@@ -265,7 +338,7 @@ export type Jwk = Message<"identity.v1.Jwk"> & {
  * Use `create(JwkSchema)` to create a new message.
  */
 export const JwkSchema: GenMessage<Jwk> = /*@__PURE__*/
-  messageDesc(file_identity_v1_discovery, 4);
+  messageDesc(file_identity_v1_discovery, 6);
 
 /**
  * DiscoveryService publishes the metadata OAuth and OIDC clients read.
@@ -274,7 +347,8 @@ export const JwkSchema: GenMessage<Jwk> = /*@__PURE__*/
  */
 export const DiscoveryService: GenService<{
   /**
-   * OpenID Connect Discovery 1.0 / RFC 8414 metadata.
+   * OpenID Connect Discovery 1.0 / RFC 8414 metadata: the same document at
+   * both well-known paths.
    *
    * @generated from rpc identity.v1.DiscoveryService.GetConfiguration
    */
@@ -282,6 +356,17 @@ export const DiscoveryService: GenService<{
     methodKind: "unary";
     input: typeof GetConfigurationRequestSchema;
     output: typeof GetConfigurationResponseSchema;
+  },
+  /**
+   * RFC 9728 metadata of this service's own protected APIs (userinfo,
+   * get-account): which authorization server issues their tokens.
+   *
+   * @generated from rpc identity.v1.DiscoveryService.GetProtectedResourceMetadata
+   */
+  getProtectedResourceMetadata: {
+    methodKind: "unary";
+    input: typeof GetProtectedResourceMetadataRequestSchema;
+    output: typeof GetProtectedResourceMetadataResponseSchema;
   },
   /**
    * The public signing keys as a JWK Set (RFC 7517).

@@ -2,6 +2,7 @@ import { parseAmr } from "../factors/amr.js";
 import type { RefreshTokenRecord } from "../../store/tokens.js";
 import { claimsRequestOfNames } from "../claimsRequest.js";
 import { OAuthError } from "../errors.js";
+import { narrowResources, parseResourceValues } from "../resourceIndicators.js";
 import { isPublicClient } from "../publicClients.js";
 import { narrowScope } from "../scopes.js";
 import { loadUserinfoClaims } from "../userinfoClaims.js";
@@ -22,7 +23,7 @@ type RefreshDeps = Pick<GrantDeps, "store" | "minter" | "clock" | "metrics" | "a
 
 export const refreshTokenGrant = defineGrant({
   grantType: "refresh_token",
-  parameters: ["refreshToken", "scope"],
+  parameters: ["refreshToken", "scope", "resource"],
   // On for every application, whatever its grantTypes list (spec): the
   // switch for it is refreshExpireInHours > 0, which handle() checks.
   alwaysEnabled: true,
@@ -43,6 +44,8 @@ export const refreshTokenGrant = defineGrant({
 
     const granted = record.scope.split(" ").filter((s) => s.length > 0);
     const scopes = narrowScope(granted, params.scope);
+    // RFC 8707 §2.2: a refresh may narrow the resources of its grant, never widen them.
+    const resources = narrowResources(record.resources ?? [], parseResourceValues(params.resource));
     const user = record.userId === null ? undefined : await deps.store.users.findById(record.userId);
     if (!user || user.disabled) throw new OAuthError("invalid_grant", "the user of this refresh token is disabled or deleted");
 
@@ -53,6 +56,8 @@ export const refreshTokenGrant = defineGrant({
         scopes,
         refreshTokenScopes: granted,
         familyId: record.familyId,
+        resources,
+        refreshTokenResources: record.resources,
         authTime: record.authTime,
         amr: parseAmr(record.amr),
         // What the grant asked userinfo and the ID token for (OIDC Core §5.5) outlives the refresh.

@@ -5,6 +5,7 @@ import type { Store } from "../../store/index.js";
 import type { ClientAuthenticator } from "../clientAuth.js";
 import type { AuthorizationCodes } from "../codes.js";
 import type { Metrics } from "../metrics.js";
+import type { ResourceIndicators } from "../resourceIndicators.js";
 import type { TokenMinter, TokenSet } from "../tokens.js";
 import type { UserAuthenticator } from "../userAuth.js";
 import type { ApplicationRecord } from "../../shared/model.js";
@@ -38,6 +39,8 @@ export interface GrantDeps {
   /** How long a consumed refresh token may be presented again without revoking its family. */
   refreshReuseGraceSeconds: number;
   codes: AuthorizationCodes;
+  /** The registered resource servers (RFC 8707). */
+  resources: ResourceIndicators;
 }
 
 /** The parameters the token endpoint reads itself: which grant, and the client's credentials. */

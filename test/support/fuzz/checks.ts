@@ -18,6 +18,8 @@ export const OAUTH_ERROR_CODES = new Set([
   "invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope",
   "invalid_token", "insufficient_scope", "unsupported_token_type", "access_denied", "unsupported_response_type",
   "login_required", "not_found", "already_exists", "temporarily_unavailable",
+  // RFC 8707 §2: a resource parameter that is malformed, unknown or not granted.
+  "invalid_target",
 ]);
 
 /** Codes that say the server failed, not the caller: never the answer to bad input. */
