@@ -15,6 +15,8 @@ import { SecretBox } from "./../federation/secretBox.js";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS, MAX_UPSTREAM_BODY_BYTES, UpstreamClient } from "./../federation/upstream.js";
 import { silentLogger, type Logger } from "./../shared/log.js";
 import { ClientAuthenticator } from "./../oauth/clientAuth.js";
+import { ClientAssertions } from "./../oauth/clientAssertion.js";
+import { RemoteKeySets } from "./../federation/remoteKeySets.js";
 import { ClientThrottle, type ClientAuthPolicy, type ClientLockout } from "./../oauth/clientThrottle.js";
 import { AuthorizationCodes } from "./../oauth/codes.js";
 import type { GrantDeps } from "./../oauth/grants/types.js";
@@ -137,7 +139,8 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   const keys = new KeyRing(store.signingKeys, clock, options.keyReloadMs, options.keyActivationDelayMs, options.generateKeyPair);
   await keys.init();
   keys.audit = audit;
-  const providerAdmin = new ProviderAdmin(store.providers, clock, new SecretBox(options.secretKey), audit);
+  const secretBox = new SecretBox(options.secretKey);
+  const providerAdmin = new ProviderAdmin(store.providers, clock, secretBox, audit);
   const upstream = new UpstreamClient({
     timeoutMs: options.federationTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS,
     maxBodyBytes: MAX_UPSTREAM_BODY_BYTES,
@@ -164,6 +167,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
         audit.record(lockoutEvent(lockout));
         options.onClientLockout?.(lockout);
       }),
+    new ClientAssertions(issuer, clock, store.clientAssertionJtis, new RemoteKeySets(upstream), secretBox),
   );
   const users = new UserAuthenticator(
     store.users,
@@ -198,7 +202,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     signOut: new SignOut({ store, keys, issuer, sessions }),
     clients,
     users,
-    applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit),
+    applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit, secretBox),
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
     userPage: (request) => listUsersPage(store.users, request),

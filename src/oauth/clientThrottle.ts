@@ -70,7 +70,7 @@ export class ClientThrottle {
   private readonly knownLocked = new Map<string, number>();
 
   constructor(
-    private readonly failures: Pick<LoginFailureRepository, "reserveFailure" | "refundFailure">,
+    private readonly failures: Pick<LoginFailureRepository, "reserveFailure" | "refundFailure"> & Partial<Pick<LoginFailureRepository, "find">>,
     private readonly clock: Clock,
     private readonly policy: ClientAuthPolicy,
     /** Told of every lockout as it begins (logs, metrics). */
@@ -108,6 +108,36 @@ export class ClientThrottle {
     for (const budget of reservation.budgets) {
       this.knownLocked.delete(budget.key);
       await this.failures.refundFailure(budget.key, budget.max);
+    }
+  }
+
+  /**
+   * Refuse when the id or the address is locked, as the store says now: a
+   * check that costs little (a client assertion's signature) runs first and
+   * counts a failure only when it fails (`countFailure`), so a lock must be
+   * read rather than met by a reservation.
+   */
+  async refuseIfLocked(clientId: string, address: string | undefined): Promise<void> {
+    this.refuseIfKnownLocked(clientId, address);
+    if (!this.failures.find) return;
+    const now = this.clock.now();
+    const budgets = this.budgetsFor(clientId, address);
+    const rows = await Promise.all(budgets.map((b) => this.failures.find!(b.key)));
+    rows.forEach((row, i) => {
+      if (row && row.lockedUntil > now) {
+        this.remember(budgets[i]!.key, now);
+        throw new OAuthError("invalid_client", CLIENT_LOCKED);
+      }
+    });
+  }
+
+  /** A failed check counted against both budgets, as a wrong secret is; the one that spends a budget locks it. */
+  async countFailure(clientId: string, address: string | undefined): Promise<void> {
+    try {
+      await this.reserve(clientId, address);
+    } catch (err) {
+      // Already locked: nothing more to count.
+      if (!(err instanceof OAuthError)) throw err;
     }
   }
 

@@ -17,7 +17,8 @@ import { everyMethod } from "./guards.js";
 import type { ApplicationRecord, SigningKeyRecord, UserRecord } from "../shared/model.js";
 
 function applicationOut(app: ApplicationRecord) {
-  const { clientSecretHash: _secret, id: _id, createdAt, updatedAt, ...rest } = app;
+  // The sealed secret of a client_secret_jwt application is as secret as the secret itself.
+  const { clientSecretHash: _secret, clientSecretSealed: _sealed, id: _id, createdAt, updatedAt, ...rest } = app;
   return { ...rest, createdTime: epochSecondsOf(createdAt), updatedTime: epochSecondsOf(updatedAt) };
 }
 
@@ -55,6 +56,9 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     signingAlg: input.signingAlg,
     accessTokenStrategy: input.accessTokenStrategy,
     publicClient: input.publicClient,
+    tokenEndpointAuthMethod: input.tokenEndpointAuthMethod,
+    jwks: input.jwks,
+    jwksUri: input.jwksUri,
   });
 }
 

@@ -26,8 +26,8 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
       if (req.grantType && req.grantType !== "refresh_token") {
         throw new OAuthError("unsupported_grant_type", "this endpoint only takes grant_type=refresh_token");
       }
-      const { refreshToken, scope, clientId, clientSecret } = req;
-      const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret });
+      const { refreshToken, scope, clientId, clientSecret, clientAssertionType, clientAssertion } = req;
+      const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret, clientAssertionType, clientAssertion });
       return tokenResponse(await domain.tokenEndpoint.exchange(params, basic, requestOrigin(ctx)));
     },
   };

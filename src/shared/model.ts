@@ -22,6 +22,16 @@ export const ACCESS_TOKEN_STRATEGIES = ["jwt", "opaque"] as const;
 export type AccessTokenStrategy = (typeof ACCESS_TOKEN_STRATEGIES)[number];
 export const DEFAULT_ACCESS_TOKEN_STRATEGY: AccessTokenStrategy = "jwt";
 
+/**
+ * How an application authenticates at the token, introspection and
+ * revocation endpoints (OIDC Core §9, RFC 7591 §2). `client_secret_basic`
+ * (the default) and `client_secret_post` both take the secret either way;
+ * the JWT methods take only a signed assertion (RFC 7523 §2.2); `none` is a
+ * public client.
+ */
+export const TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", "none"] as const;
+export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
+
 export interface ApplicationRecord {
   id: string;
   name: string;
@@ -39,6 +49,14 @@ export interface ApplicationRecord {
   accessTokenStrategy: AccessTokenStrategy;
   /** A public client (RFC 6749 §2.1): no secret anybody knows; code + PKCE, refresh and revocation by client_id alone (oauth/publicClients.ts). */
   publicClient: boolean;
+  /** How it authenticates (OIDC Core §9); `none` exactly when publicClient. */
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+  /** private_key_jwt: its public keys, a JWK Set as JSON text; "" when jwksUri holds them. */
+  jwks: string;
+  /** private_key_jwt: where its JWK Set is published (https); "" when jwks holds it. */
+  jwksUri: string;
+  /** client_secret_jwt: the secret itself, sealed (federation/secretBox.ts), as HS256 needs it; "" otherwise. */
+  clientSecretSealed: string;
   createdAt: number;
   updatedAt: number;
 }

@@ -2,7 +2,7 @@ import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
 import { revokeClientRefreshTokens, revokeClientTokens } from "./revocations.js";
 import { rowBy, type RowReader } from "./rowReader.js";
-import type { AccessTokenStrategy, ApplicationRecord, SigningAlg, TokenFormat } from "../shared/model.js";
+import type { AccessTokenStrategy, ApplicationRecord, SigningAlg, TokenEndpointAuthMethod, TokenFormat } from "../shared/model.js";
 import { changedColumns } from "./changedColumns.js";
 
 const BY_CLIENT_ID = rowBy("applications", "client_id");
@@ -23,6 +23,10 @@ interface Row {
   signing_alg: string;
   access_token_strategy: string;
   public_client: boolean | number;
+  token_endpoint_auth_method: string;
+  jwks: string;
+  jwks_uri: string;
+  client_secret_sealed: string;
   created_at: number;
   updated_at: number;
 }
@@ -42,6 +46,11 @@ const fromRow = (r: Row): ApplicationRecord => ({
   signingAlg: r.signing_alg as SigningAlg,
   accessTokenStrategy: r.access_token_strategy as AccessTokenStrategy,
   publicClient: Boolean(r.public_client),
+  // "" in rows written before the column: the secret, as then.
+  tokenEndpointAuthMethod: (r.token_endpoint_auth_method || (r.public_client ? "none" : "client_secret_basic")) as TokenEndpointAuthMethod,
+  jwks: r.jwks ?? "",
+  jwksUri: r.jwks_uri ?? "",
+  clientSecretSealed: r.client_secret_sealed ?? "",
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -61,6 +70,10 @@ const toRow = (a: ApplicationRecord): Row => ({
   signing_alg: a.signingAlg,
   access_token_strategy: a.accessTokenStrategy,
   public_client: a.publicClient,
+  token_endpoint_auth_method: a.tokenEndpointAuthMethod,
+  jwks: a.jwks,
+  jwks_uri: a.jwksUri,
+  client_secret_sealed: a.clientSecretSealed,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });
@@ -183,9 +196,16 @@ export class ApplicationRepository {
     );
   }
 
-  /** Replaces the secret hash alone, so no other field is written back as it was read; false when no application has the id. */
-  async updateSecretHash(id: string, clientSecretHash: string, updatedAt: number): Promise<boolean> {
-    return this.changing(async () => (await this.db("applications").where({ id }).update({ client_secret_hash: clientSecretHash, updated_at: updatedAt })) > 0);
+  /**
+   * Replaces the secret alone (its hash, and its sealed form for
+   * client_secret_jwt), so no other field is written back as it was read;
+   * false when no application has the id.
+   */
+  async updateSecretHash(id: string, clientSecretHash: string, updatedAt: number, clientSecretSealed = ""): Promise<boolean> {
+    return this.changing(
+      async () =>
+        (await this.db("applications").where({ id }).update({ client_secret_hash: clientSecretHash, client_secret_sealed: clientSecretSealed, updated_at: updatedAt })) > 0,
+    );
   }
 
   /**

@@ -48,6 +48,8 @@ export const SWEEPS: readonly Sweep[] = [
     expired: (rows, now) => rows.where("t.locked_until", "<=", now).where("t.window_started_at", "<=", now - LOGIN_WINDOW_MEMORY_MS),
   },
   { table: "federation_states", key: "state_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+  // A jti is needed only while its assertion could still be accepted (clientAssertionJtis.ts).
+  { table: "client_assertion_jtis", key: "key", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
 ];
 
 export interface CleanupLimits {

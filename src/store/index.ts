@@ -8,6 +8,7 @@ import { FederatedIdentityRepository } from "./federatedIdentities.js";
 import { FederationStateRepository } from "./federationStates.js";
 import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
+import { ClientAssertionJtiRepository } from "./clientAssertionJtis.js";
 import { ProviderRepository } from "./providers.js";
 import { createRowReader, knexRowReader, type RowReader } from "./rowReader.js";
 import { SessionRepository } from "./sessions.js";
@@ -34,6 +35,8 @@ export interface Store {
   authorizationCodes: AuthorizationCodeRepository;
   authorizationRequests: AuthorizationRequestRepository;
   loginFailures: LoginFailureRepository;
+  /** The jti of each accepted client assertion, until it expires (RFC 7523 §3). */
+  clientAssertionJtis: ClientAssertionJtiRepository;
   federationStates: FederationStateRepository;
   federatedIdentities: FederatedIdentityRepository;
   /** External accounts linked to local users, user and link written together (federated sign-in). */
@@ -91,6 +94,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     authorizationCodes: new AuthorizationCodeRepository(db),
     authorizationRequests: new AuthorizationRequestRepository(db),
     loginFailures: new LoginFailureRepository(db),
+    clientAssertionJtis: new ClientAssertionJtiRepository(db),
     federationStates: new FederationStateRepository(db),
     federatedIdentities,
     accountLinks: new AccountLinkRepository(db, users, federatedIdentities),

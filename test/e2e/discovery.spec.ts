@@ -29,8 +29,14 @@ describe("discovery lists exactly what is supported: each advertised feature ans
   });
   after(() => server.close());
 
-  /** Keys another change checks (request objects, response modes: test/e2e/oidcConformance.spec.ts). */
-  const CHECKED_ELSEWHERE = ["request_parameter_supported", "request_uri_parameter_supported", "response_modes_supported"];
+  /** Keys another change checks (request objects, response modes: test/e2e/oidcConformance.spec.ts; assertion algorithms: test/e2e/clientAssertion.spec.ts). */
+  const CHECKED_ELSEWHERE = [
+    "request_parameter_supported", "request_uri_parameter_supported", "response_modes_supported",
+    "token_endpoint_auth_signing_alg_values_supported", "introspection_endpoint_auth_signing_alg_values_supported",
+    "revocation_endpoint_auth_signing_alg_values_supported",
+  ];
+  /** JWT client authentication, which test/e2e/clientAssertion.spec.ts proves at every endpoint with openid-client. */
+  const JWT_METHODS = ["client_secret_jwt", "private_key_jwt"];
   const CHECKED_HERE = [
     "issuer", "authorization_endpoint", "token_endpoint", "introspection_endpoint", "userinfo_endpoint", "revocation_endpoint",
     "end_session_endpoint", "jwks_uri", "response_types_supported", "grant_types_supported", "subject_types_supported",
@@ -134,7 +140,7 @@ describe("discovery lists exactly what is supported: each advertised feature ans
   });
 
   it("authenticates clients at the token endpoint by every method it lists", async () => {
-    assert.deepEqual(doc.token_endpoint_auth_methods_supported, ["client_secret_basic", "client_secret_post", "none"]);
+    assert.deepEqual(doc.token_endpoint_auth_methods_supported, ["client_secret_basic", "client_secret_post", ...JWT_METHODS, "none"]);
     assert.equal((await exchange({ code: await code() }, basic)).status, 200);
     assert.equal((await exchange({ code: await code(), client_id: APP.clientId, client_secret: APP.clientSecret }, {})).status, 200);
     // none: a public client proves itself with PKCE alone.
@@ -144,7 +150,7 @@ describe("discovery lists exactly what is supported: each advertised feature ans
   });
 
   it("authenticates at introspection and revocation by every method it lists", async () => {
-    const methods = { introspection_endpoint: ["client_secret_basic", "client_secret_post"], revocation_endpoint: ["client_secret_basic", "client_secret_post", "none"] };
+    const methods = { introspection_endpoint: ["client_secret_basic", "client_secret_post", ...JWT_METHODS], revocation_endpoint: ["client_secret_basic", "client_secret_post", ...JWT_METHODS, "none"] };
     for (const [key, listed] of Object.entries(methods)) {
       assert.deepEqual(doc[`${key}_auth_methods_supported`], listed);
       const url = doc[key].replace(server.issuer, server.url);

@@ -48,6 +48,10 @@ const anApplication = (over: Partial<ApplicationRecord> = {}): ApplicationRecord
   signingAlg: "ES256",
   accessTokenStrategy: "opaque",
   publicClient: true,
+  tokenEndpointAuthMethod: "none",
+  jwks: "",
+  jwksUri: "",
+  clientSecretSealed: "",
   createdAt: T0,
   updatedAt: T0,
   ...over,
@@ -144,6 +148,7 @@ const LOOKUP_PATHS: Record<string, string[]> = {
   authorization_requests: ["id", "expires_at"],
   login_failures: ["key", "window_started_at"],
   federation_states: ["state_hash", "expires_at"],
+  client_assertion_jtis: ["key", "expires_at"],
   // Found by (provider, external_id_type, external_id), listed by user; users by verified email.
   federated_identities: ["provider", "user_id"],
 };
@@ -948,6 +953,22 @@ describeEachBackend("storage contract", (ctx) => {
     });
   });
 
+  describe("client assertion jtis", () => {
+    it("lets exactly one of 50 concurrent uses of one jti through", async () => {
+      const key = hash();
+      const results = await Promise.all(Array.from({ length: 50 }, () => ctx.store.clientAssertionJtis.useOnce(key, T0 + 60_000, T0)));
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal(await ctx.store.clientAssertionJtis.useOnce(key, T0 + 60_000, T0 + 59_999), false);
+    });
+
+    it("takes a key again once its row has expired", async () => {
+      const key = hash();
+      assert.equal(await ctx.store.clientAssertionJtis.useOnce(key, T0 + 1000, T0), true);
+      assert.equal(await ctx.store.clientAssertionJtis.useOnce(key, T0 + 5000, T0 + 1000), true);
+      assert.equal(await ctx.store.clientAssertionJtis.useOnce(key, T0 + 9000, T0 + 4999), false);
+    });
+  });
+
   describe("cleanup of expired rows", () => {
     // Far past every other test's rows, so once those are drained the counts below are exact.
     let clock: FakeClock;
@@ -996,6 +1017,16 @@ describeEachBackend("storage contract", (ctx) => {
       assert.ok(await ctx.store.accessTokens.findByHash(liveAccess.tokenHash));
       assert.ok(await ctx.store.sessions.findByHash(liveSession.idHash));
       assert.ok(await ctx.store.federationStates.findByHash(liveState.stateHash));
+    });
+
+    it("deletes a client assertion's jti once the assertion has expired, and keeps a live one", async () => {
+      const now = clock.now();
+      await ctx.store.clientAssertionJtis.useOnce(`expiring-${now}`, now + 1000, now);
+      await ctx.store.clientAssertionJtis.useOnce(`live-${now}`, now + HOUR, now);
+      assert.equal((await job().runOnce()).client_assertion_jtis, 0);
+      clock.advanceSeconds(1);
+      assert.equal((await job().runOnce()).client_assertion_jtis, 1);
+      assert.equal(await ctx.store.clientAssertionJtis.useOnce(`live-${now}`, now + HOUR, clock.now()), false);
     });
 
     it("keeps an expired refresh token while its family still has a live one", async () => {

@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/token.proto.
  */
 export const file_identity_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("ChdpZGVudGl0eS92MS90b2tlbi5wcm90bxILaWRlbnRpdHkudjEi0QEKDFRva2VuUmVxdWVzdBISCgpncmFudF90eXBlGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIVCg1jbGllbnRfc2VjcmV0GAMgASgJEg0KBXNjb3BlGAQgASgJEhAKCHVzZXJuYW1lGAUgASgJEhAKCHBhc3N3b3JkGAYgASgJEgwKBGNvZGUYByABKAkSFAoMcmVkaXJlY3RfdXJpGAggASgJEhUKDWNvZGVfdmVyaWZpZXIYCSABKAkSFQoNcmVmcmVzaF90b2tlbhgKIAEoCSKFAQoNVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIaWRfdG9rZW4YAiABKAkSFQoNcmVmcmVzaF90b2tlbhgDIAEoCRISCgp0b2tlbl90eXBlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSDQoFc2NvcGUYBiABKAkidAoOUmVmcmVzaFJlcXVlc3QSEgoKZ3JhbnRfdHlwZRgBIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAIgASgJEg0KBXNjb3BlGAMgASgJEhEKCWNsaWVudF9pZBgEIAEoCRIVCg1jbGllbnRfc2VjcmV0GAUgASgJIocBCg9SZWZyZXNoUmVzcG9uc2USFAoMYWNjZXNzX3Rva2VuGAEgASgJEhAKCGlkX3Rva2VuGAIgASgJEhUKDXJlZnJlc2hfdG9rZW4YAyABKAkSEgoKdG9rZW5fdHlwZRgEIAEoCRISCgpleHBpcmVzX2luGAUgASgDEg0KBXNjb3BlGAYgASgJIjwKEE9BdXRoRXJyb3JEZXRhaWwSDQoFZXJyb3IYASABKAkSGQoRZXJyb3JfZGVzY3JpcHRpb24YAiABKAky6QEKDFRva2VuU2VydmljZRJoCgVUb2tlbhIZLmlkZW50aXR5LnYxLlRva2VuUmVxdWVzdBoaLmlkZW50aXR5LnYxLlRva2VuUmVzcG9uc2UiKILT5JMCIjoBKiIdL2FwaS9sb2dpbi9vYXV0aC9hY2Nlc3NfdG9rZW4SbwoHUmVmcmVzaBIbLmlkZW50aXR5LnYxLlJlZnJlc2hSZXF1ZXN0GhwuaWRlbnRpdHkudjEuUmVmcmVzaFJlc3BvbnNlIimC0+STAiM6ASoiHi9hcGkvbG9naW4vb2F1dGgvcmVmcmVzaF90b2tlbmIGcHJvdG8z", [file_google_api_annotations]);
+  fileDesc("ChdpZGVudGl0eS92MS90b2tlbi5wcm90bxILaWRlbnRpdHkudjEiigIKDFRva2VuUmVxdWVzdBISCgpncmFudF90eXBlGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIVCg1jbGllbnRfc2VjcmV0GAMgASgJEg0KBXNjb3BlGAQgASgJEhAKCHVzZXJuYW1lGAUgASgJEhAKCHBhc3N3b3JkGAYgASgJEgwKBGNvZGUYByABKAkSFAoMcmVkaXJlY3RfdXJpGAggASgJEhUKDWNvZGVfdmVyaWZpZXIYCSABKAkSFQoNcmVmcmVzaF90b2tlbhgKIAEoCRIdChVjbGllbnRfYXNzZXJ0aW9uX3R5cGUYHiABKAkSGAoQY2xpZW50X2Fzc2VydGlvbhgfIAEoCSKFAQoNVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIaWRfdG9rZW4YAiABKAkSFQoNcmVmcmVzaF90b2tlbhgDIAEoCRISCgp0b2tlbl90eXBlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSDQoFc2NvcGUYBiABKAkirQEKDlJlZnJlc2hSZXF1ZXN0EhIKCmdyYW50X3R5cGUYASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCRINCgVzY29wZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSFQoNY2xpZW50X3NlY3JldBgFIAEoCRIdChVjbGllbnRfYXNzZXJ0aW9uX3R5cGUYHiABKAkSGAoQY2xpZW50X2Fzc2VydGlvbhgfIAEoCSKHAQoPUmVmcmVzaFJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIQCghpZF90b2tlbhgCIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAMgASgJEhIKCnRva2VuX3R5cGUYBCABKAkSEgoKZXhwaXJlc19pbhgFIAEoAxINCgVzY29wZRgGIAEoCSI8ChBPQXV0aEVycm9yRGV0YWlsEg0KBWVycm9yGAEgASgJEhkKEWVycm9yX2Rlc2NyaXB0aW9uGAIgASgJMukBCgxUb2tlblNlcnZpY2USaAoFVG9rZW4SGS5pZGVudGl0eS52MS5Ub2tlblJlcXVlc3QaGi5pZGVudGl0eS52MS5Ub2tlblJlc3BvbnNlIiiC0+STAiI6ASoiHS9hcGkvbG9naW4vb2F1dGgvYWNjZXNzX3Rva2VuEm8KB1JlZnJlc2gSGy5pZGVudGl0eS52MS5SZWZyZXNoUmVxdWVzdBocLmlkZW50aXR5LnYxLlJlZnJlc2hSZXNwb25zZSIpgtPkkwIjOgEqIh4vYXBpL2xvZ2luL29hdXRoL3JlZnJlc2hfdG9rZW5iBnByb3RvMw", [file_google_api_annotations]);
 
 /**
  * TokenRequest carries the parameters of RFC 6749 section 4 token requests.
@@ -74,6 +74,20 @@ export type TokenRequest = Message<"identity.v1.TokenRequest"> & {
    * @generated from field: string refresh_token = 10;
    */
   refreshToken: string;
+
+  /**
+   * JWT client authentication (RFC 7523 section 2.2), instead of
+   * client_secret: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`
+   * and the signed assertion.
+   *
+   * @generated from field: string client_assertion_type = 30;
+   */
+  clientAssertionType: string;
+
+  /**
+   * @generated from field: string client_assertion = 31;
+   */
+  clientAssertion: string;
 };
 
 /**
@@ -163,6 +177,18 @@ export type RefreshRequest = Message<"identity.v1.RefreshRequest"> & {
    * @generated from field: string client_secret = 5;
    */
   clientSecret: string;
+
+  /**
+   * JWT client authentication (RFC 7523 section 2.2), as at Token.
+   *
+   * @generated from field: string client_assertion_type = 30;
+   */
+  clientAssertionType: string;
+
+  /**
+   * @generated from field: string client_assertion = 31;
+   */
+  clientAssertion: string;
 };
 
 /**

@@ -13,6 +13,9 @@ export interface TokenParams {
   grantType: string;
   clientId: string;
   clientSecret: string;
+  /** RFC 7523 §2.2 client authentication. */
+  clientAssertionType: string;
+  clientAssertion: string;
   scope: string;
   username: string;
   password: string;
@@ -47,7 +50,7 @@ export interface GrantDeps {
 }
 
 /** The parameters the token endpoint reads itself: which grant, and the client's credentials. */
-type EndpointParam = "grantType" | "clientId" | "clientSecret";
+type EndpointParam = "grantType" | "clientId" | "clientSecret" | "clientAssertionType" | "clientAssertion";
 
 /** A parameter a grant may read. */
 export type GrantParam = Exclude<keyof TokenParams, EndpointParam>;

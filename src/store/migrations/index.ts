@@ -16,6 +16,7 @@ import * as accessTokenStrategy from "./021_access_token_strategy.js";
 import * as opaqueUserinfoClaims from "./022_opaque_userinfo_claims.js";
 import * as auditEvents from "./023_audit_events.js";
 import * as publicClient from "./024_public_client.js";
+import * as clientAssertions from "./040_client_assertions.js";
 
 interface Migration {
   name: string;
@@ -43,6 +44,7 @@ const all: Migration[] = [
   { name: "022_opaque_userinfo_claims", ...opaqueUserinfoClaims },
   { name: "023_audit_events", ...auditEvents },
   { name: "024_public_client", ...publicClient },
+  { name: "040_client_assertions", ...clientAssertions },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
