@@ -236,6 +236,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
           logger.warn("client authentication locked after repeated failures", { ...lockout, until: new Date(lockout.until).toISOString() }),
         sessionTtlSeconds: config.sessionTtlSeconds,
         codeTtlSeconds: config.codeTtlSeconds,
+        deviceCodeTtlSeconds: config.deviceCodeTtlSeconds,
         generateKeyPair: deps.generateKeyPair,
         secretHashCost: deps.secretHashCost,
         secretKey: config.secretKey,

@@ -19,6 +19,7 @@ import { ClientAssertions } from "./../oauth/clientAssertion.js";
 import { RemoteKeySets } from "./../federation/remoteKeySets.js";
 import { ClientThrottle, type ClientAuthPolicy, type ClientLockout } from "./../oauth/clientThrottle.js";
 import { AuthorizationCodes } from "./../oauth/codes.js";
+import { DEFAULT_DEVICE_CODE_TTL_SECONDS, DeviceAuthorizations } from "./../oauth/deviceAuthorization.js";
 import type { GrantDeps } from "./../oauth/grants/types.js";
 import { AccountLookup } from "./../oauth/account.js";
 import { AuthorizeEndpoint } from "./../oauth/authorizeEndpoint.js";
@@ -57,6 +58,8 @@ export interface Domain {
   clients: ClientAuthenticator;
   /** Password sign-in, under the brute-force policy. */
   users: UserAuthenticator;
+  /** The device authorization endpoint and the /device page's rules (RFC 8628). */
+  devices: DeviceAuthorizations;
   applicationAdmin: ApplicationAdmin;
   /** Whether some application allows this browser origin (CORS); mostly answered from a cache, at once. */
   allowsOrigin: (origin: string) => boolean | Promise<boolean>;
@@ -115,6 +118,8 @@ export interface DomainOptions {
   onClientLockout?: (lockout: ClientLockout) => void;
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
+  /** --device-code-ttl-seconds: how long a device code may be polled (RFC 8628 §3.2 expires_in). */
+  deviceCodeTtlSeconds?: number;
   /** Makes the key pairs of new signing keys (RSA by default; tests reuse one to save its cost). */
   generateKeyPair?: KeyPairGenerator;
   /** The scrypt cost of newly hashed passwords and client secrets (tests lower it). */
@@ -169,16 +174,21 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
       }),
     new ClientAssertions(issuer, clock, store.clientAssertionJtis, new RemoteKeySets(upstream), secretBox),
   );
-  const users = new UserAuthenticator(
-    store.users,
-    new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
-      metrics.lockout();
-      audit.record(lockoutEvent(lockout));
-      options.onLockout?.(lockout);
-    }),
-    metrics,
-    audit,
-  );
+  const loginThrottle = new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
+    metrics.lockout();
+    audit.record(lockoutEvent(lockout));
+    options.onLockout?.(lockout);
+  });
+  const users = new UserAuthenticator(store.users, loginThrottle, metrics, audit);
+  const devices = new DeviceAuthorizations({
+    issuer,
+    clock,
+    codes: store.deviceCodes,
+    applications: store.applications,
+    clients,
+    throttle: loginThrottle,
+    ttlSeconds: options.deviceCodeTtlSeconds ?? DEFAULT_DEVICE_CODE_TTL_SECONDS,
+  });
   const sessions = new SessionManager(store, clock, options.sessionTtlSeconds);
   const grantDeps: GrantDeps = {
     store,
@@ -202,6 +212,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     signOut: new SignOut({ store, keys, issuer, sessions }),
     clients,
     users,
+    devices,
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit, secretBox),
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),

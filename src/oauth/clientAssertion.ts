@@ -24,6 +24,7 @@ export const CLIENT_AUTH_ENDPOINT_PATHS = {
   token: "/api/login/oauth/access_token",
   introspection: "/api/login/oauth/introspect",
   revocation: "/api/login/oauth/revoke",
+  device_authorization: "/api/device-auth",
 } as const;
 export type ClientAuthEndpoint = keyof typeof CLIENT_AUTH_ENDPOINT_PATHS;
 

@@ -1,5 +1,5 @@
 import { RESPONSE_MODES, RESPONSE_TYPES } from "./authorizeRequest.js";
-import { CLIENT_SECRET_JWT_ALGS, PRIVATE_KEY_JWT_ALGS } from "./clientAssertion.js";
+import { CLIENT_AUTH_ENDPOINT_PATHS, CLIENT_SECRET_JWT_ALGS, PRIVATE_KEY_JWT_ALGS } from "./clientAssertion.js";
 import { GRANT_TYPES } from "./grants/index.js";
 import { SIGNING_ALG } from "./keys.js";
 import { PKCE_METHOD } from "./pkce.js";
@@ -24,6 +24,8 @@ export function discoveryDocument(issuer: string, signingAlgs: readonly string[]
     revocationEndpoint: `${issuer}/api/login/oauth/revoke`,
     endSessionEndpoint: `${issuer}/api/logout`,
     jwksUri: `${issuer}/.well-known/jwks`,
+    // RFC 8628 §4.
+    deviceAuthorizationEndpoint: `${issuer}${CLIENT_AUTH_ENDPOINT_PATHS.device_authorization}`,
     responseTypesSupported: [...RESPONSE_TYPES],
     responseModesSupported: [...RESPONSE_MODES],
     grantTypesSupported: [...GRANT_TYPES],

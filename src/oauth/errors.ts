@@ -24,7 +24,11 @@ export type OAuthErrorCode =
   | "not_found"
   | "already_exists"
   | "server_error"
-  | "temporarily_unavailable";
+  | "temporarily_unavailable"
+  // RFC 8628 §3.5: a device's poll before the user decided, or too soon, or too late.
+  | "authorization_pending"
+  | "slow_down"
+  | "expired_token";
 
 export class OAuthError extends Error {
   constructor(

@@ -30,5 +30,10 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
       const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret, clientAssertionType, clientAssertion });
       return tokenResponse(await domain.tokenEndpoint.exchange(params, basic, requestOrigin(ctx)));
     },
+    async deviceAuthorization(req, ctx) {
+      const basic = presentedCredentials(req, ctx);
+      const answer = await domain.devices.start(req, basic, clientAddressOf(ctx));
+      return { ...answer, expiresIn: BigInt(answer.expiresIn), interval: BigInt(answer.interval) };
+    },
   };
 }

@@ -9,6 +9,7 @@ import { FederationStateRepository } from "./federationStates.js";
 import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
 import { ClientAssertionJtiRepository } from "./clientAssertionJtis.js";
+import { DeviceCodeRepository } from "./deviceCodes.js";
 import { ProviderRepository } from "./providers.js";
 import { createRowReader, knexRowReader, type RowReader } from "./rowReader.js";
 import { SessionRepository } from "./sessions.js";
@@ -37,6 +38,8 @@ export interface Store {
   loginFailures: LoginFailureRepository;
   /** The jti of each accepted client assertion, until it expires (RFC 7523 §3). */
   clientAssertionJtis: ClientAssertionJtiRepository;
+  /** Device authorizations (RFC 8628), by device code and by user code. */
+  deviceCodes: DeviceCodeRepository;
   federationStates: FederationStateRepository;
   federatedIdentities: FederatedIdentityRepository;
   /** External accounts linked to local users, user and link written together (federated sign-in). */
@@ -95,6 +98,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     authorizationRequests: new AuthorizationRequestRepository(db),
     loginFailures: new LoginFailureRepository(db),
     clientAssertionJtis: new ClientAssertionJtiRepository(db),
+    deviceCodes: new DeviceCodeRepository(db),
     federationStates: new FederationStateRepository(db),
     federatedIdentities,
     accountLinks: new AccountLinkRepository(db, users, federatedIdentities),

@@ -6,6 +6,8 @@ import { asOAuthError, OAuthError, worthLogging } from "../oauth/errors.js";
 import { collectParams, readBody } from "../http/params.js";
 import { FORM_POST_SCRIPT, FORM_POST_SCRIPT_PATH } from "./authorizationResponse.js";
 import { CONSOLE_PATHS, consoleRoutes } from "./console.js";
+import { DevicePages } from "./device.js";
+import { DEVICE_PAGE_PATH } from "../oauth/deviceAuthorization.js";
 import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
 import { SignInPages } from "./signIn.js";
@@ -24,6 +26,8 @@ interface Route {
 }
 
 const AUTHORIZE_PATH = "/login/oauth/authorize";
+// RFC 8628 §3.3: where users enter a device's code.
+const DEVICE_PATH = DEVICE_PAGE_PATH;
 const LOGIN_PATH = "/login";
 // Where a provider sends the browser back: its own callback (RFC 9700 §4.4.2), or the spec's shared {base_url}/callback.
 const CALLBACK_PATH = "/callback";
@@ -34,6 +38,7 @@ const PROVIDER_PATH = /^\/login\/oauth\/provider\/([A-Za-z0-9_.-]{1,100})$/;
 export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   AUTHORIZE_PATH,
   LOGIN_PATH,
+  DEVICE_PATH,
   CALLBACK_PATH,
   STYLESHEET_PATH,
   FORM_POST_SCRIPT_PATH,
@@ -49,6 +54,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
  */
 export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
   const pages = new SignInPages(domain);
+  const devices = new DevicePages(domain);
   const css = Buffer.from(STYLESHEET);
   const formPostScript = Buffer.from(FORM_POST_SCRIPT);
 
@@ -65,6 +71,11 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     [LOGIN_PATH]: {
       methods: ["POST"],
       serve: async (req, res, url) => pages.login(req, res, await params(req, url), options.clientAddress(req)),
+    },
+    [DEVICE_PATH]: {
+      methods: ["GET", "POST"],
+      serve: async (req, res, url) =>
+        req.method === "POST" ? devices.submit(req, res, await params(req, url), options.clientAddress(req)) : devices.show(req, res, await params(req, url)),
     },
     [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, undefined, await params(req, url), options.clientAddress(req)) },
     [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },

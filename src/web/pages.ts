@@ -5,7 +5,7 @@ export function escapeHtml(value: string): string {
 
 export const STYLESHEET_PATH = "/login/assets/login.css";
 
-function layout(title: string, body: string): string {
+export function layout(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -23,6 +23,8 @@ export interface TokenParams {
   redirectUri: string;
   codeVerifier: string;
   refreshToken: string;
+  /** RFC 8628 §3.4. */
+  deviceCode: string;
 }
 
 /** Where a token request came from, as the front door saw it. */

@@ -17,6 +17,7 @@ import * as opaqueUserinfoClaims from "./022_opaque_userinfo_claims.js";
 import * as auditEvents from "./023_audit_events.js";
 import * as publicClient from "./024_public_client.js";
 import * as clientAssertions from "./040_client_assertions.js";
+import * as deviceCodes from "./041_device_codes.js";
 
 interface Migration {
   name: string;
@@ -45,6 +46,7 @@ const all: Migration[] = [
   { name: "023_audit_events", ...auditEvents },
   { name: "024_public_client", ...publicClient },
   { name: "040_client_assertions", ...clientAssertions },
+  { name: "041_device_codes", ...deviceCodes },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
