@@ -52,7 +52,7 @@ export { GRANT_TYPES } from "../oauth/grants/index.js";
 export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
   "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient",
-  "tokenEndpointAuthMethod", "jwks", "jwksUri",
+  "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -81,6 +81,10 @@ export interface ApplicationInput {
   jwks?: string;
   /** private_key_jwt: the https URL of its JWK Set. */
   jwksUri?: string;
+  /** Token exchange (RFC 8693): the client ids or resources it may exchange tokens for. */
+  exchangeAudiences?: string[];
+  /** Token exchange without an actor token (impersonation); false by default. */
+  allowImpersonation?: boolean;
 }
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field, naming every bad one. */
@@ -125,6 +129,10 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     tokenEndpointAuthMethod: check(() => optionalAuthMethod(raw.tokenEndpointAuthMethod)),
     jwks: check(() => optionalJwks(raw.jwks)),
     jwksUri: check(() => optionalJwksUri(raw.jwksUri)),
+    exchangeAudiences: check(() =>
+      optionalStringList(raw.exchangeAudiences, "exchangeAudiences", (a) => (/^[\x21-\x7e]{1,2048}$/.test(a) ? undefined : "must be 1-2048 printable characters without spaces")),
+    ),
+    allowImpersonation: check(() => optionalBoolean(raw.allowImpersonation, "allowImpersonation")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -185,6 +193,8 @@ export class ApplicationAdmin {
       accessTokenStrategy: input.accessTokenStrategy ?? DEFAULT_ACCESS_TOKEN_STRATEGY,
       ...auth,
       clientSecretSealed: this.sealed(auth.tokenEndpointAuthMethod, id, clientSecret),
+      exchangeAudiences: input.exchangeAudiences ?? [],
+      allowImpersonation: input.allowImpersonation ?? false,
       createdAt: now,
       updatedAt: now,
     };
@@ -216,6 +226,8 @@ export class ApplicationAdmin {
       accessTokenStrategy: input.accessTokenStrategy ?? current.accessTokenStrategy,
       ...auth,
       clientSecretSealed,
+      exchangeAudiences: input.exchangeAudiences ?? current.exchangeAudiences,
+      allowImpersonation: input.allowImpersonation ?? current.allowImpersonation,
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.

@@ -52,6 +52,8 @@ function consoleFields(client: ConsoleClient) {
     jwks: "",
     jwksUri: "",
     clientSecretSealed: "",
+    exchangeAudiences: [] as string[],
+    allowImpersonation: false,
     grantTypes: ["authorization_code"],
     refreshExpireInHours: 0,
     // Served from the issuer's own origin: no cross-origin calls to allow.

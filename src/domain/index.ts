@@ -200,6 +200,8 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     users,
     codes,
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
+    issuer,
+    keys,
   };
   return {
     issuer,

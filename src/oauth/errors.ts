@@ -13,6 +13,8 @@ export type OAuthErrorCode =
   | "unauthorized_client"
   | "unsupported_grant_type"
   | "invalid_scope"
+  // RFC 8707 §2, RFC 8693 §2.2.2: an audience or resource the client may not reach.
+  | "invalid_target"
   | "invalid_token"
   | "insufficient_scope"
   | "unsupported_token_type"

@@ -59,6 +59,8 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     tokenEndpointAuthMethod: input.tokenEndpointAuthMethod,
     jwks: input.jwks,
     jwksUri: input.jwksUri,
+    exchangeAudiences: list(input.exchangeAudiences),
+    allowImpersonation: input.allowImpersonation,
   });
 }
 

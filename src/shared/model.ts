@@ -57,6 +57,10 @@ export interface ApplicationRecord {
   jwksUri: string;
   /** client_secret_jwt: the secret itself, sealed (federation/secretBox.ts), as HS256 needs it; "" otherwise. */
   clientSecretSealed: string;
+  /** Token exchange (RFC 8693): the audiences (client ids, resources) it may exchange tokens for. */
+  exchangeAudiences: string[];
+  /** Token exchange without an actor token: a token for the subject alone. */
+  allowImpersonation: boolean;
   createdAt: number;
   updatedAt: number;
 }

@@ -27,6 +27,8 @@ interface Row {
   jwks: string;
   jwks_uri: string;
   client_secret_sealed: string;
+  exchange_audiences: string;
+  allow_impersonation: boolean | number;
   created_at: number;
   updated_at: number;
 }
@@ -51,6 +53,8 @@ const fromRow = (r: Row): ApplicationRecord => ({
   jwks: r.jwks ?? "",
   jwksUri: r.jwks_uri ?? "",
   clientSecretSealed: r.client_secret_sealed ?? "",
+  exchangeAudiences: JSON.parse(r.exchange_audiences ?? "[]"),
+  allowImpersonation: Boolean(r.allow_impersonation),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -74,6 +78,8 @@ const toRow = (a: ApplicationRecord): Row => ({
   jwks: a.jwks,
   jwks_uri: a.jwksUri,
   client_secret_sealed: a.clientSecretSealed,
+  exchange_audiences: JSON.stringify(a.exchangeAudiences),
+  allow_impersonation: a.allowImpersonation,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });

@@ -89,8 +89,8 @@ describe("discovery lists exactly what is supported: each advertised feature ans
       } else if (grant === "refresh_token") {
         const res = await refresh(server, (await passwordTokens(server, { client: APP })).refresh_token!, {}, APP);
         assert.equal(res.status, 200, JSON.stringify(res.body));
-      } else if (grant === "urn:ietf:params:oauth:grant-type:device_code") {
-        // Known, and off until an application lists it; the whole flow: test/e2e/deviceAuthorization.spec.ts.
+      } else if (grant === "urn:ietf:params:oauth:grant-type:device_code" || grant === "urn:ietf:params:oauth:grant-type:token-exchange") {
+        // Known, and off until an application lists it; the whole flows: test/e2e/deviceAuthorization.spec.ts, test/e2e/tokenExchange.spec.ts.
         const res = await postForm(`${server.url}${TOKEN_PATH}`, { grant_type: grant, device_code: "x" }, basic);
         assert.equal(res.body.error, "unauthorized_client");
       } else {
@@ -98,7 +98,8 @@ describe("discovery lists exactly what is supported: each advertised feature ans
       }
       seen.add(grant);
     }
-    assert.deepEqual([...seen].sort(), ["authorization_code", "client_credentials", "implicit", "password", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"]);
+    assert.deepEqual([...seen].sort(), ["authorization_code", "client_credentials", "implicit", "password", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code",
+      "urn:ietf:params:oauth:grant-type:token-exchange"]);
   });
 
   it("answers every response type it lists with what the type names", async () => {

@@ -31,7 +31,7 @@ describe("the grant table drives every list of grant types", () => {
   });
 
   it("derives the grants a public client cannot use from each grant's needsSecret", () => {
-    assert.deepEqual([...SECRET_GRANT_TYPES].sort(), ["client_credentials", "password"]);
+    assert.deepEqual([...SECRET_GRANT_TYPES].sort(), ["client_credentials", "password", "urn:ietf:params:oauth:grant-type:token-exchange"]);
     const flipped: GrantFacts[] = GRANT_TABLE.map((g) => ({ ...g, needsSecret: !g.needsSecret }));
     assert.notDeepEqual(flipped.filter((g) => g.needsSecret).map((g) => g.grantType), [...SECRET_GRANT_TYPES]);
   });

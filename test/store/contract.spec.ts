@@ -53,6 +53,8 @@ const anApplication = (over: Partial<ApplicationRecord> = {}): ApplicationRecord
   jwks: "",
   jwksUri: "",
   clientSecretSealed: "",
+  exchangeAudiences: ["client-b", "https://api.example"],
+  allowImpersonation: true,
   createdAt: T0,
   updatedAt: T0,
   ...over,

@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/token.proto.
  */
 export const file_identity_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("ChdpZGVudGl0eS92MS90b2tlbi5wcm90bxILaWRlbnRpdHkudjEinwIKDFRva2VuUmVxdWVzdBISCgpncmFudF90eXBlGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIVCg1jbGllbnRfc2VjcmV0GAMgASgJEg0KBXNjb3BlGAQgASgJEhAKCHVzZXJuYW1lGAUgASgJEhAKCHBhc3N3b3JkGAYgASgJEgwKBGNvZGUYByABKAkSFAoMcmVkaXJlY3RfdXJpGAggASgJEhUKDWNvZGVfdmVyaWZpZXIYCSABKAkSFQoNcmVmcmVzaF90b2tlbhgKIAEoCRIdChVjbGllbnRfYXNzZXJ0aW9uX3R5cGUYHiABKAkSGAoQY2xpZW50X2Fzc2VydGlvbhgfIAEoCRITCgtkZXZpY2VfY29kZRggIAEoCSKFAQoNVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIaWRfdG9rZW4YAiABKAkSFQoNcmVmcmVzaF90b2tlbhgDIAEoCRISCgp0b2tlbl90eXBlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSDQoFc2NvcGUYBiABKAkirQEKDlJlZnJlc2hSZXF1ZXN0EhIKCmdyYW50X3R5cGUYASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCRINCgVzY29wZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSFQoNY2xpZW50X3NlY3JldBgFIAEoCRIdChVjbGllbnRfYXNzZXJ0aW9uX3R5cGUYHiABKAkSGAoQY2xpZW50X2Fzc2VydGlvbhgfIAEoCSKHAQoPUmVmcmVzaFJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIQCghpZF90b2tlbhgCIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAMgASgJEhIKCnRva2VuX3R5cGUYBCABKAkSEgoKZXhwaXJlc19pbhgFIAEoAxINCgVzY29wZRgGIAEoCSKOAQoaRGV2aWNlQXV0aG9yaXphdGlvblJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEhUKDWNsaWVudF9zZWNyZXQYAyABKAkSHQoVY2xpZW50X2Fzc2VydGlvbl90eXBlGB4gASgJEhgKEGNsaWVudF9hc3NlcnRpb24YHyABKAkiqAEKG0RldmljZUF1dGhvcml6YXRpb25SZXNwb25zZRITCgtkZXZpY2VfY29kZRgBIAEoCRIRCgl1c2VyX2NvZGUYAiABKAkSGAoQdmVyaWZpY2F0aW9uX3VyaRgDIAEoCRIhChl2ZXJpZmljYXRpb25fdXJpX2NvbXBsZXRlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSEAoIaW50ZXJ2YWwYBiABKAMiPAoQT0F1dGhFcnJvckRldGFpbBINCgVlcnJvchgBIAEoCRIZChFlcnJvcl9kZXNjcmlwdGlvbhgCIAEoCTLxAgoMVG9rZW5TZXJ2aWNlEmgKBVRva2VuEhkuaWRlbnRpdHkudjEuVG9rZW5SZXF1ZXN0GhouaWRlbnRpdHkudjEuVG9rZW5SZXNwb25zZSIogtPkkwIiOgEqIh0vYXBpL2xvZ2luL29hdXRoL2FjY2Vzc190b2tlbhJvCgdSZWZyZXNoEhsuaWRlbnRpdHkudjEuUmVmcmVzaFJlcXVlc3QaHC5pZGVudGl0eS52MS5SZWZyZXNoUmVzcG9uc2UiKYLT5JMCIzoBKiIeL2FwaS9sb2dpbi9vYXV0aC9yZWZyZXNoX3Rva2VuEoUBChNEZXZpY2VBdXRob3JpemF0aW9uEicuaWRlbnRpdHkudjEuRGV2aWNlQXV0aG9yaXphdGlvblJlcXVlc3QaKC5pZGVudGl0eS52MS5EZXZpY2VBdXRob3JpemF0aW9uUmVzcG9uc2UiG4LT5JMCFToBKiIQL2FwaS9kZXZpY2UtYXV0aGIGcHJvdG8z", [file_google_api_annotations]);
+  fileDesc("ChdpZGVudGl0eS92MS90b2tlbi5wcm90bxILaWRlbnRpdHkudjEi1gMKDFRva2VuUmVxdWVzdBISCgpncmFudF90eXBlGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIVCg1jbGllbnRfc2VjcmV0GAMgASgJEg0KBXNjb3BlGAQgASgJEhAKCHVzZXJuYW1lGAUgASgJEhAKCHBhc3N3b3JkGAYgASgJEgwKBGNvZGUYByABKAkSFAoMcmVkaXJlY3RfdXJpGAggASgJEhUKDWNvZGVfdmVyaWZpZXIYCSABKAkSFQoNcmVmcmVzaF90b2tlbhgKIAEoCRIdChVjbGllbnRfYXNzZXJ0aW9uX3R5cGUYHiABKAkSGAoQY2xpZW50X2Fzc2VydGlvbhgfIAEoCRITCgtkZXZpY2VfY29kZRggIAEoCRIVCg1zdWJqZWN0X3Rva2VuGCEgASgJEhoKEnN1YmplY3RfdG9rZW5fdHlwZRgiIAEoCRITCgthY3Rvcl90b2tlbhgjIAEoCRIYChBhY3Rvcl90b2tlbl90eXBlGCQgASgJEhAKCGF1ZGllbmNlGCUgASgJEhAKCHJlc291cmNlGCYgASgJEhwKFHJlcXVlc3RlZF90b2tlbl90eXBlGCcgASgJEhEKCWFzc2VydGlvbhgoIAEoCSKgAQoNVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIaWRfdG9rZW4YAiABKAkSFQoNcmVmcmVzaF90b2tlbhgDIAEoCRISCgp0b2tlbl90eXBlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSDQoFc2NvcGUYBiABKAkSGQoRaXNzdWVkX3Rva2VuX3R5cGUYHiABKAkirQEKDlJlZnJlc2hSZXF1ZXN0EhIKCmdyYW50X3R5cGUYASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCRINCgVzY29wZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSFQoNY2xpZW50X3NlY3JldBgFIAEoCRIdChVjbGllbnRfYXNzZXJ0aW9uX3R5cGUYHiABKAkSGAoQY2xpZW50X2Fzc2VydGlvbhgfIAEoCSKHAQoPUmVmcmVzaFJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIQCghpZF90b2tlbhgCIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAMgASgJEhIKCnRva2VuX3R5cGUYBCABKAkSEgoKZXhwaXJlc19pbhgFIAEoAxINCgVzY29wZRgGIAEoCSKOAQoaRGV2aWNlQXV0aG9yaXphdGlvblJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEhUKDWNsaWVudF9zZWNyZXQYAyABKAkSHQoVY2xpZW50X2Fzc2VydGlvbl90eXBlGB4gASgJEhgKEGNsaWVudF9hc3NlcnRpb24YHyABKAkiqAEKG0RldmljZUF1dGhvcml6YXRpb25SZXNwb25zZRITCgtkZXZpY2VfY29kZRgBIAEoCRIRCgl1c2VyX2NvZGUYAiABKAkSGAoQdmVyaWZpY2F0aW9uX3VyaRgDIAEoCRIhChl2ZXJpZmljYXRpb25fdXJpX2NvbXBsZXRlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSEAoIaW50ZXJ2YWwYBiABKAMiPAoQT0F1dGhFcnJvckRldGFpbBINCgVlcnJvchgBIAEoCRIZChFlcnJvcl9kZXNjcmlwdGlvbhgCIAEoCTLxAgoMVG9rZW5TZXJ2aWNlEmgKBVRva2VuEhkuaWRlbnRpdHkudjEuVG9rZW5SZXF1ZXN0GhouaWRlbnRpdHkudjEuVG9rZW5SZXNwb25zZSIogtPkkwIiOgEqIh0vYXBpL2xvZ2luL29hdXRoL2FjY2Vzc190b2tlbhJvCgdSZWZyZXNoEhsuaWRlbnRpdHkudjEuUmVmcmVzaFJlcXVlc3QaHC5pZGVudGl0eS52MS5SZWZyZXNoUmVzcG9uc2UiKYLT5JMCIzoBKiIeL2FwaS9sb2dpbi9vYXV0aC9yZWZyZXNoX3Rva2VuEoUBChNEZXZpY2VBdXRob3JpemF0aW9uEicuaWRlbnRpdHkudjEuRGV2aWNlQXV0aG9yaXphdGlvblJlcXVlc3QaKC5pZGVudGl0eS52MS5EZXZpY2VBdXRob3JpemF0aW9uUmVzcG9uc2UiG4LT5JMCFToBKiIQL2FwaS9kZXZpY2UtYXV0aGIGcHJvdG8z", [file_google_api_annotations]);
 
 /**
  * TokenRequest carries the parameters of RFC 6749 section 4 token requests.
@@ -95,6 +95,50 @@ export type TokenRequest = Message<"identity.v1.TokenRequest"> & {
    * @generated from field: string device_code = 32;
    */
   deviceCode: string;
+
+  /**
+   * urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693 section 2.1)
+   *
+   * @generated from field: string subject_token = 33;
+   */
+  subjectToken: string;
+
+  /**
+   * @generated from field: string subject_token_type = 34;
+   */
+  subjectTokenType: string;
+
+  /**
+   * @generated from field: string actor_token = 35;
+   */
+  actorToken: string;
+
+  /**
+   * @generated from field: string actor_token_type = 36;
+   */
+  actorTokenType: string;
+
+  /**
+   * @generated from field: string audience = 37;
+   */
+  audience: string;
+
+  /**
+   * @generated from field: string resource = 38;
+   */
+  resource: string;
+
+  /**
+   * @generated from field: string requested_token_type = 39;
+   */
+  requestedTokenType: string;
+
+  /**
+   * urn:ietf:params:oauth:grant-type:jwt-bearer (RFC 7523 section 2.1)
+   *
+   * @generated from field: string assertion = 40;
+   */
+  assertion: string;
 };
 
 /**
@@ -141,6 +185,13 @@ export type TokenResponse = Message<"identity.v1.TokenResponse"> & {
    * @generated from field: string scope = 6;
    */
   scope: string;
+
+  /**
+   * Token exchange (RFC 8693 section 2.2.1): what access_token is.
+   *
+   * @generated from field: string issued_token_type = 30;
+   */
+  issuedTokenType: string;
 };
 
 /**

@@ -2,6 +2,7 @@ import type { AuditTrail, EventCarrier } from "../../shared/audit.js";
 import type { Clock } from "../../shared/clock.js";
 import type { Store } from "../../store/index.js";
 import type { ClientAuthenticator } from "../clientAuth.js";
+import type { KeyRing } from "../keys.js";
 import type { AuthorizationCodes } from "../codes.js";
 import type { Metrics } from "../metrics.js";
 import type { TokenMinter, TokenSet } from "../tokens.js";
@@ -25,6 +26,16 @@ export interface TokenParams {
   refreshToken: string;
   /** RFC 8628 §3.4. */
   deviceCode: string;
+  /** RFC 8693 §2.1. */
+  subjectToken: string;
+  subjectTokenType: string;
+  actorToken: string;
+  actorTokenType: string;
+  audience: string;
+  resource: string;
+  requestedTokenType: string;
+  /** RFC 7523 §2.1. */
+  assertion: string;
 }
 
 /** Where a token request came from, as the front door saw it. */
@@ -49,6 +60,9 @@ export interface GrantDeps {
   /** How long a consumed refresh token may be presented again without revoking its family. */
   refreshReuseGraceSeconds: number;
   codes: AuthorizationCodes;
+  /** Our issuer and keys, to check our own ID tokens (token exchange). */
+  issuer: string;
+  keys: KeyRing;
 }
 
 /** The parameters the token endpoint reads itself: which grant, and the client's credentials. */

@@ -18,6 +18,7 @@ import * as auditEvents from "./023_audit_events.js";
 import * as publicClient from "./024_public_client.js";
 import * as clientAssertions from "./040_client_assertions.js";
 import * as deviceCodes from "./041_device_codes.js";
+import * as tokenExchange from "./042_token_exchange.js";
 
 interface Migration {
   name: string;
@@ -47,6 +48,7 @@ const all: Migration[] = [
   { name: "024_public_client", ...publicClient },
   { name: "040_client_assertions", ...clientAssertions },
   { name: "041_device_codes", ...deviceCodes },
+  { name: "042_token_exchange", ...tokenExchange },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {
