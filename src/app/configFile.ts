@@ -7,6 +7,7 @@ import { parseApplicationInput, type ApplicationInput } from "../accounts/applic
 import { parseUserInput, type UserInput } from "../accounts/users.js";
 import { CONSOLE_PROVIDERS_FIELD } from "../accounts/consoleProviders.js";
 import { InvalidInputError, optionalStringList } from "../accounts/validation.js";
+import { parseTrustedIssuer, type TrustedIssuer } from "../oauth/trustedIssuers.js";
 
 /** The `--config` file: applications, users and providers, each upserted by name; the console's providers, set when present. */
 export interface ConfigFile {
@@ -15,9 +16,11 @@ export interface ConfigFile {
   providers: ProviderInput[];
   /** The login providers the console's sign-in page offers (accounts/consoleProviders.ts); left as stored when absent. */
   consoleProviders?: string[];
+  /** Platforms whose signed tokens workloads exchange for ours (RFC 7523 §2.1; oauth/trustedIssuers.ts). */
+  trustedIssuers: TrustedIssuer[];
 }
 
-const SECTIONS = ["applications", "users", "providers", CONSOLE_PROVIDERS_FIELD] as const;
+const SECTIONS = ["applications", "users", "providers", CONSOLE_PROVIDERS_FIELD, "trustedIssuers"] as const;
 
 /** A config file problem, naming the entry and the field. */
 export class ConfigFileError extends Error {}
@@ -55,6 +58,7 @@ export function parseConfigFile(text: string): ConfigFile {
     users: entries(sections, "users", parseUserInput),
     providers: entries(sections, "providers", parseProviderInput),
     consoleProviders: consoleProviders(sections[CONSOLE_PROVIDERS_FIELD]),
+    trustedIssuers: entries(sections, "trustedIssuers", parseTrustedIssuer),
   };
 }
 

@@ -237,6 +237,7 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
         sessionTtlSeconds: config.sessionTtlSeconds,
         codeTtlSeconds: config.codeTtlSeconds,
         deviceCodeTtlSeconds: config.deviceCodeTtlSeconds,
+        trustedIssuers: configFile?.trustedIssuers,
         generateKeyPair: deps.generateKeyPair,
         secretHashCost: deps.secretHashCost,
         secretKey: config.secretKey,

@@ -17,6 +17,7 @@ import { silentLogger, type Logger } from "./../shared/log.js";
 import { ClientAuthenticator } from "./../oauth/clientAuth.js";
 import { ClientAssertions } from "./../oauth/clientAssertion.js";
 import { RemoteKeySets } from "./../federation/remoteKeySets.js";
+import { TrustedIssuers, type TrustedIssuer } from "./../oauth/trustedIssuers.js";
 import { ClientThrottle, type ClientAuthPolicy, type ClientLockout } from "./../oauth/clientThrottle.js";
 import { AuthorizationCodes } from "./../oauth/codes.js";
 import { DEFAULT_DEVICE_CODE_TTL_SECONDS, DeviceAuthorizations } from "./../oauth/deviceAuthorization.js";
@@ -118,6 +119,8 @@ export interface DomainOptions {
   onClientLockout?: (lockout: ClientLockout) => void;
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
+  /** The config file's trustedIssuers: platforms whose tokens workloads present (RFC 7523 §2.1). */
+  trustedIssuers?: TrustedIssuer[];
   /** --device-code-ttl-seconds: how long a device code may be polled (RFC 8628 §3.2 expires_in). */
   deviceCodeTtlSeconds?: number;
   /** Makes the key pairs of new signing keys (RSA by default; tests reuse one to save its cost). */
@@ -162,6 +165,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     audit,
   );
   const consoleClient = consoleClientFor(issuer);
+  const remoteKeySets = new RemoteKeySets(upstream);
   const minter = new TokenMinter(store, keys, clock, issuer);
   const codes = new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds);
   const clients = new ClientAuthenticator(
@@ -172,7 +176,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
         audit.record(lockoutEvent(lockout));
         options.onClientLockout?.(lockout);
       }),
-    new ClientAssertions(issuer, clock, store.clientAssertionJtis, new RemoteKeySets(upstream), secretBox),
+    new ClientAssertions(issuer, clock, store.clientAssertionJtis, remoteKeySets, secretBox),
   );
   const loginThrottle = new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
     metrics.lockout();
@@ -202,6 +206,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
     issuer,
     keys,
+    trustedIssuers: new TrustedIssuers(options.trustedIssuers ?? [], clock, remoteKeySets, upstream),
   };
   return {
     issuer,

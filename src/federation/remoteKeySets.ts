@@ -36,36 +36,41 @@ export class RemoteKeySets {
 
   constructor(private readonly upstream: Pick<UpstreamClient, "requestJson" | "clock">) {}
 
-  /** A key resolver for jose's jwtVerify over the set at `url`, re-reading the set once when no key matches. */
-  resolver(url: string): JWTVerifyGetKey {
+  /**
+   * A key resolver for jose's jwtVerify over the set at `url`, re-reading the
+   * set once when no key matches. `allowInsecure` (an operator's choice for a
+   * set on this machine or network, as a provider's allowInsecureUrls) lifts
+   * the https and public-address rules.
+   */
+  resolver(url: string, allowInsecure = false): JWTVerifyGetKey {
     return async (header, token) => {
-      const entry = await this.entry(url, false);
+      const entry = await this.entry(url, false, allowInsecure);
       try {
         return await entry.keys(header, token);
       } catch (err) {
         if (!(err instanceof errors.JWKSNoMatchingKey)) throw err;
-        const fresh = await this.entry(url, true);
+        const fresh = await this.entry(url, true, allowInsecure);
         if (fresh === entry) throw err;
         return fresh.keys(header, token);
       }
     };
   }
 
-  private async entry(url: string, keyMissing: boolean): Promise<Entry> {
+  private async entry(url: string, keyMissing: boolean, allowInsecure: boolean): Promise<Entry> {
     const now = this.upstream.clock.now();
     const cached = this.sets.get(url);
     if (cached && now - cached.readAt < (keyMissing ? KEY_SET_REREAD_MS : KEY_SET_TTL_MS)) return cached;
     let read = this.reading.get(url);
     if (!read) {
-      read = this.read(url).finally(() => this.reading.delete(url));
+      read = this.read(url, allowInsecure).finally(() => this.reading.delete(url));
       this.reading.set(url, read);
     }
     return read;
   }
 
-  private async read(url: string): Promise<Entry> {
-    if (!url.startsWith("https://")) throw new UpstreamError("jwks", "must be an https URL");
-    const body = await this.upstream.requestJson("jwks", url, { method: "GET", publicOnly: true });
+  private async read(url: string, allowInsecure: boolean): Promise<Entry> {
+    if (!allowInsecure && !url.startsWith("https://")) throw new UpstreamError("jwks", "must be an https URL");
+    const body = await this.upstream.requestJson("jwks", url, { method: "GET", publicOnly: !allowInsecure });
     if (!Array.isArray(body.keys)) throw new UpstreamError("jwks", "has no keys");
     const entry = { keys: localKeySet(body as unknown as JSONWebKeySet), readAt: this.upstream.clock.now() };
     if (this.sets.size >= CACHE_LIMIT) this.sets.clear();

@@ -149,7 +149,8 @@ export class TokenMinter {
     }
     const wantsIdToken = grant.idToken && user !== undefined && grant.scopes.includes("openid");
     // Opaque (accessTokenStrategy): 256 random bits, read only through its row (accessTokens.ts).
-    const opaque = app.accessTokenStrategy === "opaque" && !grant.extraClaims;
+    // A token with extra claims or a subject of its own is a JWT: an opaque token's row holds neither.
+    const opaque = app.accessTokenStrategy === "opaque" && !grant.extraClaims && grant.subject === undefined;
     const accessToken = opaque ? randomToken() : await sign(accessClaims, "at+jwt");
     // After the access token: the ID token carries its at_hash.
     const idToken = wantsIdToken ? await sign(this.idTokenClaims({ ...grant, user, accessToken }, now), "JWT") : undefined;

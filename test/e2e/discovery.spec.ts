@@ -93,13 +93,17 @@ describe("discovery lists exactly what is supported: each advertised feature ans
         // Known, and off until an application lists it; the whole flows: test/e2e/deviceAuthorization.spec.ts, test/e2e/tokenExchange.spec.ts.
         const res = await postForm(`${server.url}${TOKEN_PATH}`, { grant_type: grant, device_code: "x" }, basic);
         assert.equal(res.body.error, "unauthorized_client");
+      } else if (grant === "urn:ietf:params:oauth:grant-type:jwt-bearer") {
+        // Known, and refusing what no trustedIssuers entry vouches for; the whole flow: test/e2e/jwtBearer.spec.ts.
+        const res = await postForm(`${server.url}${TOKEN_PATH}`, { grant_type: grant, assertion: "x.y.z" });
+        assert.equal(res.body.error, "invalid_grant");
       } else {
         assert.fail(`no request for grant type ${grant}`);
       }
       seen.add(grant);
     }
     assert.deepEqual([...seen].sort(), ["authorization_code", "client_credentials", "implicit", "password", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code",
-      "urn:ietf:params:oauth:grant-type:token-exchange"]);
+      "urn:ietf:params:oauth:grant-type:jwt-bearer", "urn:ietf:params:oauth:grant-type:token-exchange"]);
   });
 
   it("answers every response type it lists with what the type names", async () => {

@@ -1,7 +1,8 @@
 import type { AuditTrail, EventCarrier } from "../../shared/audit.js";
 import type { Clock } from "../../shared/clock.js";
 import type { Store } from "../../store/index.js";
-import type { ClientAuthenticator } from "../clientAuth.js";
+import type { ClientAuthenticator, PresentedClient } from "../clientAuth.js";
+import type { TrustedIssuers } from "../trustedIssuers.js";
 import type { KeyRing } from "../keys.js";
 import type { AuthorizationCodes } from "../codes.js";
 import type { Metrics } from "../metrics.js";
@@ -63,6 +64,8 @@ export interface GrantDeps {
   /** Our issuer and keys, to check our own ID tokens (token exchange). */
   issuer: string;
   keys: KeyRing;
+  /** Platforms whose tokens workloads present (the JWT bearer grant). */
+  trustedIssuers: TrustedIssuers;
 }
 
 /** The parameters the token endpoint reads itself: which grant, and the client's credentials. */
@@ -93,6 +96,11 @@ export interface GrantHandler<P extends GrantParam = GrantParam> extends GrantFa
    * absent, the client secret is required.
    */
   allowsPublicClient?(params: Pick<TokenParams, P>, app: ApplicationRecord): boolean;
+  /**
+   * Names the application from what the request itself proves, instead of
+   * client authentication (RFC 7523 §2.1: a workload's assertion).
+   */
+  identify?(client: PresentedClient, params: Pick<TokenParams, P>, deps: GrantDeps): Promise<ApplicationRecord>;
   /** Runs after the client is authenticated and the grant found enabled. */
   handle(app: ApplicationRecord, params: Pick<TokenParams, P>, deps: GrantDeps, origin: RequestOrigin): Promise<TokenSet>;
 }
