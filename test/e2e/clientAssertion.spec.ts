@@ -48,7 +48,7 @@ describe("JWT client authentication (RFC 7523 §2.2, OIDC Core §9)", () => {
   let keys: Record<Alg, KeyPair>;
   let tokenUrl: string;
 
-  const PKJ_APP = { name: "pkj", clientId: "client-pkj", grantTypes: ["client_credentials"], tokenEndpointAuthMethod: "private_key_jwt" };
+  const PKJ_APP = { name: "pkj", clientId: "client-pkj", grantTypes: ["client_credentials", "device_code"], tokenEndpointAuthMethod: "private_key_jwt" };
   const CSJ_APP = { name: "csj", clientId: "client-csj", clientSecret: HMAC_SECRET, grantTypes: ["client_credentials"], tokenEndpointAuthMethod: "client_secret_jwt" };
 
   before(async () => {
@@ -58,7 +58,8 @@ describe("JWT client authentication (RFC 7523 §2.2, OIDC Core §9)", () => {
         applications: [TEST_APP, CC_ONLY_APP, { ...PKJ_APP, jwks: { keys: ALGS.map((a) => keys[a].publicJwk) } }, CSJ_APP],
         users: [TEST_USER],
       },
-      overrides: { clientAuthMaxFailures: 3, clientAuthMaxFailuresPerIp: 100, clientAuthLockoutSeconds: 300 },
+      // Budgets out of the way: every refusal here must be for the reason its test names (budgets: test/hardening/clientAssertionAttacks.spec.ts).
+      overrides: { clientAuthMaxFailures: 1000, clientAuthMaxFailuresPerIp: 1000 },
     });
     tokenUrl = `${server.issuer}/api/login/oauth/access_token`;
   });
@@ -118,6 +119,18 @@ describe("JWT client authentication (RFC 7523 §2.2, OIDC Core §9)", () => {
     assert.equal(res.status, 200, res.text);
   });
 
+  it("authenticates at the device authorization endpoint too, with its URL or the issuer as aud", async () => {
+    const url = `${server.issuer}/api/device-auth`;
+    const ask = async (aud: string) =>
+      postForm(url, { client_assertion_type: ASSERTION_TYPE, client_assertion: await assertion(PKJ_APP.clientId, aud, keys.ES256), scope: "openid" });
+    const res = await ask(url);
+    assert.equal(res.status, 200, res.text);
+    assert.ok(res.body.device_code);
+    assert.equal((await ask(server.issuer)).status, 200);
+    refusedAsClient(await ask(tokenUrl));
+    refusedAsClient(await postForm(url, { client_id: PKJ_APP.clientId }));
+  });
+
   it("refuses the secret of a client registered for a JWT method, and an assertion of a client that uses its secret", async () => {
     refusedAsClient(await postForm(tokenUrl, { grant_type: "client_credentials", client_id: CSJ_APP.clientId, client_secret: HMAC_SECRET }));
     const hmacFor = (clientId: string) => handSigned({ alg: "HS256" }, claims(clientId), CC_ONLY_APP.clientSecret);
@@ -128,6 +141,8 @@ describe("JWT client authentication (RFC 7523 §2.2, OIDC Core §9)", () => {
     const once = await assertion(PKJ_APP.clientId, server.issuer, keys.ES256);
     assert.equal((await withAssertion(once)).status, 200);
     refusedAsClient(await withAssertion(once));
+    // Not locked out meanwhile: a fresh assertion still works.
+    assert.equal((await withAssertion(await assertion(PKJ_APP.clientId, server.issuer, keys.ES256))).status, 200);
   });
 
   it("refuses alg none, and HS256 signed with the client's public key", async () => {
@@ -154,7 +169,9 @@ describe("JWT client authentication (RFC 7523 §2.2, OIDC Core §9)", () => {
       const res = await withAssertion(jwt, { client_id: id });
       assert.equal(res.status, 401, `${name}: ${res.text}`);
       assert.equal(res.body.error, "invalid_client", name);
+      assert.doesNotMatch(res.body.error_description, /too many/, name);
     }
+    assert.equal((await withAssertion(await assertion(id, server.issuer, keys.ES256))).status, 200, "the right assertion still works");
   });
 
   it("refuses an unknown assertion type, a client_id that is not the assertion's, and a secret beside an assertion", async () => {

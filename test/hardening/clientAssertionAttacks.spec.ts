@@ -95,6 +95,31 @@ describe("client assertions under the client-authentication budgets", () => {
   });
 });
 
+describe("client assertions under the per-address budget", () => {
+  let server: RunningServer;
+  let key: Signer;
+  const APP = { name: "by-address", clientId: "client-by-address", grantTypes: ["client_credentials"], tokenEndpointAuthMethod: "private_key_jwt" };
+
+  before(async () => {
+    key = await signer();
+    server = await startTestServer({
+      config: { applications: [TEST_APP, { ...APP, jwks: key.jwks }], users: [TEST_USER] },
+      overrides: { clientAuthMaxFailures: 1000, clientAuthMaxFailuresPerIp: 3, clientAuthLockoutSeconds: 300 },
+    });
+  });
+  after(() => server.close());
+
+  it("counts failed assertions naming any client_id against the address, and then refuses a valid one from it", async () => {
+    const stranger = await signer();
+    for (const clientId of ["client-a", "client-b", APP.clientId]) {
+      assert.equal((await tokenRequest(server, await assertionFor(clientId, server.issuer, stranger))).status, 401);
+    }
+    const locked = await tokenRequest(server, await assertionFor(APP.clientId, server.issuer, key));
+    assert.equal(locked.status, 401);
+    assert.match(locked.body.error_description, /too many failed client authentications/);
+  });
+});
+
 describe("client assertions: jwksUri, registration and gRPC", () => {
   let server: RunningServer;
   let apps: Client<typeof ApplicationAdminService>;
