@@ -2,9 +2,6 @@ import { namesPrivateHost } from "../federation/urlRule.js";
 import { TOKEN_ENDPOINT_AUTH_METHODS, type ApplicationRecord, type TokenEndpointAuthMethod } from "../shared/model.js";
 import { FieldChecks, InvalidInputError } from "./validation.js";
 
-/** The JWT methods (RFC 7523 §2.2): the client proves itself with a signed assertion, never a secret sent as such. */
-export const JWT_AUTH_METHODS: readonly TokenEndpointAuthMethod[] = ["client_secret_jwt", "private_key_jwt"];
-
 /** RFC 7518 §3.2: an HS256 key must be at least 256 bits; a chosen secret used as one needs that many characters at least. */
 export const MIN_HMAC_SECRET_LENGTH = 32;
 

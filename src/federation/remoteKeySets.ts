@@ -9,8 +9,8 @@ const CACHE_LIMIT = 1000;
 
 /**
  * A JWK Set for jose's createLocalJWKSet, where a key registered as EdDSA
- * also verifies a JWS whose alg says Ed25519 (its fully specified name,
- * RFC 9864) and the other way round: the alg member is left off Ed25519 keys.
+ * also verifies a JWS whose alg says Ed25519 (the fully specified name) and
+ * the other way round: the alg member is left off Ed25519 keys.
  */
 export function localKeySet(jwks: JSONWebKeySet): JWTVerifyGetKey {
   const keys = jwks.keys.map((key) => (key.alg === "EdDSA" || key.alg === "Ed25519" ? { ...key, alg: undefined } : key));
@@ -33,6 +33,8 @@ interface Entry {
 export class RemoteKeySets {
   private readonly sets = new Map<string, Entry>();
   private readonly reading = new Map<string, Promise<Entry>>();
+  /** When a read of each URL last failed: it is not tried again for KEY_SET_REREAD_MS, so requests cannot make the service call a dead URL on each. */
+  private readonly failedAt = new Map<string, number>();
 
   constructor(private readonly upstream: Pick<UpstreamClient, "requestJson" | "clock">) {}
 
@@ -60,9 +62,17 @@ export class RemoteKeySets {
     const now = this.upstream.clock.now();
     const cached = this.sets.get(url);
     if (cached && now - cached.readAt < (keyMissing ? KEY_SET_REREAD_MS : KEY_SET_TTL_MS)) return cached;
+    const failed = this.failedAt.get(url);
+    if (failed !== undefined && now - failed < KEY_SET_REREAD_MS) throw new UpstreamError("jwks", "could not be read moments ago");
     let read = this.reading.get(url);
     if (!read) {
-      read = this.read(url, allowInsecure).finally(() => this.reading.delete(url));
+      read = this.read(url, allowInsecure)
+        .catch((err: unknown) => {
+          if (this.failedAt.size >= CACHE_LIMIT) this.failedAt.clear();
+          this.failedAt.set(url, this.upstream.clock.now());
+          throw err;
+        })
+        .finally(() => this.reading.delete(url));
       this.reading.set(url, read);
     }
     return read;

@@ -47,6 +47,19 @@ describe("remote JWK Sets (a client's jwksUri, a trusted issuer's keys)", () => 
     assert.equal(calls.length, 3, "a set is read again after its lifetime");
   });
 
+  it("does not call a URL whose read failed again within 30 s", async () => {
+    const clock = new FakeClock(T0);
+    let calls = 0;
+    const sets = new RemoteKeySets({ clock, requestJson: async () => (calls++, Promise.reject(new UpstreamError("jwks", "answered HTTP 500"))) } as never);
+    const jwt = await (await key("k")).sign();
+    const url = "https://keys.example/jwks";
+    for (let i = 0; i < 3; i++) await assert.rejects(jwtVerify(jwt, sets.resolver(url)), UpstreamError);
+    assert.equal(calls, 1);
+    clock.advanceSeconds(KEY_SET_REREAD_MS / 1000);
+    await assert.rejects(jwtVerify(jwt, sets.resolver(url)), UpstreamError);
+    assert.equal(calls, 2);
+  });
+
   it("refuses a URL that is not https before any call", async () => {
     let called = false;
     const sets = new RemoteKeySets({ clock: new FakeClock(T0), requestJson: async () => ((called = true), { keys: [] }) } as never);
