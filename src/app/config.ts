@@ -2,6 +2,7 @@ import net from "node:net";
 import { parseArgs } from "node:util";
 import { CLEANUP_DEFAULTS, DEFAULT_AUDIT_RETENTION_DAYS } from "./housekeeping.js";
 import { MAX_CODE_TTL_SECONDS } from "./../oauth/codes.js";
+import { MIN_DEVICE_CODE_TTL_SECONDS } from "./../oauth/deviceAuthorization.js";
 import { DEFAULT_KEY_ACTIVATION_DELAY_MS, DEFAULT_KEY_RELOAD_MS } from "./../oauth/keys.js";
 import { DEFAULT_CLIENT_AUTH_POLICY } from "./../oauth/clientThrottle.js";
 import { DEFAULT_LOGIN_POLICY } from "./../oauth/loginThrottle.js";
@@ -338,7 +339,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: "deviceCodeTtlSeconds", flag: "device-code-ttl-seconds", env: "IDENTITY_DEVICE_CODE_TTL_SECONDS", default: "600",
-    description: "lifetime of a device code (RFC 8628; at least 10)", parse: secondsAtLeast(10),
+    description: "lifetime of a device code (RFC 8628; at least 10)", parse: secondsAtLeast(MIN_DEVICE_CODE_TTL_SECONDS),
   },
   {
     key: "secretKey", flag: "secret-key", env: "IDENTITY_SECRET_KEY", default: "",

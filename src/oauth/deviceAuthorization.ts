@@ -11,8 +11,8 @@ import type { LoginThrottle } from "./loginThrottle.js";
 import { isPublicClient } from "./publicClients.js";
 import { parseScope } from "./scopes.js";
 import { randomToken, sha256 } from "./secrets.js";
-
 import { DEVICE_CODE_GRANT_TYPE } from "./grants/deviceCode.js";
+
 /** Where users type the code (RFC 8628 §3.3). */
 export const DEVICE_PAGE_PATH = "/device";
 /** RFC 8628 §6.1: consonants only (no vowels, so no words), unambiguous in upper case. */
@@ -23,7 +23,7 @@ export const MIN_DEVICE_CODE_TTL_SECONDS = 10;
 /** RFC 8628 §3.2: the interval's default. */
 export const DEVICE_POLL_INTERVAL_SECONDS = 5;
 
-/** A new user code: 8 letters of the alphabet, about 34.6 bits (RFC 8628 §5.1 with the per-address budget). */
+/** A new user code: 8 random letters of the alphabet; guessing is rationed by the per-address budget (RFC 8628 §5.1). */
 export function newUserCode(): string {
   return Array.from({ length: USER_CODE_LENGTH }, () => USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)]).join("");
 }
