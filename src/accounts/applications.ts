@@ -15,6 +15,9 @@ import {
   type ScryptCost,
 } from "../oauth/secrets.js";
 import { isProviderName } from "../federation/providers.js";
+import { SecretBox } from "../federation/secretBox.js";
+import { clientSecretSealContext } from "../oauth/clientAssertion.js";
+import { optionalAuthMethod, optionalJwks, optionalJwksUri, resolveAuthMethod } from "./clientAuthMethod.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import { CONSOLE_APP_NAME, isConsoleApplication } from "./consoleClient.js";
 import {
@@ -42,6 +45,7 @@ import {
   type AccessTokenStrategy,
   type ApplicationRecord,
   type SigningAlg,
+  type TokenEndpointAuthMethod,
   type TokenFormat,
 } from "../shared/model.js";
 
@@ -50,6 +54,7 @@ export { GRANT_TYPES } from "../oauth/grants/index.js";
 export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
   "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa", "signup",
+  "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -76,6 +81,16 @@ export interface ApplicationInput {
   mfa?: MfaPolicy;
   /** Whether its login page offers "Create account" (accounts/signUp.ts); false by default. */
   signup?: boolean;
+  /** client_secret_basic (the default), client_secret_post, client_secret_jwt, private_key_jwt or none (clientAuthMethod.ts). */
+  tokenEndpointAuthMethod?: TokenEndpointAuthMethod;
+  /** private_key_jwt: a JWK Set of public keys, as JSON text. */
+  jwks?: string;
+  /** private_key_jwt: the https URL of its JWK Set. */
+  jwksUri?: string;
+  /** Token exchange (RFC 8693): the client ids or resources it may exchange tokens for. */
+  exchangeAudiences?: string[];
+  /** Token exchange without an actor token (impersonation); false by default. */
+  allowImpersonation?: boolean;
 }
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field, naming every bad one. */
@@ -119,6 +134,13 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     publicClient: check(() => optionalBoolean(raw.publicClient, "publicClient")),
     mfa: check(() => optionalOneOf(raw.mfa, "mfa", MFA_POLICIES)),
     signup: check(() => optionalBoolean(raw.signup, "signup")),
+    tokenEndpointAuthMethod: check(() => optionalAuthMethod(raw.tokenEndpointAuthMethod)),
+    jwks: check(() => optionalJwks(raw.jwks)),
+    jwksUri: check(() => optionalJwksUri(raw.jwksUri)),
+    exchangeAudiences: check(() =>
+      optionalStringList(raw.exchangeAudiences, "exchangeAudiences", (a) => (/^[\x21-\x7e]{1,2048}$/.test(a) ? undefined : "must be 1-2048 printable characters without spaces")),
+    ),
+    allowImpersonation: check(() => optionalBoolean(raw.allowImpersonation, "allowImpersonation")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -135,7 +157,7 @@ function optionalOneOf<T extends string>(raw: unknown, field: string, values: re
 
 
 /** Never in an audit event's diff: only named when it changed. */
-const APPLICATION_SECRETS = ["clientSecretHash"];
+const APPLICATION_SECRETS = ["clientSecretHash", "clientSecretSealed"];
 /** What create and update return: the secret only when it was set or generated now. */
 export interface SavedApplication {
   app: ApplicationRecord;
@@ -149,17 +171,21 @@ export class ApplicationAdmin {
     private readonly clock: Clock,
     private readonly hashCost: ScryptCost = SCRYPT_COST,
     private readonly audit: AuditTrail = noAudit,
+    /** Seals the secrets of client_secret_jwt applications, which must be read back as HS256 keys. */
+    private readonly secrets: SecretBox = new SecretBox(undefined),
   ) {}
 
   async create(input: ApplicationInput): Promise<SavedApplication> {
     refuseConsole(input);
-    const publicClient = input.publicClient ?? false;
+    const auth = resolveAuthMethod(input);
+    const publicClient = auth.publicClient;
     const grantTypes = withCodeGrant(input.grantTypes ?? []);
     checkPublicClient(publicClient, grantTypes, input);
     const { clientSecret, clientSecretHash } = publicClient ? noSecret() : await this.newSecret(input.clientSecret);
     const now = this.clock.now();
+    const id = randomUUID();
     const app: ApplicationRecord = {
-      id: randomUUID(),
+      id,
       name: input.name,
       // 128 bits at least, as client ids and secrets must not be guessable.
       clientId: input.clientId ?? randomToken(16),
@@ -173,11 +199,14 @@ export class ApplicationAdmin {
       tokenFormat: input.tokenFormat ?? DEFAULT_TOKEN_FORMAT,
       signingAlg: input.signingAlg ?? DEFAULT_SIGNING_ALG,
       accessTokenStrategy: input.accessTokenStrategy ?? DEFAULT_ACCESS_TOKEN_STRATEGY,
-      publicClient,
       mfa: input.mfa ?? "optional",
       ...(input.signup ? { signup: true } : {}),
       // Admins create trusted applications: no consent page, as before.
       consentRequired: false,
+      ...auth,
+      clientSecretSealed: this.sealed(auth.tokenEndpointAuthMethod, id, clientSecret),
+      exchangeAudiences: input.exchangeAudiences ?? [],
+      allowImpersonation: input.allowImpersonation ?? false,
       createdAt: now,
       updatedAt: now,
     };
@@ -189,12 +218,13 @@ export class ApplicationAdmin {
   async update(input: ApplicationInput): Promise<SavedApplication> {
     refuseConsole(input);
     const current = await this.get(input.name);
-    const publicClient = input.publicClient ?? current.publicClient;
+    const auth = resolveAuthMethod(input, current);
+    const publicClient = auth.publicClient;
     const grantTypes = input.grantTypes ? withCodeGrant(input.grantTypes) : current.grantTypes;
     checkPublicClient(publicClient, grantTypes, input);
-    const { clientSecret, clientSecretHash } = await this.secretOnUpdate(current, publicClient, input.clientSecret);
     // Present only when on, as the store reads it back.
     const { signup: _signup, ...unchanged } = current;
+    const { clientSecret, clientSecretHash, clientSecretSealed } = await this.secretOnUpdate(current, auth.tokenEndpointAuthMethod, input.clientSecret);
     const app: ApplicationRecord = {
       ...unchanged,
       clientId: input.clientId ?? current.clientId,
@@ -208,9 +238,12 @@ export class ApplicationAdmin {
       tokenFormat: input.tokenFormat ?? current.tokenFormat,
       signingAlg: input.signingAlg ?? current.signingAlg,
       accessTokenStrategy: input.accessTokenStrategy ?? current.accessTokenStrategy,
-      publicClient,
       mfa: input.mfa ?? current.mfa ?? "optional",
       ...((input.signup ?? current.signup) ? { signup: true } : {}),
+      ...auth,
+      clientSecretSealed,
+      exchangeAudiences: input.exchangeAudiences ?? current.exchangeAudiences,
+      allowImpersonation: input.allowImpersonation ?? current.allowImpersonation,
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.
@@ -228,16 +261,29 @@ export class ApplicationAdmin {
   /**
    * The secret after an update: none once the application turns public (the
    * old one stops working at once); a chosen or generated one when it turns
-   * confidential; otherwise the chosen one, or the one it had.
+   * confidential, or turns to client_secret_jwt with no secret kept sealed
+   * (only a hash of the old one is known, and HS256 needs the secret);
+   * otherwise the chosen one, or the one it had.
    */
   private async secretOnUpdate(
     current: ApplicationRecord,
-    publicClient: boolean,
+    method: TokenEndpointAuthMethod,
     chosen: string | undefined,
-  ): Promise<{ clientSecret?: string; clientSecretHash: string }> {
-    if (publicClient) return current.publicClient ? { clientSecretHash: current.clientSecretHash } : noSecret();
-    if (current.publicClient) return this.newSecret(chosen);
-    return { clientSecret: chosen, clientSecretHash: chosen ? await this.rehash(current, chosen) : current.clientSecretHash };
+  ): Promise<{ clientSecret?: string; clientSecretHash: string; clientSecretSealed: string }> {
+    if (method === "none") return { ...(current.publicClient ? { clientSecretHash: current.clientSecretHash } : noSecret()), clientSecretSealed: "" };
+    const unsealable = method === "client_secret_jwt" && !current.clientSecretSealed;
+    if (current.publicClient || (unsealable && chosen === undefined)) {
+      const fresh = await this.newSecret(chosen);
+      return { ...fresh, clientSecretSealed: this.sealed(method, current.id, fresh.clientSecret) };
+    }
+    const clientSecretHash = chosen ? await this.rehash(current, chosen) : current.clientSecretHash;
+    const clientSecretSealed = method !== "client_secret_jwt" ? "" : chosen ? this.sealed(method, current.id, chosen) : current.clientSecretSealed;
+    return { clientSecret: chosen, clientSecretHash, clientSecretSealed };
+  }
+
+  /** The secret sealed for a client_secret_jwt application (HS256 needs it, not a hash); "" for every other method. */
+  private sealed(method: TokenEndpointAuthMethod, id: string, secret: string | undefined): string {
+    return method === "client_secret_jwt" && secret ? this.secrets.seal(secret, clientSecretSealContext(id)) : "";
   }
 
   /** Create the application, or update it when one has this name (config file semantics). */
@@ -273,9 +319,10 @@ export class ApplicationAdmin {
     const current = await this.get(name);
     if (current.publicClient) throw new OAuthError("invalid_request", `${echo(name)} is a public client: it has no secret`);
     const clientSecret = randomToken();
-    const app: ApplicationRecord = { ...current, clientSecretHash: hashGeneratedSecret(clientSecret), updatedAt: this.clock.now() };
-    // The hash alone: an update since our read keeps its fields.
-    if (!(await this.repo.updateSecretHash(app.id, app.clientSecretHash, app.updatedAt))) {
+    const clientSecretSealed = this.sealed(current.tokenEndpointAuthMethod, current.id, clientSecret);
+    const app: ApplicationRecord = { ...current, clientSecretHash: hashGeneratedSecret(clientSecret), clientSecretSealed, updatedAt: this.clock.now() };
+    // The secret alone: an update since our read keeps its fields.
+    if (!(await this.repo.updateSecretHash(app.id, app.clientSecretHash, app.updatedAt, clientSecretSealed))) {
       throw new OAuthError("not_found", `no application named ${echo(name)}`);
     }
     this.recordChange("application_updated", app, current, app);

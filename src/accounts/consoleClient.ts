@@ -48,6 +48,12 @@ function consoleFields(client: ConsoleClient) {
     // A public client (oauth/publicClients.ts): code + PKCE only. No refresh,
     // by choice: the console signs in again through the browser session.
     publicClient: true,
+    tokenEndpointAuthMethod: "none" as const,
+    jwks: "",
+    jwksUri: "",
+    clientSecretSealed: "",
+    exchangeAudiences: [] as string[],
+    allowImpersonation: false,
     grantTypes: ["authorization_code"],
     refreshExpireInHours: 0,
     // Served from the issuer's own origin: no cross-origin calls to allow.
@@ -113,7 +119,8 @@ export async function ensureConsoleClient(
     current.tokenFormat === wanted.tokenFormat &&
     current.signingAlg === wanted.signingAlg &&
     current.accessTokenStrategy === wanted.accessTokenStrategy &&
-    current.publicClient === wanted.publicClient
+    current.publicClient === wanted.publicClient &&
+    current.tokenEndpointAuthMethod === wanted.tokenEndpointAuthMethod
   ) {
     return "unchanged";
   }

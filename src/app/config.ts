@@ -2,6 +2,7 @@ import net from "node:net";
 import { parseArgs } from "node:util";
 import { CLEANUP_DEFAULTS, DEFAULT_AUDIT_RETENTION_DAYS } from "./housekeeping.js";
 import { MAX_CODE_TTL_SECONDS } from "./../oauth/codes.js";
+import { MIN_DEVICE_CODE_TTL_SECONDS } from "./../oauth/deviceAuthorization.js";
 import { DEFAULT_KEY_ACTIVATION_DELAY_MS, DEFAULT_KEY_RELOAD_MS } from "./../oauth/keys.js";
 import { DEFAULT_CLIENT_AUTH_POLICY } from "./../oauth/clientThrottle.js";
 import { DEFAULT_LOGIN_POLICY } from "./../oauth/loginThrottle.js";
@@ -76,6 +77,8 @@ export interface ServeConfig {
   consoleProviders?: string[];
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
+  /** How long a device code may be polled (RFC 8628 §3.2 expires_in). */
+  deviceCodeTtlSeconds?: number;
   /** Encrypts provider client secrets at rest; unset stores them as given. */
   secretKey?: string;
   /** Deadline of each call to an upstream login provider. */
@@ -142,6 +145,11 @@ const atLeast = (min: number) => (raw: string) => {
 const secondsUpTo = (max: number) => (raw: string) => {
   const n = positiveInt(raw);
   if (n > max) throw new Error(`at most ${max} seconds: ${raw}`);
+  return n;
+};
+const secondsAtLeast = (min: number) => (raw: string) => {
+  const n = positiveInt(raw);
+  if (n < min) throw new Error(`at least ${min} seconds: ${raw}`);
   return n;
 };
 const text = (raw: string) => raw;
@@ -355,6 +363,10 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "codeTtlSeconds", flag: "code-ttl-seconds", env: "IDENTITY_CODE_TTL_SECONDS", default: "300",
     description: "lifetime of an authorization code (at most 600)", parse: secondsUpTo(MAX_CODE_TTL_SECONDS),
+  },
+  {
+    key: "deviceCodeTtlSeconds", flag: "device-code-ttl-seconds", env: "IDENTITY_DEVICE_CODE_TTL_SECONDS", default: "600",
+    description: "lifetime of a device code (RFC 8628; at least 10)", parse: secondsAtLeast(MIN_DEVICE_CODE_TTL_SECONDS),
   },
   {
     key: "secretKey", flag: "secret-key", env: "IDENTITY_SECRET_KEY", default: "",

@@ -8,6 +8,7 @@ import { parseUserInput, type UserInput } from "../accounts/users.js";
 import { parseResourceInput, type ResourceInput } from "../accounts/resources.js";
 import { CONSOLE_PROVIDERS_FIELD } from "../accounts/consoleProviders.js";
 import { InvalidInputError, optionalStringList } from "../accounts/validation.js";
+import { parseTrustedIssuer, type TrustedIssuer } from "../oauth/trustedIssuers.js";
 
 /** The `--config` file: applications, users and providers, each upserted by name; the console's providers, set when present. */
 export interface ConfigFile {
@@ -18,9 +19,11 @@ export interface ConfigFile {
   resources: ResourceInput[];
   /** The login providers the console's sign-in page offers (accounts/consoleProviders.ts); left as stored when absent. */
   consoleProviders?: string[];
+  /** Platforms whose signed tokens workloads exchange for ours (RFC 7523 §2.1; oauth/trustedIssuers.ts). */
+  trustedIssuers: TrustedIssuer[];
 }
 
-const SECTIONS = ["applications", "users", "providers", "resources", CONSOLE_PROVIDERS_FIELD] as const;
+const SECTIONS = ["applications", "users", "providers", "resources", CONSOLE_PROVIDERS_FIELD, "trustedIssuers"] as const;
 
 /** A config file problem, naming the entry and the field. */
 export class ConfigFileError extends Error {}
@@ -59,6 +62,7 @@ export function parseConfigFile(text: string): ConfigFile {
     providers: entries(sections, "providers", parseProviderInput),
     resources: entries(sections, "resources", parseResourceInput),
     consoleProviders: consoleProviders(sections[CONSOLE_PROVIDERS_FIELD]),
+    trustedIssuers: entries(sections, "trustedIssuers", parseTrustedIssuer),
   };
 }
 

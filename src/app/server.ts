@@ -252,6 +252,8 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
           logger.warn("client authentication locked after repeated failures", { ...lockout, until: new Date(lockout.until).toISOString() }),
         sessionTtlSeconds: config.sessionTtlSeconds,
         codeTtlSeconds: config.codeTtlSeconds,
+        deviceCodeTtlSeconds: config.deviceCodeTtlSeconds,
+        trustedIssuers: configFile?.trustedIssuers,
         generateKeyPair: deps.generateKeyPair,
         secretHashCost: deps.secretHashCost,
         secretKey: config.secretKey,

@@ -19,8 +19,12 @@ import { SecretBox } from "./../federation/secretBox.js";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS, MAX_UPSTREAM_BODY_BYTES, UpstreamClient } from "./../federation/upstream.js";
 import { silentLogger, type Logger } from "./../shared/log.js";
 import { ClientAuthenticator } from "./../oauth/clientAuth.js";
+import { ClientAssertions } from "./../oauth/clientAssertion.js";
+import { RemoteKeySets } from "./../federation/remoteKeySets.js";
+import { TrustedIssuers, type TrustedIssuer } from "./../oauth/trustedIssuers.js";
 import { ClientThrottle, type ClientAuthPolicy, type ClientLockout } from "./../oauth/clientThrottle.js";
 import { AuthorizationCodes } from "./../oauth/codes.js";
+import { DEFAULT_DEVICE_CODE_TTL_SECONDS, DeviceAuthorizations } from "./../oauth/deviceAuthorization.js";
 import type { GrantDeps } from "./../oauth/grants/types.js";
 import { AccountLookup } from "./../oauth/account.js";
 import { AuthorizeEndpoint } from "./../oauth/authorizeEndpoint.js";
@@ -66,6 +70,8 @@ export interface Domain {
   secondFactors: SecondFactors;
   /** Which second factor a sign-in needs, by application policy and acr_values. */
   signInPolicy: SignInPolicy;
+  /** The device authorization endpoint and the /device page's rules (RFC 8628). */
+  devices: DeviceAuthorizations;
   applicationAdmin: ApplicationAdmin;
   /** Dynamic client registration (RFC 7591, RFC 7592), under --client-registration. */
   registration: ClientRegistrar;
@@ -130,6 +136,10 @@ export interface DomainOptions {
   onClientLockout?: (lockout: ClientLockout) => void;
   sessionTtlSeconds?: number;
   codeTtlSeconds?: number;
+  /** The config file's trustedIssuers: platforms whose tokens workloads present (RFC 7523 §2.1). */
+  trustedIssuers?: TrustedIssuer[];
+  /** --device-code-ttl-seconds: how long a device code may be polled (RFC 8628 §3.2 expires_in). */
+  deviceCodeTtlSeconds?: number;
   /** Makes the key pairs of new signing keys (RSA by default; tests reuse one to save its cost). */
   generateKeyPair?: KeyPairGenerator;
   /** The scrypt cost of newly hashed passwords and client secrets (tests lower it). */
@@ -176,6 +186,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     audit,
   );
   const consoleClient = consoleClientFor(issuer);
+  const remoteKeySets = new RemoteKeySets(upstream);
   const minter = new TokenMinter(store, keys, clock, issuer);
   const codes = new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds);
   const clients = new ClientAuthenticator(
@@ -186,6 +197,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
         audit.record(lockoutEvent(lockout));
         options.onClientLockout?.(lockout);
       }),
+    new ClientAssertions(issuer, clock, store.clientAssertionJtis, remoteKeySets, secretBox),
   );
   // One budget for passwords and second-factor codes alike (issue #46 §1).
   const loginThrottle = new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
@@ -195,6 +207,15 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   });
   const users = new UserAuthenticator(store.users, loginThrottle, metrics, audit);
   const secondFactors = new SecondFactors(store.userFactors, clock, secretBox, loginThrottle, audit, new URL(issuer).hostname);
+  const devices = new DeviceAuthorizations({
+    issuer,
+    clock,
+    codes: store.deviceCodes,
+    applications: store.applications,
+    clients,
+    throttle: loginThrottle,
+    ttlSeconds: options.deviceCodeTtlSeconds ?? DEFAULT_DEVICE_CODE_TTL_SECONDS,
+  });
   const sessions = new SessionManager(store, clock, options.sessionTtlSeconds);
   const resourceServers = new ResourceIndicators(store.resources);
   const grantDeps: GrantDeps = {
@@ -208,6 +229,9 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     codes,
     resources: resourceServers,
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 0,
+    issuer,
+    keys,
+    trustedIssuers: new TrustedIssuers(options.trustedIssuers ?? [], clock, remoteKeySets, upstream),
   };
   return {
     issuer,
@@ -222,7 +246,8 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     users,
     secondFactors,
     signInPolicy: new SignInPolicy(secondFactors, store.users, audit),
-    applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit),
+    devices,
+    applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit, secretBox),
     resourceAdmin: new ResourceAdmin(store.resources, clock, audit),
     registration: new ClientRegistrar(
       store.applications,

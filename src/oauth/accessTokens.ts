@@ -35,7 +35,7 @@ const MAX_TOKEN_LENGTH = 8192;
  * application, ends the token on the next lookup, on every instance.
  */
 export async function findActiveAccessToken(
-  store: Store,
+  store: Pick<Store, "accessTokens">,
   clock: Clock,
   token: string,
 ): Promise<ActiveAccessToken | undefined> {

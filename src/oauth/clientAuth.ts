@@ -1,5 +1,6 @@
 import type { ApplicationRepository } from "../store/applications.js";
 import { OAuthError } from "./errors.js";
+import { claimedClientId, CLIENT_ASSERTION_TYPE, isJwtAuthMethod, type ClientAssertions, type ClientAuthEndpoint } from "./clientAssertion.js";
 import type { ClientThrottle } from "./clientThrottle.js";
 import { isPublicClient } from "./publicClients.js";
 import { DUMMY_GENERATED_SECRET_HASH, isFastSecretHash, OneCheckAtATime, sha256, verifySecret } from "./secrets.js";
@@ -9,6 +10,9 @@ import type { ApplicationRecord } from "../shared/model.js";
 export interface PresentedClient {
   clientId?: string;
   clientSecret?: string;
+  /** RFC 7523 §2.2: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` with the assertion below. */
+  clientAssertionType?: string;
+  clientAssertion?: string;
 }
 
 /**
@@ -16,7 +20,10 @@ export interface PresentedClient {
  * half is form-urlencoded before base64). Returns undefined when the header
  * uses another scheme or is absent.
  */
-export function parseBasicAuth(authorization: string | null | undefined): Readonly<Required<PresentedClient>> | undefined {
+/** Basic credentials: a client_id and its secret. */
+export type SecretPair = Readonly<{ clientId: string; clientSecret: string }>;
+
+export function parseBasicAuth(authorization: string | null | undefined): SecretPair | undefined {
   if (!authorization) return undefined;
   const match = /^Basic\s+(.*)$/i.exec(authorization.trim());
   if (!match) return undefined;
@@ -41,7 +48,7 @@ export function parseBasicAuth(authorization: string | null | undefined): Readon
  * or, when malformed, the error that refuses them where they are used (so
  * that errors found earlier, such as a missing grant_type, still come first).
  */
-export type BasicCredentials = Readonly<Required<PresentedClient>> | OAuthError | undefined;
+export type BasicCredentials = SecretPair | OAuthError | undefined;
 
 export function readBasicAuth(authorization: string | null | undefined): BasicCredentials {
   try {
@@ -58,11 +65,27 @@ export function readBasicAuth(authorization: string | null | undefined): BasicCr
  */
 export function resolveClient(body: PresentedClient, basic: BasicCredentials): PresentedClient {
   if (basic instanceof OAuthError) throw basic;
+  if (body.clientAssertion || body.clientAssertionType) return assertionClient(body, basic);
   if (!basic) return { clientId: body.clientId || undefined, clientSecret: body.clientSecret || undefined };
   const conflicts =
     (body.clientId && body.clientId !== basic.clientId) || (body.clientSecret && body.clientSecret !== basic.clientSecret);
   if (conflicts) throw new OAuthError("invalid_request", "client credentials sent both in the body and in Basic auth differ");
   return basic;
+}
+
+/**
+ * A client that authenticates with an assertion (RFC 7523 §2.2) and no other
+ * method (RFC 6749 §2.3). Its client_id is optional (RFC 7523 §3); without
+ * one, the assertion's iss names the client whose keys check it.
+ */
+function assertionClient(body: PresentedClient, basic: SecretPair | undefined): PresentedClient {
+  if (basic || body.clientSecret) throw new OAuthError("invalid_request", "use one client authentication method: a client assertion, or a secret");
+  if (body.clientAssertionType !== CLIENT_ASSERTION_TYPE) {
+    throw new OAuthError("invalid_client", `client_assertion_type must be ${CLIENT_ASSERTION_TYPE}`);
+  }
+  if (!body.clientAssertion) throw new OAuthError("invalid_client", "missing parameter: client_assertion");
+  const clientId = body.clientId || claimedClientId(body.clientAssertion);
+  return { clientId, clientAssertionType: body.clientAssertionType, clientAssertion: body.clientAssertion };
 }
 
 const VERIFIED_CACHE_LIMIT = 10_000;
@@ -100,20 +123,54 @@ export class ClientAuthenticator {
     private readonly applications: Pick<ApplicationRepository, "findByClientId"> & Partial<Pick<ApplicationRepository, "cachedByClientId">>,
     private readonly verify: (secret: string, hash: string) => Promise<boolean> = verifySecret,
     private readonly throttle?: ClientThrottle,
+    /** Checks JWT client assertions; without it, none is accepted. */
+    private readonly assertions?: ClientAssertions,
   ) {}
 
   /**
-   * The application of a confidential client whose secret checks out.
-   * `clientAddress` is where the request came from, for the per-address budget.
+   * The application of a confidential client whose secret or assertion
+   * checks out. `clientAddress` is where the request came from, for the
+   * per-address budget; `endpoint` is where it authenticates, an audience an
+   * assertion may name.
    */
-  async authenticate(client: PresentedClient, clientAddress?: string): Promise<ApplicationRecord> {
+  async authenticate(client: PresentedClient, clientAddress?: string, endpoint: ClientAuthEndpoint = "token"): Promise<ApplicationRecord> {
     if (!client.clientId) throw new OAuthError("invalid_client", "client authentication failed: no client_id");
     const clientId = client.clientId;
+    if (client.clientAssertion) {
+      const assertion = client.clientAssertion;
+      return this.refusedInOneQuery(clientId, (app) => this.checkAssertion(app, clientId, assertion, clientAddress, endpoint));
+    }
     return this.refusedInOneQuery(clientId, (app) => this.checkSecret(app, clientId, client.clientSecret, clientAddress));
+  }
+
+  /**
+   * A client assertion costs one signature check, so it runs whatever the
+   * budgets hold, but only once the store says neither the client_id nor the
+   * address is locked; a failed one is counted against both, as a wrong
+   * chosen secret is.
+   */
+  private async checkAssertion(
+    app: ApplicationRecord | undefined,
+    clientId: string,
+    assertion: string,
+    clientAddress: string | undefined,
+    endpoint: ClientAuthEndpoint,
+  ): Promise<ApplicationRecord> {
+    await this.throttle?.refuseIfLocked(clientId, clientAddress);
+    try {
+      if (!app || !this.assertions) throw new OAuthError("invalid_client", "client authentication failed");
+      await this.assertions.verify(app, assertion, endpoint);
+      return app;
+    } catch (err) {
+      await this.throttle?.countFailure(clientId, clientAddress);
+      throw err;
+    }
   }
 
   private async checkSecret(app: ApplicationRecord | undefined, clientId: string, secret: string | undefined, clientAddress: string | undefined): Promise<ApplicationRecord> {
     if (!secret) throw new OAuthError("invalid_client", "client authentication failed");
+    // OIDC Core §9: a client registered for a JWT method proves itself with an assertion only.
+    if (app && isJwtAuthMethod(app.tokenEndpointAuthMethod)) app = undefined;
     const storedHash = app?.clientSecretHash ?? DUMMY_GENERATED_SECRET_HASH;
     const cacheKey = `${storedHash}\u0000${sha256(secret)}`;
 
@@ -139,7 +196,8 @@ export class ClientAuthenticator {
   async identify(client: PresentedClient): Promise<ApplicationRecord> {
     if (!client.clientId) throw new OAuthError("invalid_client", "client authentication failed: no client_id");
     const app = await this.applications.findByClientId(client.clientId);
-    if (!app) throw new OAuthError("invalid_client", "client authentication failed");
+    // OIDC Core §9: a client registered for a JWT method must send its assertion.
+    if (!app || isJwtAuthMethod(app.tokenEndpointAuthMethod)) throw new OAuthError("invalid_client", "client authentication failed");
     return app;
   }
 
@@ -151,7 +209,7 @@ export class ClientAuthenticator {
    * one lookup an unknown client_id costs.
    */
   async authenticateOrPublic(client: PresentedClient, clientAddress?: string): Promise<ApplicationRecord> {
-    if (client.clientSecret) return this.authenticate(client, clientAddress);
+    if (client.clientSecret || client.clientAssertion) return this.authenticate(client, clientAddress, "revocation");
     if (!client.clientId) throw new OAuthError("invalid_client", "client authentication failed: no client_id");
     return this.refusedInOneQuery(client.clientId, async (app) => {
       if (!app || !isPublicClient(app)) throw new OAuthError("invalid_client", "client authentication failed");

@@ -67,8 +67,8 @@ export class ClientThrottle {
   private readonly budgets: FailureBudgets;
 
   constructor(
-    failures: Pick<LoginFailureRepository, "reserveFailure" | "refundFailure">,
-    clock: Clock,
+    private readonly failures: Pick<LoginFailureRepository, "reserveFailure" | "refundFailure"> & Partial<Pick<LoginFailureRepository, "find">>,
+    private readonly clock: Clock,
     private readonly policy: ClientAuthPolicy,
     /** Told of every lockout as it begins (logs, metrics). */
     private readonly onLockout: (lockout: ClientLockout) => void = () => {},
@@ -103,6 +103,36 @@ export class ClientThrottle {
   async refund(reservation: ClientReservation): Promise<void> {
     for (const budget of reservation.budgets) this.knownLocked.delete(budget.key);
     await this.budgets.refund(reservation.budgets);
+  }
+
+  /**
+   * Refuse when the id or the address is locked, as the store says now: a
+   * check that costs little (a client assertion's signature) runs first and
+   * counts a failure only when it fails (`countFailure`), so a lock must be
+   * read rather than met by a reservation.
+   */
+  async refuseIfLocked(clientId: string, address: string | undefined): Promise<void> {
+    this.refuseIfKnownLocked(clientId, address);
+    if (!this.failures.find) return;
+    const now = this.clock.now();
+    const budgets = this.budgetsFor(clientId, address);
+    const rows = await Promise.all(budgets.map((b) => this.failures.find!(b.key)));
+    rows.forEach((row, i) => {
+      if (row && row.lockedUntil > now) {
+        this.remember(budgets[i]!.key, now);
+        throw new OAuthError("invalid_client", CLIENT_LOCKED);
+      }
+    });
+  }
+
+  /** A failed check counted against both budgets, as a wrong secret is; the one that spends a budget locks it. */
+  async countFailure(clientId: string, address: string | undefined): Promise<void> {
+    try {
+      await this.reserve(clientId, address);
+    } catch (err) {
+      // Already locked: nothing more to count.
+      if (!(err instanceof OAuthError)) throw err;
+    }
   }
 
   /** Refuse at once, asking nothing of the store, when this process saw the id or the address locked a moment ago. */

@@ -1,10 +1,15 @@
 import { RESPONSE_MODES, RESPONSE_TYPES } from "./authorizeRequest.js";
+import { CLIENT_AUTH_ENDPOINT_PATHS, CLIENT_SECRET_JWT_ALGS, PRIVATE_KEY_JWT_ALGS } from "./clientAssertion.js";
 import { GRANT_TYPES } from "./grants/index.js";
 import { SIGNING_ALG } from "./keys.js";
 import { PKCE_METHOD } from "./pkce.js";
 import { GRANTABLE_SCOPES, SCOPE_CLAIMS } from "./scopes.js";
 import { CASDOOR_CLAIMS } from "./tokenFormats.js";
 import { ACR_VALUES } from "./factors/amr.js";
+
+/** JWT client authentication (OIDC Core §9). */
+const JWT_AUTH = ["client_secret_jwt", "private_key_jwt"];
+const ASSERTION_ALGS = [...PRIVATE_KEY_JWT_ALGS, ...CLIENT_SECRET_JWT_ALGS];
 
 /**
  * OpenID Provider / RFC 8414 metadata. It lists only what this server really
@@ -20,6 +25,8 @@ export function discoveryDocument(issuer: string, signingAlgs: readonly string[]
     revocationEndpoint: `${issuer}/api/login/oauth/revoke`,
     endSessionEndpoint: `${issuer}/api/logout`,
     jwksUri: `${issuer}/.well-known/jwks`,
+    // RFC 8628 §4.
+    deviceAuthorizationEndpoint: `${issuer}${CLIENT_AUTH_ENDPOINT_PATHS.device_authorization}`,
     responseTypesSupported: [...RESPONSE_TYPES],
     responseModesSupported: [...RESPONSE_MODES],
     grantTypesSupported: [...GRANT_TYPES],
@@ -34,10 +41,14 @@ export function discoveryDocument(issuer: string, signingAlgs: readonly string[]
     // OIDC Core §5.5: its id_token member feeds the ID token, its userinfo member userinfo.
     claimsParameterSupported: true,
     // "none": a PKCE code exchange may leave the secret out (the spec).
-    tokenEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", "none"],
-    introspectionEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post"],
+    tokenEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", ...JWT_AUTH, "none"],
+    introspectionEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", ...JWT_AUTH],
     // "none": a public client (the console) revokes its own tokens with its client_id (RFC 7009 §2.1).
-    revocationEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", "none"],
+    revocationEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", ...JWT_AUTH, "none"],
+    // Client assertions (RFC 7523 §2.2): never "none" (OIDC Discovery §3).
+    tokenEndpointAuthSigningAlgValuesSupported: [...ASSERTION_ALGS],
+    introspectionEndpointAuthSigningAlgValuesSupported: [...ASSERTION_ALGS],
+    revocationEndpointAuthSigningAlgValuesSupported: [...ASSERTION_ALGS],
     codeChallengeMethodsSupported: [PKCE_METHOD],
     authorizationResponseIssParameterSupported: true,
     // Said outright: a missing request_uri_parameter_supported means true (OIDC Discovery §3).

@@ -13,6 +13,8 @@ export type OAuthErrorCode =
   | "unauthorized_client"
   | "unsupported_grant_type"
   | "invalid_scope"
+  // RFC 8707 §2, RFC 8693 §2.2.2: an audience or resource the client may not reach.
+  | "invalid_target"
   | "invalid_token"
   | "insufficient_scope"
   | "unsupported_token_type"
@@ -32,7 +34,11 @@ export type OAuthErrorCode =
   | "not_found"
   | "already_exists"
   | "server_error"
-  | "temporarily_unavailable";
+  | "temporarily_unavailable"
+  // RFC 8628 §3.5: a device's poll before the user decided, or too soon, or too late.
+  | "authorization_pending"
+  | "slow_down"
+  | "expired_token";
 
 export class OAuthError extends Error {
   constructor(

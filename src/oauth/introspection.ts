@@ -20,6 +20,24 @@ export interface Introspection {
   authTime?: number;
   acr?: string;
   amr?: string[];
+  /** RFC 8693 §4.1: who acts for the subject of a delegated token. */
+  act?: Actor;
+}
+
+/** An `act` claim (RFC 8693 §4.1), nested for a chain of delegations. */
+export interface Actor {
+  sub: string;
+  clientId: string;
+  act?: Actor;
+}
+
+/** The act claim of a token's payload, read as an Actor; undefined when it has none. */
+export function actorOf(claim: unknown): Actor | undefined {
+  if (typeof claim !== "object" || claim === null) return undefined;
+  const { sub, client_id: clientId, act } = claim as Record<string, unknown>;
+  if (typeof sub !== "string") return undefined;
+  const inner = actorOf(act);
+  return { sub, clientId: typeof clientId === "string" ? clientId : "", ...(inner ? { act: inner } : {}) };
 }
 
 /**
@@ -45,6 +63,7 @@ export async function introspectToken(store: Store, clock: Clock, token: string,
     scope: record.scope,
     jti: record.jti,
     ...authenticationOf(claims as Record<string, unknown>),
+    ...(claims.act ? { act: actorOf(claims.act) } : {}),
   };
 }
 

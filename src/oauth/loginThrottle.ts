@@ -78,7 +78,19 @@ export class LoginThrottle {
    * Returns undefined when the check failed.
    */
   async attempt<T>(username: string, address: string | undefined, check: () => Promise<T | undefined>): Promise<T | undefined> {
-    const counters = this.countersFor(username, address);
+    return this.attemptCounted(this.countersFor(username, address), check);
+  }
+
+  /**
+   * A check only the address's budget rations, under the same rule as a
+   * password: a user code typed at /device (RFC 8628 §5.1), which guesses
+   * at codes rather than at a name's password.
+   */
+  async attemptFromAddress<T>(address: string | undefined, check: () => Promise<T | undefined>): Promise<T | undefined> {
+    return this.attemptCounted(this.countersFor("", address).filter((c) => c.lockout.kind === "address"), check);
+  }
+
+  private async attemptCounted<T>(counters: Counter[], check: () => Promise<T | undefined>): Promise<T | undefined> {
     if (counters.length === 0) return check();
     const { reserved, now } = await this.reserve(counters);
     try {

@@ -32,9 +32,11 @@ export async function exchangeToken(
 
   const client = resolveClient(params, basic);
   const grantParams = parametersFor(grant, params);
-  const app = client.clientSecret
-    ? await deps.clients.authenticate(client, origin.clientAddress)
-    : withoutSecret(await deps.clients.identify(client), grant, grantParams);
+  const app = grant.identify
+    ? await grant.identify(client, grantParams, deps)
+    : client.clientSecret || client.clientAssertion
+      ? await deps.clients.authenticate(client, origin.clientAddress, "token")
+      : withoutSecret(await deps.clients.identify(client), grant, grantParams);
   if (!grantEnabled(app.grantTypes, grant.grantType)) {
     throw new OAuthError("unauthorized_client", `the ${grant.grantType} grant is not enabled for this application`);
   }

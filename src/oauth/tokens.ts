@@ -46,6 +46,16 @@ export interface Grant {
   idToken: boolean;
   /** Issue a refresh token (user grants). */
   refreshToken: boolean;
+  /** The token's sub when no user is given and it is not the application itself (an exchanged client token, a workload). */
+  subject?: string;
+  /** The access token's aud, when not the application (token exchange: the target, RFC 8693 §2.1). */
+  audience?: string;
+  /** Claims beside the usual ones (`act`, RFC 8693 §4.1); a JWT then, whatever accessTokenStrategy says, as only a payload carries them. */
+  extraClaims?: Record<string, unknown>;
+  /** Epoch seconds the access token must not outlive (an exchanged token lasts no longer than its subject token). */
+  notAfter?: number;
+  /** RFC 8693 §2.2.1: said in the answer. */
+  issuedTokenType?: string;
 }
 
 /** What an ID token is made from. */
@@ -78,6 +88,8 @@ export interface TokenSet {
   /** Seconds. */
   expiresIn: number;
   scope: string;
+  /** RFC 8693 §2.2.1: the type of access_token, for a token exchange. */
+  issuedTokenType?: string;
   /** Whom the tokens stand for, for the audit trail (never sent): absent for client_credentials. */
   user?: { id: string; name: string };
 }
@@ -111,7 +123,7 @@ export class TokenMinter {
     const grant = withGrantableScopes(asked);
     const { app, user } = grant;
     const now = epochSeconds(this.clock);
-    const expiresIn = app.expireInHours * HOUR;
+    const expiresIn = Math.max(0, Math.min(app.expireInHours * HOUR, (grant.notAfter ?? Infinity) - now));
     const scope = grant.scopes.join(" ");
     const authTime = grant.authTime ?? now;
     const { kid, alg, key } = await this.keys.signingKey(app.signingAlg);
@@ -119,11 +131,13 @@ export class TokenMinter {
       signJwt(payload, { alg, kid, typ }, key);
 
     const jti = randomUUID();
-    const subject = user ? user.id : app.clientId;
+    const subject = user ? user.id : grant.subject ?? app.clientId;
     const accessClaims: Record<string, unknown> = {
+      // First, so that none of them can stand in for a claim below.
+      ...grant.extraClaims,
       iss: this.issuer,
       sub: subject,
-      aud: audienceOf(grant.resources, app.clientId),
+      aud: grant.audience ?? audienceOf(grant.resources, app.clientId),
       azp: app.clientId,
       client_id: app.clientId,
       exp: now + expiresIn,
@@ -145,7 +159,8 @@ export class TokenMinter {
     if (user && grant.amr?.length) Object.assign(accessClaims, { auth_time: authTime }, authenticationClaims(grant.amr));
     const wantsIdToken = grant.idToken && user !== undefined && grant.scopes.includes("openid");
     // Opaque (accessTokenStrategy): 256 random bits, read only through its row (accessTokens.ts).
-    const opaque = app.accessTokenStrategy === "opaque";
+    // A token with extra claims or a subject of its own is a JWT: an opaque token's row holds neither.
+    const opaque = app.accessTokenStrategy === "opaque" && !grant.extraClaims && grant.subject === undefined;
     const accessToken = opaque ? randomToken() : await sign(accessClaims, "at+jwt");
     // After the access token: the ID token carries its at_hash.
     const idToken = wantsIdToken ? await sign(this.idTokenClaims({ ...grant, user, accessToken }, now), "JWT") : undefined;
@@ -196,7 +211,8 @@ export class TokenMinter {
     if (rotating === undefined) await this.store.issuedTokens.add(rows);
     else if (!(await this.store.refreshTokens.rotate(rotating, this.clock.now(), rows))) return undefined;
 
-    return { accessToken, idToken, refreshToken: refresh?.token, tokenType: "Bearer", expiresIn, scope, user: user && { id: user.id, name: user.name } };
+    const issued = { accessToken, idToken, refreshToken: refresh?.token, tokenType: "Bearer" as const, expiresIn, scope, user: user && { id: user.id, name: user.name } };
+    return grant.issuedTokenType ? { ...issued, issuedTokenType: grant.issuedTokenType } : issued;
   }
 
   /**

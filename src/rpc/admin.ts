@@ -18,7 +18,8 @@ import type { ApplicationRecord, SigningKeyRecord, UserFactorRecord, UserRecord 
 import { adminCaller } from "../shared/audit.js";
 
 function applicationOut(app: ApplicationRecord) {
-  const { clientSecretHash: _secret, id: _id, registration: _registration, createdAt, updatedAt, ...rest } = app;
+  // The sealed secret of a client_secret_jwt application is as secret as the secret itself.
+  const { clientSecretHash: _secret, clientSecretSealed: _sealed, id: _id, registration: _registration, createdAt, updatedAt, ...rest } = app;
   return { ...rest, createdTime: epochSecondsOf(createdAt), updatedTime: epochSecondsOf(updatedAt) };
 }
 
@@ -58,6 +59,11 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     publicClient: input.publicClient,
     mfa: input.mfa,
     signup: input.signup,
+    tokenEndpointAuthMethod: input.tokenEndpointAuthMethod,
+    jwks: input.jwks,
+    jwksUri: input.jwksUri,
+    exchangeAudiences: list(input.exchangeAudiences),
+    allowImpersonation: input.allowImpersonation,
   });
 }
 

@@ -25,7 +25,7 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
   return {
     async introspect(req, ctx) {
       const basic = presentedCredentials(req, ctx);
-      await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx));
+      await domain.clients.authenticate(resolveClient(req, basic), clientAddressOf(ctx), "introspection");
       const result = await domain.tokens.introspect(req.token);
       const seconds = (v: number | undefined) => (v === undefined ? undefined : BigInt(v));
       return { ...result, exp: seconds(result.exp), iat: seconds(result.iat), nbf: seconds(result.nbf), authTime: seconds(result.authTime) };

@@ -26,9 +26,14 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
       if (req.grantType && req.grantType !== "refresh_token") {
         throw new OAuthError("unsupported_grant_type", "this endpoint only takes grant_type=refresh_token");
       }
-      const { refreshToken, scope, clientId, clientSecret, resource } = req;
-      const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret, resource });
+      const { refreshToken, scope, clientId, clientSecret, resource, clientAssertionType, clientAssertion } = req;
+      const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret, resource, clientAssertionType, clientAssertion });
       return tokenResponse(await domain.tokenEndpoint.exchange(params, basic, requestOrigin(ctx)));
+    },
+    async deviceAuthorization(req, ctx) {
+      const basic = presentedCredentials(req, ctx);
+      const answer = await domain.devices.start(req, basic, clientAddressOf(ctx));
+      return { ...answer, expiresIn: BigInt(answer.expiresIn), interval: BigInt(answer.interval) };
     },
   };
 }

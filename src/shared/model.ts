@@ -51,6 +51,16 @@ export interface UserFactorRecord {
   lastUsedAt: number | null;
 }
 
+/**
+ * How an application authenticates at the token, introspection and
+ * revocation endpoints (OIDC Core §9, RFC 7591 §2). `client_secret_basic`
+ * (the default) and `client_secret_post` both take the secret either way;
+ * the JWT methods take only a signed assertion (RFC 7523 §2.2); `none` is a
+ * public client.
+ */
+export const TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", "none"] as const;
+export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
+
 export interface ApplicationRecord {
   id: string;
   name: string;
@@ -76,6 +86,18 @@ export interface ApplicationRecord {
   consentRequired: boolean;
   /** Present for a client that registered itself (RFC 7591): what it registered. */
   registration?: ClientRegistration;
+  /** How it authenticates (OIDC Core §9); `none` exactly when publicClient. */
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+  /** private_key_jwt: its public keys, a JWK Set as JSON text; "" when jwksUri holds them. */
+  jwks: string;
+  /** private_key_jwt: where its JWK Set is published (https); "" when jwks holds it. */
+  jwksUri: string;
+  /** client_secret_jwt: the secret itself, sealed (federation/secretBox.ts), as HS256 needs it; "" otherwise. */
+  clientSecretSealed: string;
+  /** Token exchange (RFC 8693): the audiences (client ids, resources) it may exchange tokens for. */
+  exchangeAudiences: string[];
+  /** Token exchange without an actor token: a token for the subject alone. */
+  allowImpersonation: boolean;
   createdAt: number;
   updatedAt: number;
 }

@@ -2,7 +2,7 @@ import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
 import { revokeClientRefreshTokens, revokeClientTokens } from "./revocations.js";
 import { rowBy, type RowReader } from "./rowReader.js";
-import type { AccessTokenStrategy, ApplicationRecord, ClientRegistration, SigningAlg, TokenFormat } from "../shared/model.js";
+import type { AccessTokenStrategy, ApplicationRecord, ClientRegistration, SigningAlg, TokenEndpointAuthMethod, TokenFormat } from "../shared/model.js";
 import { changedColumns } from "./changedColumns.js";
 
 const BY_CLIENT_ID = rowBy("applications", "client_id");
@@ -27,6 +27,12 @@ interface Row {
   signup?: boolean | number;
   consent_required: boolean | number;
   registration: string | null;
+  token_endpoint_auth_method: string;
+  jwks: string;
+  jwks_uri: string;
+  client_secret_sealed: string;
+  exchange_audiences: string;
+  allow_impersonation: boolean | number;
   created_at: number;
   updated_at: number;
 }
@@ -51,6 +57,13 @@ const fromRow = (r: Row): ApplicationRecord => ({
   ...(r.signup ? { signup: true } : {}),
   consentRequired: Boolean(r.consent_required),
   ...(r.registration ? { registration: JSON.parse(r.registration) as ClientRegistration } : {}),
+  // "" in rows written before the column: the secret, as then.
+  tokenEndpointAuthMethod: (r.token_endpoint_auth_method || (r.public_client ? "none" : "client_secret_basic")) as TokenEndpointAuthMethod,
+  jwks: r.jwks ?? "",
+  jwksUri: r.jwks_uri ?? "",
+  clientSecretSealed: r.client_secret_sealed ?? "",
+  exchangeAudiences: JSON.parse(r.exchange_audiences ?? "[]"),
+  allowImpersonation: Boolean(r.allow_impersonation),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -74,6 +87,12 @@ const toRow = (a: ApplicationRecord): Row => ({
   signup: a.signup ?? false,
   consent_required: a.consentRequired,
   registration: a.registration ? JSON.stringify(a.registration) : null,
+  token_endpoint_auth_method: a.tokenEndpointAuthMethod,
+  jwks: a.jwks,
+  jwks_uri: a.jwksUri,
+  client_secret_sealed: a.clientSecretSealed,
+  exchange_audiences: JSON.stringify(a.exchangeAudiences),
+  allow_impersonation: a.allowImpersonation,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });
@@ -196,9 +215,16 @@ export class ApplicationRepository {
     );
   }
 
-  /** Replaces the secret hash alone, so no other field is written back as it was read; false when no application has the id. */
-  async updateSecretHash(id: string, clientSecretHash: string, updatedAt: number): Promise<boolean> {
-    return this.changing(async () => (await this.db("applications").where({ id }).update({ client_secret_hash: clientSecretHash, updated_at: updatedAt })) > 0);
+  /**
+   * Replaces the secret alone (its hash, and its sealed form for
+   * client_secret_jwt), so no other field is written back as it was read;
+   * false when no application has the id.
+   */
+  async updateSecretHash(id: string, clientSecretHash: string, updatedAt: number, clientSecretSealed = ""): Promise<boolean> {
+    return this.changing(
+      async () =>
+        (await this.db("applications").where({ id }).update({ client_secret_hash: clientSecretHash, client_secret_sealed: clientSecretSealed, updated_at: updatedAt })) > 0,
+    );
   }
 
   /**

@@ -10,6 +10,8 @@ import { FederatedIdentityRepository } from "./federatedIdentities.js";
 import { FederationStateRepository } from "./federationStates.js";
 import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
+import { ClientAssertionJtiRepository } from "./clientAssertionJtis.js";
+import { DeviceCodeRepository } from "./deviceCodes.js";
 import { ProviderRepository } from "./providers.js";
 import { ResourceRepository } from "./resources.js";
 import { RegistrationCountRepository } from "./registrationCounts.js";
@@ -43,6 +45,10 @@ export interface Store {
   authorizationCodes: AuthorizationCodeRepository;
   authorizationRequests: AuthorizationRequestRepository;
   loginFailures: LoginFailureRepository;
+  /** The jti of each accepted client assertion, until it expires (RFC 7523 §3). */
+  clientAssertionJtis: ClientAssertionJtiRepository;
+  /** Device authorizations (RFC 8628), by device code and by user code. */
+  deviceCodes: DeviceCodeRepository;
   federationStates: FederationStateRepository;
   federatedIdentities: FederatedIdentityRepository;
   /** External accounts linked to local users, user and link written together (federated sign-in). */
@@ -110,6 +116,8 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     authorizationCodes: new AuthorizationCodeRepository(db),
     authorizationRequests: new AuthorizationRequestRepository(db),
     loginFailures: new LoginFailureRepository(db),
+    clientAssertionJtis: new ClientAssertionJtiRepository(db),
+    deviceCodes: new DeviceCodeRepository(db),
     federationStates: new FederationStateRepository(db),
     federatedIdentities,
     accountLinks: new AccountLinkRepository(db, users, federatedIdentities),

@@ -9,7 +9,7 @@ import { sendAuthorizationResponse } from "./authorizationResponse.js";
 import { consentPage } from "./consentPage.js";
 import { browserCsrfToken } from "./csrf.js";
 import { sendPage } from "./http.js";
-import type { SignInPages } from "./signIn.js";
+import type { SignInFlow } from "./factorStep.js";
 import type { ApplicationRecord } from "../shared/model.js";
 
 export const CONSENT_PATH = "/login/oauth/consent";
@@ -34,7 +34,7 @@ const SCOPE_WORDS: Record<string, string> = {
 export class ConsentPages {
   constructor(
     private readonly domain: Domain,
-    private readonly pages: SignInPages,
+    private readonly pages: Pick<SignInFlow, "pendingFromForm">,
     private readonly secure: boolean,
   ) {}
 

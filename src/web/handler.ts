@@ -6,6 +6,8 @@ import { asOAuthError, OAuthError, worthLogging } from "../oauth/errors.js";
 import { collectParams, readBody } from "../http/params.js";
 import { FORM_POST_SCRIPT, FORM_POST_SCRIPT_PATH } from "./authorizationResponse.js";
 import { CONSOLE_PATHS, consoleRoutes } from "./console.js";
+import { DevicePages } from "./device.js";
+import { DEVICE_PAGE_PATH } from "../oauth/deviceAuthorization.js";
 import { sendPage } from "./http.js";
 import { errorPage, STYLESHEET_PATH } from "./pages.js";
 import { SignInPages } from "./signIn.js";
@@ -26,6 +28,8 @@ interface Route {
 }
 
 const AUTHORIZE_PATH = "/login/oauth/authorize";
+// RFC 8628 §3.3: where users enter a device's code.
+const DEVICE_PATH = DEVICE_PAGE_PATH;
 const LOGIN_PATH = "/login";
 // The second step of a sign-in (web/factorStep.ts).
 const FACTOR_PATH = "/login/factor";
@@ -44,6 +48,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   FACTOR_ENROL_PATH,
   FACTOR_CONTINUE_PATH,
   CONSENT_PATH,
+  DEVICE_PATH,
   CALLBACK_PATH,
   STYLESHEET_PATH,
   FORM_POST_SCRIPT_PATH,
@@ -61,6 +66,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
 export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
   const pages = new SignInPages(domain);
   const selfService = new SelfServicePages(domain, pages);
+  const devices = new DevicePages(domain);
   const css = Buffer.from(STYLESHEET);
   const formPostScript = Buffer.from(FORM_POST_SCRIPT);
 
@@ -82,6 +88,11 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     [FACTOR_ENROL_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.factorStep.enrol(req, res, await params(req, url), options.clientAddress(req)) },
     [FACTOR_CONTINUE_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.factorStep.finish(req, res, await params(req, url)) },
     [CONSENT_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.consent.decide(req, res, await params(req, url)) },
+    [DEVICE_PATH]: {
+      methods: ["GET", "POST"],
+      serve: async (req, res, url) =>
+        req.method === "POST" ? devices.submit(req, res, await params(req, url), options.clientAddress(req)) : devices.show(req, res, await params(req, url)),
+    },
     [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, undefined, await params(req, url), options.clientAddress(req)) },
     [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },
     [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },

@@ -110,7 +110,7 @@ describe("admin RPCs", () => {
       assert.equal(err.code, Code.InvalidArgument);
       assert.match(err.rawMessage, /redirectUris/);
       assert.equal(await connectCode(apps.createApplication({ application: { name: "app1" } }, admin)), Code.AlreadyExists);
-      assert.equal(await connectCode(apps.createApplication({ application: { name: "x", grantTypes: ["device_code"] } }, admin)), Code.InvalidArgument);
+      assert.equal(await connectCode(apps.createApplication({ application: { name: "x", grantTypes: ["saml2_bearer"] } }, admin)), Code.InvalidArgument);
     });
 
     it("manage a user without ever returning the password or its hash", async () => {

@@ -29,8 +29,14 @@ describe("discovery lists exactly what is supported: each advertised feature ans
   });
   after(() => server.close());
 
-  /** Keys another change checks (request objects, response modes: test/e2e/oidcConformance.spec.ts). */
-  const CHECKED_ELSEWHERE = ["acr_values_supported", "request_parameter_supported", "request_uri_parameter_supported", "response_modes_supported"];
+  /** Keys another change checks (request objects, response modes: test/e2e/oidcConformance.spec.ts; assertion algorithms: test/e2e/clientAssertion.spec.ts). */
+  const CHECKED_ELSEWHERE = [
+    "acr_values_supported", "request_parameter_supported", "request_uri_parameter_supported", "response_modes_supported",
+    "token_endpoint_auth_signing_alg_values_supported", "introspection_endpoint_auth_signing_alg_values_supported",
+    "revocation_endpoint_auth_signing_alg_values_supported", "device_authorization_endpoint",
+  ];
+  /** JWT client authentication, which test/e2e/clientAssertion.spec.ts proves at every endpoint with openid-client. */
+  const JWT_METHODS = ["client_secret_jwt", "private_key_jwt"];
   const CHECKED_HERE = [
     "issuer", "authorization_endpoint", "token_endpoint", "introspection_endpoint", "userinfo_endpoint", "revocation_endpoint",
     "end_session_endpoint", "jwks_uri", "response_types_supported", "grant_types_supported", "subject_types_supported",
@@ -83,12 +89,21 @@ describe("discovery lists exactly what is supported: each advertised feature ans
       } else if (grant === "refresh_token") {
         const res = await refresh(server, (await passwordTokens(server, { client: APP })).refresh_token!, {}, APP);
         assert.equal(res.status, 200, JSON.stringify(res.body));
+      } else if (grant === "urn:ietf:params:oauth:grant-type:device_code" || grant === "urn:ietf:params:oauth:grant-type:token-exchange") {
+        // Known, and off until an application lists it; the whole flows: test/e2e/deviceAuthorization.spec.ts, test/e2e/tokenExchange.spec.ts.
+        const res = await postForm(`${server.url}${TOKEN_PATH}`, { grant_type: grant, device_code: "x" }, basic);
+        assert.equal(res.body.error, "unauthorized_client");
+      } else if (grant === "urn:ietf:params:oauth:grant-type:jwt-bearer") {
+        // Known, and refusing what no trustedIssuers entry vouches for; the whole flow: test/e2e/jwtBearer.spec.ts.
+        const res = await postForm(`${server.url}${TOKEN_PATH}`, { grant_type: grant, assertion: "x.y.z" });
+        assert.equal(res.body.error, "invalid_grant");
       } else {
         assert.fail(`no request for grant type ${grant}`);
       }
       seen.add(grant);
     }
-    assert.deepEqual([...seen].sort(), ["authorization_code", "client_credentials", "implicit", "password", "refresh_token"]);
+    assert.deepEqual([...seen].sort(), ["authorization_code", "client_credentials", "implicit", "password", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code",
+      "urn:ietf:params:oauth:grant-type:jwt-bearer", "urn:ietf:params:oauth:grant-type:token-exchange"]);
   });
 
   it("answers every response type it lists with what the type names", async () => {
@@ -134,7 +149,7 @@ describe("discovery lists exactly what is supported: each advertised feature ans
   });
 
   it("authenticates clients at the token endpoint by every method it lists", async () => {
-    assert.deepEqual(doc.token_endpoint_auth_methods_supported, ["client_secret_basic", "client_secret_post", "none"]);
+    assert.deepEqual(doc.token_endpoint_auth_methods_supported, ["client_secret_basic", "client_secret_post", ...JWT_METHODS, "none"]);
     assert.equal((await exchange({ code: await code() }, basic)).status, 200);
     assert.equal((await exchange({ code: await code(), client_id: APP.clientId, client_secret: APP.clientSecret }, {})).status, 200);
     // none: a public client proves itself with PKCE alone.
@@ -144,7 +159,7 @@ describe("discovery lists exactly what is supported: each advertised feature ans
   });
 
   it("authenticates at introspection and revocation by every method it lists", async () => {
-    const methods = { introspection_endpoint: ["client_secret_basic", "client_secret_post"], revocation_endpoint: ["client_secret_basic", "client_secret_post", "none"] };
+    const methods = { introspection_endpoint: ["client_secret_basic", "client_secret_post", ...JWT_METHODS], revocation_endpoint: ["client_secret_basic", "client_secret_post", ...JWT_METHODS, "none"] };
     for (const [key, listed] of Object.entries(methods)) {
       assert.deepEqual(doc[`${key}_auth_methods_supported`], listed);
       const url = doc[key].replace(server.issuer, server.url);
@@ -182,7 +197,7 @@ describe("discovery lists exactly what is supported: each advertised feature ans
 
   it("answers a call the document does not list as unsupported", async () => {
     const res = await call(`${server.url}${TOKEN_PATH}`, {
-      method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...basic }, body: "grant_type=urn:ietf:params:oauth:grant-type:device_code",
+      method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...basic }, body: "grant_type=urn:ietf:params:oauth:grant-type:saml2-bearer",
     });
     assert.equal(res.body.error, "unsupported_grant_type");
   });

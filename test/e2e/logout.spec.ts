@@ -208,7 +208,7 @@ describe("sign-out (/api/logout)", () => {
     assert.equal(doc.end_session_endpoint, `${server.issuer}/api/logout`);
     assert.equal(doc.revocation_endpoint, `${server.issuer}/api/login/oauth/revoke`);
     assert.equal(doc.userinfo_endpoint, `${server.issuer}/api/userinfo`);
-    assert.deepEqual(doc.revocation_endpoint_auth_methods_supported, ["client_secret_basic", "client_secret_post", "none"]);
+    assert.deepEqual(doc.revocation_endpoint_auth_methods_supported, ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", "none"]);
     assert.ok(doc.grant_types_supported.includes("refresh_token"));
   });
 

@@ -109,6 +109,6 @@ describeEachDatabase("revocation by a public client (RFC 7009 §2.1)", (db) => {
 
   it("lists none among the revocation endpoint's auth methods", async () => {
     const doc = (await getJson(`${server.url}/.well-known/openid-configuration`)).body;
-    assert.deepEqual(doc.revocation_endpoint_auth_methods_supported, ["client_secret_basic", "client_secret_post", "none"]);
+    assert.deepEqual(doc.revocation_endpoint_auth_methods_supported, ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", "none"]);
   });
 });

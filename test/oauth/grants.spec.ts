@@ -5,10 +5,11 @@ import { parseApplicationInput } from "../../src/accounts/applications.js";
 import type { GrantFacts } from "../../src/oauth/grants/types.js";
 
 describe("grants declare their own facts", () => {
-  it("authorization_code and refresh_token are on for every application; the others only where listed", () => {
-    assert.deepEqual([...GRANTS.values()].filter((g) => g.alwaysEnabled).map((g) => g.grantType).sort(), ["authorization_code", "refresh_token"]);
+  it("authorization_code, refresh_token and jwt-bearer (its trustedIssuers entry decides) are on for every application; the others only where listed", () => {
+    const ALWAYS = ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:jwt-bearer"];
+    assert.deepEqual([...GRANTS.values()].filter((g) => g.alwaysEnabled).map((g) => g.grantType).sort(), ALWAYS);
     for (const grantType of [...GRANTS.keys(), "implicit"]) {
-      const always = grantType === "authorization_code" || grantType === "refresh_token";
+      const always = ALWAYS.includes(grantType);
       assert.equal(grantEnabled([], grantType), always, grantType);
       assert.equal(grantEnabled([grantType], grantType), true, grantType);
     }
@@ -31,7 +32,7 @@ describe("the grant table drives every list of grant types", () => {
   });
 
   it("derives the grants a public client cannot use from each grant's needsSecret", () => {
-    assert.deepEqual([...SECRET_GRANT_TYPES].sort(), ["client_credentials", "password"]);
+    assert.deepEqual([...SECRET_GRANT_TYPES].sort(), ["client_credentials", "password", "urn:ietf:params:oauth:grant-type:token-exchange"]);
     const flipped: GrantFacts[] = GRANT_TABLE.map((g) => ({ ...g, needsSecret: !g.needsSecret }));
     assert.notDeepEqual(flipped.filter((g) => g.needsSecret).map((g) => g.grantType), [...SECRET_GRANT_TYPES]);
   });

@@ -17,6 +17,7 @@ import { createStore } from "../../src/store/index.js";
 import { FakeClock } from "../support/clock.js";
 import { describeEachBackend } from "../support/databases.js";
 import { anAccessToken, hash, HOUR, T0 } from "../support/storeFixtures.js";
+import type { DeviceCodeRecord } from "../../src/store/deviceCodes.js";
 import type { ApplicationRecord, FederatedIdentityRecord, ProviderRecord, UserRecord } from "../../src/shared/model.js";
 
 /** What a cleanup run reports when it deleted nothing, table by table. */
@@ -52,6 +53,12 @@ const anApplication = (over: Partial<ApplicationRecord> = {}): ApplicationRecord
   mfa: "required",
   consentRequired: true,
   registration: { metadata: { client_name: "Ünïcødé app", redirect_uris: ["https://app.example/cb"] }, accessTokenHash: "a".repeat(64) },
+  tokenEndpointAuthMethod: "none",
+  jwks: "",
+  jwksUri: "",
+  clientSecretSealed: "",
+  exchangeAudiences: ["client-b", "https://api.example"],
+  allowImpersonation: true,
   createdAt: T0,
   updatedAt: T0,
   ...over,
@@ -152,6 +159,8 @@ const LOOKUP_PATHS: Record<string, string[]> = {
   federation_states: ["state_hash", "expires_at"],
   email_links: ["token_hash", "user_id", "expires_at"],
   action_limits: ["key", "window_started_at"],
+  client_assertion_jtis: ["key", "expires_at"],
+  device_codes: ["device_code_hash", "user_code", "expires_at"],
   // Found by (provider, external_id_type, external_id), listed by user; users by verified email.
   federated_identities: ["provider", "user_id"],
 };
@@ -1095,6 +1104,63 @@ describeEachBackend("storage contract", (ctx) => {
     });
   });
 
+  describe("client assertion jtis", () => {
+    it("lets exactly one of 50 concurrent uses of one jti through", async () => {
+      const key = hash();
+      const results = await Promise.all(Array.from({ length: 50 }, () => ctx.store.clientAssertionJtis.useOnce(key, T0 + 60_000, T0)));
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal(await ctx.store.clientAssertionJtis.useOnce(key, T0 + 60_000, T0 + 59_999), false);
+    });
+
+    it("takes a key again once its row has expired", async () => {
+      const key = hash();
+      assert.equal(await ctx.store.clientAssertionJtis.useOnce(key, T0 + 1000, T0), true);
+      assert.equal(await ctx.store.clientAssertionJtis.useOnce(key, T0 + 5000, T0 + 1000), true);
+      assert.equal(await ctx.store.clientAssertionJtis.useOnce(key, T0 + 9000, T0 + 4999), false);
+    });
+  });
+
+  describe("device codes", () => {
+    const aDeviceCode = (over: Partial<DeviceCodeRecord> = {}): DeviceCodeRecord => ({
+      deviceCodeHash: hash(), userCode: id().slice(0, 8).toUpperCase(), clientId: "client", scope: "openid", status: "pending",
+      userId: null, authTime: null, intervalSeconds: 5, lastPolledAt: 0, createdAt: T0, expiresAt: T0 + 600_000, ...over,
+    });
+
+    it("refuses a second code with the same user code, and finds one by user code until it expires", async () => {
+      const code = aDeviceCode();
+      await ctx.store.deviceCodes.insert(code);
+      await assertConflict(ctx.store.deviceCodes.insert(aDeviceCode({ userCode: code.userCode })), "device code");
+      assert.deepEqual(await ctx.store.deviceCodes.findByUserCode(code.userCode, T0), code);
+      assert.equal(await ctx.store.deviceCodes.findByUserCode(code.userCode, code.expiresAt), undefined);
+    });
+
+    it("decides a pending code once, and answers polls: too fast grows the interval, and an approved code is claimed once", async () => {
+      const code = aDeviceCode();
+      await ctx.store.deviceCodes.insert(code);
+      assert.equal((await ctx.store.deviceCodes.poll(code.deviceCodeHash, code.clientId, T0)).kind, "polled");
+      const fast = await ctx.store.deviceCodes.poll(code.deviceCodeHash, code.clientId, T0 + 4999);
+      assert.equal(fast.kind, "too_fast");
+      assert.equal(fast.kind === "too_fast" && fast.record.intervalSeconds, 10);
+      assert.equal((await ctx.store.deviceCodes.poll(code.deviceCodeHash, code.clientId, T0 + 9999)).kind, "too_fast");
+      assert.equal(await ctx.store.deviceCodes.decide(code.userCode, "approved", "user-1", 1234, T0), true);
+      assert.equal(await ctx.store.deviceCodes.decide(code.userCode, "denied", "user-1", 1234, T0), false);
+      const claimed = await ctx.store.deviceCodes.poll(code.deviceCodeHash, code.clientId, T0 + 60_000);
+      assert.equal(claimed.kind, "claimed");
+      assert.equal(claimed.kind === "claimed" && claimed.record.userId, "user-1");
+      assert.equal((await ctx.store.deviceCodes.poll(code.deviceCodeHash, code.clientId, T0 + 120_000)).kind, "polled");
+      assert.equal((await ctx.store.deviceCodes.poll(hash(), "client", T0)).kind, "unknown");
+      assert.equal((await ctx.store.deviceCodes.poll(code.deviceCodeHash, "another-client", T0 + 180_000)).kind, "unknown");
+    });
+
+    it("gives an approved code to exactly one of 20 concurrent polls", async () => {
+      const code = aDeviceCode({ intervalSeconds: 0 });
+      await ctx.store.deviceCodes.insert(code);
+      await ctx.store.deviceCodes.decide(code.userCode, "approved", "user-1", 1234, T0);
+      const polls = await Promise.all(Array.from({ length: 20 }, () => ctx.store.deviceCodes.poll(code.deviceCodeHash, code.clientId, T0 + 1000)));
+      assert.equal(polls.filter((p) => p.kind === "claimed").length, 1);
+    });
+  });
+
   describe("cleanup of expired rows", () => {
     // Far past every other test's rows, so once those are drained the counts below are exact.
     let clock: FakeClock;
@@ -1143,6 +1209,16 @@ describeEachBackend("storage contract", (ctx) => {
       assert.ok(await ctx.store.accessTokens.findByHash(liveAccess.tokenHash));
       assert.ok(await ctx.store.sessions.findByHash(liveSession.idHash));
       assert.ok(await ctx.store.federationStates.findByHash(liveState.stateHash));
+    });
+
+    it("deletes a client assertion's jti once the assertion has expired, and keeps a live one", async () => {
+      const now = clock.now();
+      await ctx.store.clientAssertionJtis.useOnce(`expiring-${now}`, now + 1000, now);
+      await ctx.store.clientAssertionJtis.useOnce(`live-${now}`, now + HOUR, now);
+      assert.equal((await job().runOnce()).client_assertion_jtis, 0);
+      clock.advanceSeconds(1);
+      assert.equal((await job().runOnce()).client_assertion_jtis, 1);
+      assert.equal(await ctx.store.clientAssertionJtis.useOnce(`live-${now}`, now + HOUR, clock.now()), false);
     });
 
     it("keeps an expired refresh token while its family still has a live one", async () => {

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/introspection.proto.
  */
 export const file_identity_v1_introspection: GenFile = /*@__PURE__*/
-  fileDesc("Ch9pZGVudGl0eS92MS9pbnRyb3NwZWN0aW9uLnByb3RvEgtpZGVudGl0eS52MSJlChFJbnRyb3NwZWN0UmVxdWVzdBINCgV0b2tlbhgBIAEoCRIXCg90b2tlbl90eXBlX2hpbnQYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJEhUKDWNsaWVudF9zZWNyZXQYBCABKAkihAIKEkludHJvc3BlY3RSZXNwb25zZRITCgZhY3RpdmUYASABKAhIAIgBARIRCgljbGllbnRfaWQYAiABKAkSEAoIdXNlcm5hbWUYAyABKAkSEgoKdG9rZW5fdHlwZRgEIAEoCRILCgNleHAYBSABKAMSCwoDaWF0GAYgASgDEgsKA25iZhgHIAEoAxILCgNzdWIYCCABKAkSCwoDYXVkGAkgAygJEgsKA2lzcxgKIAEoCRINCgVzY29wZRgLIAEoCRILCgNqdGkYDCABKAkSEQoJYXV0aF90aW1lGA0gASgDEgsKA2FjchgOIAEoCRILCgNhbXIYDyADKAlCCQoHX2FjdGl2ZSJhCg1SZXZva2VSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhcKD3Rva2VuX3R5cGVfaGludBgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSFQoNY2xpZW50X3NlY3JldBgEIAEoCSIQCg5SZXZva2VSZXNwb25zZSIqChJHZXRVc2VySW5mb1JlcXVlc3QSFAoMYWNjZXNzX3Rva2VuGAEgASgJIqUCChNHZXRVc2VySW5mb1Jlc3BvbnNlEgsKA3N1YhgBIAEoCRILCgNpc3MYAiABKAkSCwoDYXVkGAMgASgJEgwKBG5hbWUYBCABKAkSGgoScHJlZmVycmVkX3VzZXJuYW1lGAUgASgJEg8KB3BpY3R1cmUYBiABKAkSDQoFZW1haWwYByABKAkSGwoOZW1haWxfdmVyaWZpZWQYCCABKAhIAIgBARIqCgdhZGRyZXNzGAkgASgLMhkuaWRlbnRpdHkudjEuQWRkcmVzc0NsYWltEhQKDHBob25lX251bWJlchgKIAEoCRIRCglhdXRoX3RpbWUYCyABKAMSCwoDYWNyGAwgASgJEgsKA2FtchgNIAMoCUIRCg9fZW1haWxfdmVyaWZpZWQiIQoMQWRkcmVzc0NsYWltEhEKCWZvcm1hdHRlZBgBIAEoCSITChFHZXRBY2NvdW50UmVxdWVzdCJfChJHZXRBY2NvdW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEgsKA21zZxgCIAEoCRIiCgRkYXRhGAMgASgLMhQuaWRlbnRpdHkudjEuQWNjb3VudDoIgs4YBAgBEAEi8wIKB0FjY291bnQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIUCgxkaXNwbGF5X25hbWUYAyABKAkSDQoFZW1haWwYBCABKAkSFgoOZW1haWxfdmVyaWZpZWQYBSABKAgSDgoGYXZhdGFyGAYgASgJEg0KBXBob25lGAcgASgJEg8KB2FkZHJlc3MYCCADKAkSFAoMY3JlYXRlZF90aW1lGAkgASgJEhQKDHVwZGF0ZWRfdGltZRgKIAEoCRIQCghpc19hZG1pbhgLIAEoCBI2ChFsaW5rZWRfaWRlbnRpdGllcxgMIAMoCzIbLmlkZW50aXR5LnYxLkxpbmtlZElkZW50aXR5EjgKCnByb3BlcnRpZXMYDSADKAsyJC5pZGVudGl0eS52MS5BY2NvdW50LlByb3BlcnRpZXNFbnRyeRoxCg9Qcm9wZXJ0aWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJJCg5MaW5rZWRJZGVudGl0eRIQCghwcm92aWRlchgBIAEoCRITCgtleHRlcm5hbF9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCSJuChFFbmRTZXNzaW9uUmVxdWVzdBIVCg1pZF90b2tlbl9oaW50GAEgASgJEiAKGHBvc3RfbG9nb3V0X3JlZGlyZWN0X3VyaRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkiKgoSRW5kU2Vzc2lvblJlc3BvbnNlEhQKDHJlZGlyZWN0X3VyaRgBIAEoCTKpBAoUSW50cm9zcGVjdGlvblNlcnZpY2USdQoKSW50cm9zcGVjdBIeLmlkZW50aXR5LnYxLkludHJvc3BlY3RSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuSW50cm9zcGVjdFJlc3BvbnNlIiaC0+STAiA6ASoiGy9hcGkvbG9naW4vb2F1dGgvaW50cm9zcGVjdBJlCgZSZXZva2USGi5pZGVudGl0eS52MS5SZXZva2VSZXF1ZXN0GhsuaWRlbnRpdHkudjEuUmV2b2tlUmVzcG9uc2UiIoLT5JMCHDoBKiIXL2FwaS9sb2dpbi9vYXV0aC9yZXZva2USewoLR2V0VXNlckluZm8SHy5pZGVudGl0eS52MS5HZXRVc2VySW5mb1JlcXVlc3QaIC5pZGVudGl0eS52MS5HZXRVc2VySW5mb1Jlc3BvbnNlIimC0+STAiNaEjoBKiINL2FwaS91c2VyaW5mbxINL2FwaS91c2VyaW5mbxJnCgpHZXRBY2NvdW50Eh4uaWRlbnRpdHkudjEuR2V0QWNjb3VudFJlcXVlc3QaHy5pZGVudGl0eS52MS5HZXRBY2NvdW50UmVzcG9uc2UiGILT5JMCEhIQL2FwaS9nZXQtYWNjb3VudBJNCgpFbmRTZXNzaW9uEh4uaWRlbnRpdHkudjEuRW5kU2Vzc2lvblJlcXVlc3QaHy5pZGVudGl0eS52MS5FbmRTZXNzaW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_api_annotations, file_identity_v1_rest]);
+  fileDesc("Ch9pZGVudGl0eS92MS9pbnRyb3NwZWN0aW9uLnByb3RvEgtpZGVudGl0eS52MSKeAQoRSW50cm9zcGVjdFJlcXVlc3QSDQoFdG9rZW4YASABKAkSFwoPdG9rZW5fdHlwZV9oaW50GAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCRIVCg1jbGllbnRfc2VjcmV0GAQgASgJEh0KFWNsaWVudF9hc3NlcnRpb25fdHlwZRgeIAEoCRIYChBjbGllbnRfYXNzZXJ0aW9uGB8gASgJIqUCChJJbnRyb3NwZWN0UmVzcG9uc2USEwoGYWN0aXZlGAEgASgISACIAQESEQoJY2xpZW50X2lkGAIgASgJEhAKCHVzZXJuYW1lGAMgASgJEhIKCnRva2VuX3R5cGUYBCABKAkSCwoDZXhwGAUgASgDEgsKA2lhdBgGIAEoAxILCgNuYmYYByABKAMSCwoDc3ViGAggASgJEgsKA2F1ZBgJIAMoCRILCgNpc3MYCiABKAkSDQoFc2NvcGUYCyABKAkSCwoDanRpGAwgASgJEhEKCWF1dGhfdGltZRgNIAEoAxILCgNhY3IYDiABKAkSCwoDYW1yGA8gAygJEh8KA2FjdBgeIAEoCzISLmlkZW50aXR5LnYxLkFjdG9yQgkKB19hY3RpdmUiSAoFQWN0b3ISCwoDc3ViGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIfCgNhY3QYAyABKAsyEi5pZGVudGl0eS52MS5BY3RvciKaAQoNUmV2b2tlUmVxdWVzdBINCgV0b2tlbhgBIAEoCRIXCg90b2tlbl90eXBlX2hpbnQYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJEhUKDWNsaWVudF9zZWNyZXQYBCABKAkSHQoVY2xpZW50X2Fzc2VydGlvbl90eXBlGB4gASgJEhgKEGNsaWVudF9hc3NlcnRpb24YHyABKAkiEAoOUmV2b2tlUmVzcG9uc2UiKgoSR2V0VXNlckluZm9SZXF1ZXN0EhQKDGFjY2Vzc190b2tlbhgBIAEoCSKlAgoTR2V0VXNlckluZm9SZXNwb25zZRILCgNzdWIYASABKAkSCwoDaXNzGAIgASgJEgsKA2F1ZBgDIAEoCRIMCgRuYW1lGAQgASgJEhoKEnByZWZlcnJlZF91c2VybmFtZRgFIAEoCRIPCgdwaWN0dXJlGAYgASgJEg0KBWVtYWlsGAcgASgJEhsKDmVtYWlsX3ZlcmlmaWVkGAggASgISACIAQESKgoHYWRkcmVzcxgJIAEoCzIZLmlkZW50aXR5LnYxLkFkZHJlc3NDbGFpbRIUCgxwaG9uZV9udW1iZXIYCiABKAkSEQoJYXV0aF90aW1lGAsgASgDEgsKA2FjchgMIAEoCRILCgNhbXIYDSADKAlCEQoPX2VtYWlsX3ZlcmlmaWVkIiEKDEFkZHJlc3NDbGFpbRIRCglmb3JtYXR0ZWQYASABKAkiEwoRR2V0QWNjb3VudFJlcXVlc3QiXwoSR2V0QWNjb3VudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRILCgNtc2cYAiABKAkSIgoEZGF0YRgDIAEoCzIULmlkZW50aXR5LnYxLkFjY291bnQ6CILOGAQIARABIvMCCgdBY2NvdW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJEg0KBWVtYWlsGAQgASgJEhYKDmVtYWlsX3ZlcmlmaWVkGAUgASgIEg4KBmF2YXRhchgGIAEoCRINCgVwaG9uZRgHIAEoCRIPCgdhZGRyZXNzGAggAygJEhQKDGNyZWF0ZWRfdGltZRgJIAEoCRIUCgx1cGRhdGVkX3RpbWUYCiABKAkSEAoIaXNfYWRtaW4YCyABKAgSNgoRbGlua2VkX2lkZW50aXRpZXMYDCADKAsyGy5pZGVudGl0eS52MS5MaW5rZWRJZGVudGl0eRI4Cgpwcm9wZXJ0aWVzGA0gAygLMiQuaWRlbnRpdHkudjEuQWNjb3VudC5Qcm9wZXJ0aWVzRW50cnkaMQoPUHJvcGVydGllc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiSQoOTGlua2VkSWRlbnRpdHkSEAoIcHJvdmlkZXIYASABKAkSEwoLZXh0ZXJuYWxfaWQYAiABKAkSEAoIdXNlcm5hbWUYAyABKAkibgoRRW5kU2Vzc2lvblJlcXVlc3QSFQoNaWRfdG9rZW5faGludBgBIAEoCRIgChhwb3N0X2xvZ291dF9yZWRpcmVjdF91cmkYAiABKAkSDQoFc3RhdGUYAyABKAkSEQoJY2xpZW50X2lkGAQgASgJIioKEkVuZFNlc3Npb25SZXNwb25zZRIUCgxyZWRpcmVjdF91cmkYASABKAkyqQQKFEludHJvc3BlY3Rpb25TZXJ2aWNlEnUKCkludHJvc3BlY3QSHi5pZGVudGl0eS52MS5JbnRyb3NwZWN0UmVxdWVzdBofLmlkZW50aXR5LnYxLkludHJvc3BlY3RSZXNwb25zZSImgtPkkwIgOgEqIhsvYXBpL2xvZ2luL29hdXRoL2ludHJvc3BlY3QSZQoGUmV2b2tlEhouaWRlbnRpdHkudjEuUmV2b2tlUmVxdWVzdBobLmlkZW50aXR5LnYxLlJldm9rZVJlc3BvbnNlIiKC0+STAhw6ASoiFy9hcGkvbG9naW4vb2F1dGgvcmV2b2tlEnsKC0dldFVzZXJJbmZvEh8uaWRlbnRpdHkudjEuR2V0VXNlckluZm9SZXF1ZXN0GiAuaWRlbnRpdHkudjEuR2V0VXNlckluZm9SZXNwb25zZSIpgtPkkwIjWhI6ASoiDS9hcGkvdXNlcmluZm8SDS9hcGkvdXNlcmluZm8SZwoKR2V0QWNjb3VudBIeLmlkZW50aXR5LnYxLkdldEFjY291bnRSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuR2V0QWNjb3VudFJlc3BvbnNlIhiC0+STAhISEC9hcGkvZ2V0LWFjY291bnQSTQoKRW5kU2Vzc2lvbhIeLmlkZW50aXR5LnYxLkVuZFNlc3Npb25SZXF1ZXN0Gh8uaWRlbnRpdHkudjEuRW5kU2Vzc2lvblJlc3BvbnNlYgZwcm90bzM", [file_google_api_annotations, file_identity_v1_rest]);
 
 /**
  * IntrospectRequest is the RFC 7662 request.
@@ -39,6 +39,18 @@ export type IntrospectRequest = Message<"identity.v1.IntrospectRequest"> & {
    * @generated from field: string client_secret = 4;
    */
   clientSecret: string;
+
+  /**
+   * JWT client authentication (RFC 7523 section 2.2), instead of client_secret.
+   *
+   * @generated from field: string client_assertion_type = 30;
+   */
+  clientAssertionType: string;
+
+  /**
+   * @generated from field: string client_assertion = 31;
+   */
+  clientAssertion: string;
 };
 
 /**
@@ -132,6 +144,13 @@ export type IntrospectResponse = Message<"identity.v1.IntrospectResponse"> & {
    * @generated from field: repeated string amr = 15;
    */
   amr: string[];
+
+  /**
+   * The acting party of a delegated token (RFC 8693 section 4.1).
+   *
+   * @generated from field: identity.v1.Actor act = 30;
+   */
+  act?: Actor | undefined;
 };
 
 /**
@@ -140,6 +159,35 @@ export type IntrospectResponse = Message<"identity.v1.IntrospectResponse"> & {
  */
 export const IntrospectResponseSchema: GenMessage<IntrospectResponse> = /*@__PURE__*/
   messageDesc(file_identity_v1_introspection, 1);
+
+/**
+ * Actor is an `act` claim: who acts for the subject, and who acted for them.
+ *
+ * @generated from message identity.v1.Actor
+ */
+export type Actor = Message<"identity.v1.Actor"> & {
+  /**
+   * @generated from field: string sub = 1;
+   */
+  sub: string;
+
+  /**
+   * @generated from field: string client_id = 2;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: identity.v1.Actor act = 3;
+   */
+  act?: Actor | undefined;
+};
+
+/**
+ * Describes the message identity.v1.Actor.
+ * Use `create(ActorSchema)` to create a new message.
+ */
+export const ActorSchema: GenMessage<Actor> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 2);
 
 /**
  * RevokeRequest is the RFC 7009 request.
@@ -168,6 +216,18 @@ export type RevokeRequest = Message<"identity.v1.RevokeRequest"> & {
    * @generated from field: string client_secret = 4;
    */
   clientSecret: string;
+
+  /**
+   * JWT client authentication (RFC 7523 section 2.2), instead of client_secret.
+   *
+   * @generated from field: string client_assertion_type = 30;
+   */
+  clientAssertionType: string;
+
+  /**
+   * @generated from field: string client_assertion = 31;
+   */
+  clientAssertion: string;
 };
 
 /**
@@ -175,7 +235,7 @@ export type RevokeRequest = Message<"identity.v1.RevokeRequest"> & {
  * Use `create(RevokeRequestSchema)` to create a new message.
  */
 export const RevokeRequestSchema: GenMessage<RevokeRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 2);
+  messageDesc(file_identity_v1_introspection, 3);
 
 /**
  * RevokeResponse is empty (RFC 7009 section 2.2).
@@ -190,7 +250,7 @@ export type RevokeResponse = Message<"identity.v1.RevokeResponse"> & {
  * Use `create(RevokeResponseSchema)` to create a new message.
  */
 export const RevokeResponseSchema: GenMessage<RevokeResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 3);
+  messageDesc(file_identity_v1_introspection, 4);
 
 /**
  * GetUserInfoRequest takes the access token as `authorization: Bearer` or,
@@ -211,7 +271,7 @@ export type GetUserInfoRequest = Message<"identity.v1.GetUserInfoRequest"> & {
  * Use `create(GetUserInfoRequestSchema)` to create a new message.
  */
 export const GetUserInfoRequestSchema: GenMessage<GetUserInfoRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 4);
+  messageDesc(file_identity_v1_introspection, 5);
 
 /**
  * GetUserInfoResponse holds OpenID Connect standard claims. `sub`, `iss` and
@@ -303,7 +363,7 @@ export type GetUserInfoResponse = Message<"identity.v1.GetUserInfoResponse"> & {
  * Use `create(GetUserInfoResponseSchema)` to create a new message.
  */
 export const GetUserInfoResponseSchema: GenMessage<GetUserInfoResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 5);
+  messageDesc(file_identity_v1_introspection, 6);
 
 /**
  * AddressClaim is the OpenID Connect address claim (Core 1.0 section 5.1.1).
@@ -322,7 +382,7 @@ export type AddressClaim = Message<"identity.v1.AddressClaim"> & {
  * Use `create(AddressClaimSchema)` to create a new message.
  */
 export const AddressClaimSchema: GenMessage<AddressClaim> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 6);
+  messageDesc(file_identity_v1_introspection, 7);
 
 /**
  * GetAccountRequest takes no parameters: the caller is the Bearer token's
@@ -338,7 +398,7 @@ export type GetAccountRequest = Message<"identity.v1.GetAccountRequest"> & {
  * Use `create(GetAccountRequestSchema)` to create a new message.
  */
 export const GetAccountRequestSchema: GenMessage<GetAccountRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 7);
+  messageDesc(file_identity_v1_introspection, 8);
 
 /**
  * GetAccountResponse is Casdoor's envelope. Over REST it is written with
@@ -372,7 +432,7 @@ export type GetAccountResponse = Message<"identity.v1.GetAccountResponse"> & {
  * Use `create(GetAccountResponseSchema)` to create a new message.
  */
 export const GetAccountResponseSchema: GenMessage<GetAccountResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 8);
+  messageDesc(file_identity_v1_introspection, 9);
 
 /**
  * Account is the user object of get-account. It never carries password
@@ -458,7 +518,7 @@ export type Account = Message<"identity.v1.Account"> & {
  * Use `create(AccountSchema)` to create a new message.
  */
 export const AccountSchema: GenMessage<Account> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 9);
+  messageDesc(file_identity_v1_introspection, 10);
 
 /**
  * LinkedIdentity is the user's account at one external login provider.
@@ -493,7 +553,7 @@ export type LinkedIdentity = Message<"identity.v1.LinkedIdentity"> & {
  * Use `create(LinkedIdentitySchema)` to create a new message.
  */
 export const LinkedIdentitySchema: GenMessage<LinkedIdentity> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 10);
+  messageDesc(file_identity_v1_introspection, 11);
 
 /**
  * EndSessionRequest holds the OpenID Connect RP-Initiated Logout 1.0
@@ -537,7 +597,7 @@ export type EndSessionRequest = Message<"identity.v1.EndSessionRequest"> & {
  * Use `create(EndSessionRequestSchema)` to create a new message.
  */
 export const EndSessionRequestSchema: GenMessage<EndSessionRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 11);
+  messageDesc(file_identity_v1_introspection, 12);
 
 /**
  * EndSessionResponse says where to send the browser.
@@ -558,7 +618,7 @@ export type EndSessionResponse = Message<"identity.v1.EndSessionResponse"> & {
  * Use `create(EndSessionResponseSchema)` to create a new message.
  */
 export const EndSessionResponseSchema: GenMessage<EndSessionResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 12);
+  messageDesc(file_identity_v1_introspection, 13);
 
 /**
  * IntrospectionService verifies and revokes tokens and tells a token's or a

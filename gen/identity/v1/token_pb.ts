@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/token.proto.
  */
 export const file_identity_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("ChdpZGVudGl0eS92MS90b2tlbi5wcm90bxILaWRlbnRpdHkudjEi4wEKDFRva2VuUmVxdWVzdBISCgpncmFudF90eXBlGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIVCg1jbGllbnRfc2VjcmV0GAMgASgJEg0KBXNjb3BlGAQgASgJEhAKCHVzZXJuYW1lGAUgASgJEhAKCHBhc3N3b3JkGAYgASgJEgwKBGNvZGUYByABKAkSFAoMcmVkaXJlY3RfdXJpGAggASgJEhUKDWNvZGVfdmVyaWZpZXIYCSABKAkSFQoNcmVmcmVzaF90b2tlbhgKIAEoCRIQCghyZXNvdXJjZRgeIAMoCSKFAQoNVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIaWRfdG9rZW4YAiABKAkSFQoNcmVmcmVzaF90b2tlbhgDIAEoCRISCgp0b2tlbl90eXBlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSDQoFc2NvcGUYBiABKAkihgEKDlJlZnJlc2hSZXF1ZXN0EhIKCmdyYW50X3R5cGUYASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCRINCgVzY29wZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSFQoNY2xpZW50X3NlY3JldBgFIAEoCRIQCghyZXNvdXJjZRgeIAMoCSKHAQoPUmVmcmVzaFJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIQCghpZF90b2tlbhgCIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAMgASgJEhIKCnRva2VuX3R5cGUYBCABKAkSEgoKZXhwaXJlc19pbhgFIAEoAxINCgVzY29wZRgGIAEoCSI8ChBPQXV0aEVycm9yRGV0YWlsEg0KBWVycm9yGAEgASgJEhkKEWVycm9yX2Rlc2NyaXB0aW9uGAIgASgJMukBCgxUb2tlblNlcnZpY2USaAoFVG9rZW4SGS5pZGVudGl0eS52MS5Ub2tlblJlcXVlc3QaGi5pZGVudGl0eS52MS5Ub2tlblJlc3BvbnNlIiiC0+STAiI6ASoiHS9hcGkvbG9naW4vb2F1dGgvYWNjZXNzX3Rva2VuEm8KB1JlZnJlc2gSGy5pZGVudGl0eS52MS5SZWZyZXNoUmVxdWVzdBocLmlkZW50aXR5LnYxLlJlZnJlc2hSZXNwb25zZSIpgtPkkwIjOgEqIh4vYXBpL2xvZ2luL29hdXRoL3JlZnJlc2hfdG9rZW5iBnByb3RvMw", [file_google_api_annotations]);
+  fileDesc("ChdpZGVudGl0eS92MS90b2tlbi5wcm90bxILaWRlbnRpdHkudjEi1gMKDFRva2VuUmVxdWVzdBISCgpncmFudF90eXBlGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIVCg1jbGllbnRfc2VjcmV0GAMgASgJEg0KBXNjb3BlGAQgASgJEhAKCHVzZXJuYW1lGAUgASgJEhAKCHBhc3N3b3JkGAYgASgJEgwKBGNvZGUYByABKAkSFAoMcmVkaXJlY3RfdXJpGAggASgJEhUKDWNvZGVfdmVyaWZpZXIYCSABKAkSFQoNcmVmcmVzaF90b2tlbhgKIAEoCRIQCghyZXNvdXJjZRgeIAMoCRIdChVjbGllbnRfYXNzZXJ0aW9uX3R5cGUYHyABKAkSGAoQY2xpZW50X2Fzc2VydGlvbhggIAEoCRITCgtkZXZpY2VfY29kZRghIAEoCRIVCg1zdWJqZWN0X3Rva2VuGCIgASgJEhoKEnN1YmplY3RfdG9rZW5fdHlwZRgjIAEoCRITCgthY3Rvcl90b2tlbhgkIAEoCRIYChBhY3Rvcl90b2tlbl90eXBlGCUgASgJEhAKCGF1ZGllbmNlGCYgASgJEhwKFHJlcXVlc3RlZF90b2tlbl90eXBlGCcgASgJEhEKCWFzc2VydGlvbhgoIAEoCSKgAQoNVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIaWRfdG9rZW4YAiABKAkSFQoNcmVmcmVzaF90b2tlbhgDIAEoCRISCgp0b2tlbl90eXBlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSDQoFc2NvcGUYBiABKAkSGQoRaXNzdWVkX3Rva2VuX3R5cGUYHiABKAkivwEKDlJlZnJlc2hSZXF1ZXN0EhIKCmdyYW50X3R5cGUYASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCRINCgVzY29wZRgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSFQoNY2xpZW50X3NlY3JldBgFIAEoCRIQCghyZXNvdXJjZRgeIAMoCRIdChVjbGllbnRfYXNzZXJ0aW9uX3R5cGUYHyABKAkSGAoQY2xpZW50X2Fzc2VydGlvbhggIAEoCSKHAQoPUmVmcmVzaFJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIQCghpZF90b2tlbhgCIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAMgASgJEhIKCnRva2VuX3R5cGUYBCABKAkSEgoKZXhwaXJlc19pbhgFIAEoAxINCgVzY29wZRgGIAEoCSKOAQoaRGV2aWNlQXV0aG9yaXphdGlvblJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEhUKDWNsaWVudF9zZWNyZXQYAyABKAkSHQoVY2xpZW50X2Fzc2VydGlvbl90eXBlGB4gASgJEhgKEGNsaWVudF9hc3NlcnRpb24YHyABKAkiqAEKG0RldmljZUF1dGhvcml6YXRpb25SZXNwb25zZRITCgtkZXZpY2VfY29kZRgBIAEoCRIRCgl1c2VyX2NvZGUYAiABKAkSGAoQdmVyaWZpY2F0aW9uX3VyaRgDIAEoCRIhChl2ZXJpZmljYXRpb25fdXJpX2NvbXBsZXRlGAQgASgJEhIKCmV4cGlyZXNfaW4YBSABKAMSEAoIaW50ZXJ2YWwYBiABKAMiPAoQT0F1dGhFcnJvckRldGFpbBINCgVlcnJvchgBIAEoCRIZChFlcnJvcl9kZXNjcmlwdGlvbhgCIAEoCTLxAgoMVG9rZW5TZXJ2aWNlEmgKBVRva2VuEhkuaWRlbnRpdHkudjEuVG9rZW5SZXF1ZXN0GhouaWRlbnRpdHkudjEuVG9rZW5SZXNwb25zZSIogtPkkwIiOgEqIh0vYXBpL2xvZ2luL29hdXRoL2FjY2Vzc190b2tlbhJvCgdSZWZyZXNoEhsuaWRlbnRpdHkudjEuUmVmcmVzaFJlcXVlc3QaHC5pZGVudGl0eS52MS5SZWZyZXNoUmVzcG9uc2UiKYLT5JMCIzoBKiIeL2FwaS9sb2dpbi9vYXV0aC9yZWZyZXNoX3Rva2VuEoUBChNEZXZpY2VBdXRob3JpemF0aW9uEicuaWRlbnRpdHkudjEuRGV2aWNlQXV0aG9yaXphdGlvblJlcXVlc3QaKC5pZGVudGl0eS52MS5EZXZpY2VBdXRob3JpemF0aW9uUmVzcG9uc2UiG4LT5JMCFToBKiIQL2FwaS9kZXZpY2UtYXV0aGIGcHJvdG8z", [file_google_api_annotations]);
 
 /**
  * TokenRequest carries the parameters of RFC 6749 section 4 token requests.
@@ -76,14 +76,74 @@ export type TokenRequest = Message<"identity.v1.TokenRequest"> & {
   refreshToken: string;
 
   /**
-   * RFC 8707 resource indicators (authorization_code, refresh_token and
-   * client_credentials): the absolute URIs of the resource servers the access
-   * token is meant for, which become its `aud`. A REST caller repeats the
-   * parameter.
+   * RFC 8707 resource indicators (authorization_code, refresh_token,
+   * client_credentials, and token exchange's target): the absolute URIs of
+   * the resource servers the access token is meant for, which become its
+   * `aud`. A REST caller repeats the parameter.
    *
    * @generated from field: repeated string resource = 30;
    */
   resource: string[];
+
+  /**
+   * JWT client authentication (RFC 7523 section 2.2), instead of
+   * client_secret: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`
+   * and the signed assertion.
+   *
+   * @generated from field: string client_assertion_type = 31;
+   */
+  clientAssertionType: string;
+
+  /**
+   * @generated from field: string client_assertion = 32;
+   */
+  clientAssertion: string;
+
+  /**
+   * urn:ietf:params:oauth:grant-type:device_code (RFC 8628 section 3.4)
+   *
+   * @generated from field: string device_code = 33;
+   */
+  deviceCode: string;
+
+  /**
+   * urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693 section 2.1)
+   *
+   * @generated from field: string subject_token = 34;
+   */
+  subjectToken: string;
+
+  /**
+   * @generated from field: string subject_token_type = 35;
+   */
+  subjectTokenType: string;
+
+  /**
+   * @generated from field: string actor_token = 36;
+   */
+  actorToken: string;
+
+  /**
+   * @generated from field: string actor_token_type = 37;
+   */
+  actorTokenType: string;
+
+  /**
+   * @generated from field: string audience = 38;
+   */
+  audience: string;
+
+  /**
+   * @generated from field: string requested_token_type = 39;
+   */
+  requestedTokenType: string;
+
+  /**
+   * urn:ietf:params:oauth:grant-type:jwt-bearer (RFC 7523 section 2.1)
+   *
+   * @generated from field: string assertion = 40;
+   */
+  assertion: string;
 };
 
 /**
@@ -130,6 +190,13 @@ export type TokenResponse = Message<"identity.v1.TokenResponse"> & {
    * @generated from field: string scope = 6;
    */
   scope: string;
+
+  /**
+   * Token exchange (RFC 8693 section 2.2.1): what access_token is.
+   *
+   * @generated from field: string issued_token_type = 30;
+   */
+  issuedTokenType: string;
 };
 
 /**
@@ -180,6 +247,18 @@ export type RefreshRequest = Message<"identity.v1.RefreshRequest"> & {
    * @generated from field: repeated string resource = 30;
    */
   resource: string[];
+
+  /**
+   * JWT client authentication (RFC 7523 section 2.2), as at Token.
+   *
+   * @generated from field: string client_assertion_type = 31;
+   */
+  clientAssertionType: string;
+
+  /**
+   * @generated from field: string client_assertion = 32;
+   */
+  clientAssertion: string;
 };
 
 /**
@@ -236,6 +315,92 @@ export const RefreshResponseSchema: GenMessage<RefreshResponse> = /*@__PURE__*/
   messageDesc(file_identity_v1_token, 3);
 
 /**
+ * DeviceAuthorizationRequest carries the RFC 8628 section 3.1 parameters and
+ * client authentication, as TokenRequest does.
+ *
+ * @generated from message identity.v1.DeviceAuthorizationRequest
+ */
+export type DeviceAuthorizationRequest = Message<"identity.v1.DeviceAuthorizationRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: string scope = 2;
+   */
+  scope: string;
+
+  /**
+   * @generated from field: string client_secret = 3;
+   */
+  clientSecret: string;
+
+  /**
+   * @generated from field: string client_assertion_type = 30;
+   */
+  clientAssertionType: string;
+
+  /**
+   * @generated from field: string client_assertion = 31;
+   */
+  clientAssertion: string;
+};
+
+/**
+ * Describes the message identity.v1.DeviceAuthorizationRequest.
+ * Use `create(DeviceAuthorizationRequestSchema)` to create a new message.
+ */
+export const DeviceAuthorizationRequestSchema: GenMessage<DeviceAuthorizationRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_token, 4);
+
+/**
+ * DeviceAuthorizationResponse is the RFC 8628 section 3.2 body.
+ *
+ * @generated from message identity.v1.DeviceAuthorizationResponse
+ */
+export type DeviceAuthorizationResponse = Message<"identity.v1.DeviceAuthorizationResponse"> & {
+  /**
+   * @generated from field: string device_code = 1;
+   */
+  deviceCode: string;
+
+  /**
+   * XXXX-XXXX, consonants only; entered without regard to case or dashes.
+   *
+   * @generated from field: string user_code = 2;
+   */
+  userCode: string;
+
+  /**
+   * @generated from field: string verification_uri = 3;
+   */
+  verificationUri: string;
+
+  /**
+   * @generated from field: string verification_uri_complete = 4;
+   */
+  verificationUriComplete: string;
+
+  /**
+   * @generated from field: int64 expires_in = 5;
+   */
+  expiresIn: bigint;
+
+  /**
+   * @generated from field: int64 interval = 6;
+   */
+  interval: bigint;
+};
+
+/**
+ * Describes the message identity.v1.DeviceAuthorizationResponse.
+ * Use `create(DeviceAuthorizationResponseSchema)` to create a new message.
+ */
+export const DeviceAuthorizationResponseSchema: GenMessage<DeviceAuthorizationResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_token, 5);
+
+/**
  * OAuthErrorDetail rides on every gRPC/Connect error raised by an OAuth rule,
  * so RPC callers can tell `invalid_grant` from `invalid_request`.
  *
@@ -258,7 +423,7 @@ export type OAuthErrorDetail = Message<"identity.v1.OAuthErrorDetail"> & {
  * Use `create(OAuthErrorDetailSchema)` to create a new message.
  */
 export const OAuthErrorDetailSchema: GenMessage<OAuthErrorDetail> = /*@__PURE__*/
-  messageDesc(file_identity_v1_token, 4);
+  messageDesc(file_identity_v1_token, 6);
 
 /**
  * TokenService owns the token endpoint: every grant, PKCE, scopes and the
@@ -290,6 +455,18 @@ export const TokenService: GenService<{
     methodKind: "unary";
     input: typeof RefreshRequestSchema;
     output: typeof RefreshResponseSchema;
+  },
+  /**
+   * The device authorization endpoint (RFC 8628 section 3.1): a device
+   * without a browser gets a device code to poll Token with, and a user code
+   * for the user to enter at /device.
+   *
+   * @generated from rpc identity.v1.TokenService.DeviceAuthorization
+   */
+  deviceAuthorization: {
+    methodKind: "unary";
+    input: typeof DeviceAuthorizationRequestSchema;
+    output: typeof DeviceAuthorizationResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_identity_v1_token, 0);

@@ -1,5 +1,8 @@
 import { authorizationCodeGrant } from "./authorizationCode.js";
 import { clientCredentialsGrant } from "./clientCredentials.js";
+import { deviceCodeGrant } from "./deviceCode.js";
+import { tokenExchangeGrant } from "./tokenExchange.js";
+import { jwtBearerGrant } from "./jwtBearer.js";
 import { implicitGrant } from "./implicit.js";
 import { passwordGrant } from "./password.js";
 import { refreshTokenGrant } from "./refreshToken.js";
@@ -10,11 +13,11 @@ import type { GrantFacts, GrantHandler } from "./types.js";
  * table: validation, discovery, the demo seed, the CLI's help and the
  * console's choices all derive their lists from it.
  */
-export const GRANT_TABLE: readonly GrantFacts[] = [authorizationCodeGrant, implicitGrant, passwordGrant, clientCredentialsGrant, refreshTokenGrant];
+export const GRANT_TABLE: readonly GrantFacts[] = [authorizationCodeGrant, implicitGrant, passwordGrant, clientCredentialsGrant, refreshTokenGrant, deviceCodeGrant, tokenExchangeGrant, jwtBearerGrant];
 
 /** The token endpoint's grants, by grant_type. */
 export const GRANTS: ReadonlyMap<string, GrantHandler> = new Map(
-  [authorizationCodeGrant, passwordGrant, clientCredentialsGrant, refreshTokenGrant].map((g) => [g.grantType, g]),
+  [authorizationCodeGrant, passwordGrant, clientCredentialsGrant, refreshTokenGrant, deviceCodeGrant, tokenExchangeGrant, jwtBearerGrant].map((g) => [g.grantType, g]),
 );
 
 /** Every grant_type value an application may list. */

@@ -2,7 +2,9 @@ import type { TokenRequest } from "../../../gen/identity/v1/token_pb.js";
 import type { AuditTrail, EventCarrier } from "../../shared/audit.js";
 import type { Clock } from "../../shared/clock.js";
 import type { Store } from "../../store/index.js";
-import type { ClientAuthenticator } from "../clientAuth.js";
+import type { ClientAuthenticator, PresentedClient } from "../clientAuth.js";
+import type { TrustedIssuers } from "../trustedIssuers.js";
+import type { KeyRing } from "../keys.js";
 import type { AuthorizationCodes } from "../codes.js";
 import type { Metrics } from "../metrics.js";
 import type { ResourceIndicators } from "../resourceIndicators.js";
@@ -27,7 +29,7 @@ export interface RequestOrigin {
 
 /** What grants may use; each grant's handler names the part it takes. */
 export interface GrantDeps {
-  store: Pick<Store, "users" | "refreshTokens" | "userFactors">;
+  store: Pick<Store, "users" | "refreshTokens" | "userFactors" | "deviceCodes" | "applications" | "clientAssertionJtis" | "accessTokens">;
   /** Domain events for operators (tokens issued, refresh reuse, login failures ...). */
   metrics: Metrics;
   /** Security events (tokens issued, refresh reuse ...): the audit trail. */
@@ -41,10 +43,15 @@ export interface GrantDeps {
   codes: AuthorizationCodes;
   /** The registered resource servers (RFC 8707). */
   resources: ResourceIndicators;
+  /** Our issuer and keys, to check our own ID tokens (token exchange). */
+  issuer: string;
+  keys: KeyRing;
+  /** Platforms whose tokens workloads present (the JWT bearer grant). */
+  trustedIssuers: TrustedIssuers;
 }
 
 /** The parameters the token endpoint reads itself: which grant, and the client's credentials. */
-type EndpointParam = "grantType" | "clientId" | "clientSecret";
+type EndpointParam = "grantType" | "clientId" | "clientSecret" | "clientAssertionType" | "clientAssertion";
 
 /** A parameter a grant may read. */
 export type GrantParam = Exclude<keyof TokenParams, EndpointParam>;
@@ -71,6 +78,11 @@ export interface GrantHandler<P extends GrantParam = GrantParam> extends GrantFa
    * absent, the client secret is required.
    */
   allowsPublicClient?(params: Pick<TokenParams, P>, app: ApplicationRecord): boolean;
+  /**
+   * Names the application from what the request itself proves, instead of
+   * client authentication (RFC 7523 §2.1: a workload's assertion).
+   */
+  identify?(client: PresentedClient, params: Pick<TokenParams, P>, deps: GrantDeps): Promise<ApplicationRecord>;
   /** Runs after the client is authenticated and the grant found enabled. */
   handle(app: ApplicationRecord, params: Pick<TokenParams, P>, deps: GrantDeps, origin: RequestOrigin): Promise<TokenSet>;
 }

@@ -16,9 +16,12 @@ import * as accessTokenStrategy from "./021_access_token_strategy.js";
 import * as opaqueUserinfoClaims from "./022_opaque_userinfo_claims.js";
 import * as auditEvents from "./023_audit_events.js";
 import * as publicClient from "./024_public_client.js";
+import * as refreshIdTokenClaims from "./025_refresh_id_token_claims.js";
 import * as resources from "./030_resources.js";
 import * as clientRegistration from "./031_client_registration.js";
-import * as refreshIdTokenClaims from "./025_refresh_id_token_claims.js";
+import * as clientAssertions from "./040_client_assertions.js";
+import * as deviceCodes from "./041_device_codes.js";
+import * as tokenExchange from "./042_token_exchange.js";
 import * as userFactors from "./050_user_factors.js";
 import * as selfService from "./060_self_service.js";
 
@@ -48,9 +51,12 @@ const all: Migration[] = [
   { name: "022_opaque_userinfo_claims", ...opaqueUserinfoClaims },
   { name: "023_audit_events", ...auditEvents },
   { name: "024_public_client", ...publicClient },
+  { name: "025_refresh_id_token_claims", ...refreshIdTokenClaims },
   { name: "030_resources", ...resources },
   { name: "031_client_registration", ...clientRegistration },
-  { name: "025_refresh_id_token_claims", ...refreshIdTokenClaims },
+  { name: "040_client_assertions", ...clientAssertions },
+  { name: "041_device_codes", ...deviceCodes },
+  { name: "042_token_exchange", ...tokenExchange },
   { name: "050_user_factors", ...userFactors },
   { name: "060_self_service", ...selfService },
 ];

@@ -1,3 +1,4 @@
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { Code } from "@connectrpc/connect";
 import { codeFromString, codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import type { HttpCase } from "./http.js";
@@ -25,9 +26,21 @@ export const OAUTH_ERROR_CODES = new Set([
 /** Codes that say the server failed, not the caller: never the answer to bad input. */
 export const SERVER_FAULT_CODES = new Set([Code.Unknown, Code.Internal, Code.Unavailable, Code.DataLoss]);
 
+/** The body as sent, undoing the content-encoding an answer declares (Connect compresses answers over 1 KiB a caller accepts compressed). */
+function decoded(res: WireResponse): Buffer {
+  const encoding = header(res, "content-encoding");
+  try {
+    if (encoding === "br") return brotliDecompressSync(res.body);
+    if (encoding === "gzip") return gunzipSync(res.body);
+  } catch {
+    throw new Violation(`a body that is not ${encoding}\n  answer: ${res.status}`);
+  }
+  return res.body;
+}
+
 function json(res: WireResponse): any {
   try {
-    return JSON.parse(res.body.toString("utf8"));
+    return JSON.parse(decoded(res).toString("utf8"));
   } catch {
     throw new Violation(`body is not JSON\n  answer: ${res.status} ${res.body.subarray(0, 300).toString()}`);
   }

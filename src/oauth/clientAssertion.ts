@@ -1,0 +1,129 @@
+import { decodeJwt, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
+import { localKeySet, type RemoteKeySets } from "../federation/remoteKeySets.js";
+import type { SecretBox } from "../federation/secretBox.js";
+import type { Clock } from "../shared/clock.js";
+import type { ApplicationRecord, TokenEndpointAuthMethod } from "../shared/model.js";
+import type { ClientAssertionJtiRepository } from "../store/clientAssertionJtis.js";
+import { OAuthError } from "./errors.js";
+import { sha256 } from "./secrets.js";
+
+/** RFC 7523 §2.2: the client_assertion_type of a JWT client assertion. */
+export const CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/** Algorithms of private_key_jwt: the keys we sign with too; Ed25519 is EdDSA's fully specified name. Never `none`, never HMAC. */
+export const PRIVATE_KEY_JWT_ALGS = ["RS256", "PS256", "ES256", "EdDSA", "Ed25519"] as const;
+/** client_secret_jwt: HMAC with the client's secret (OIDC Core §9). */
+export const CLIENT_SECRET_JWT_ALGS = ["HS256"] as const;
+
+/** The longest an assertion may still have to live: a replay is refused by its jti, which is kept this long at most. */
+export const MAX_ASSERTION_LIFETIME_S = 300;
+const MAX_JTI_LENGTH = 256;
+
+/** The endpoints that authenticate clients, and their paths (those discovery names). */
+export const CLIENT_AUTH_ENDPOINT_PATHS = {
+  token: "/api/login/oauth/access_token",
+  introspection: "/api/login/oauth/introspect",
+  revocation: "/api/login/oauth/revoke",
+  device_authorization: "/api/device-auth",
+} as const;
+export type ClientAuthEndpoint = keyof typeof CLIENT_AUTH_ENDPOINT_PATHS;
+
+/** The context a client_secret_jwt application's sealed secret is bound to (federation/secretBox.ts). */
+export const clientSecretSealContext = (applicationId: string) => `application:${applicationId}`;
+
+export const isJwtAuthMethod = (method: TokenEndpointAuthMethod) => method === "client_secret_jwt" || method === "private_key_jwt";
+
+/** The client an assertion says it comes from (its iss, else sub), unverified: used to find its keys when no client_id is sent (RFC 7523 §3). */
+export function claimedClientId(assertion: string): string | undefined {
+  try {
+    const { iss, sub } = decodeJwt(assertion);
+    const id = typeof iss === "string" && iss ? iss : sub;
+    return typeof id === "string" && id ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const refused = (why: string) => new OAuthError("invalid_client", `client authentication failed: ${why}`);
+
+/**
+ * Checks JWT client assertions (RFC 7523 §2.2 and §3, OIDC Core §9): the
+ * signature with the application's keys (private_key_jwt: its jwks or
+ * jwksUri; client_secret_jwt: its secret, HS256), iss = sub = client_id,
+ * an aud naming the issuer or the endpoint, an exp no further than
+ * MAX_ASSERTION_LIFETIME_S ahead, and a jti never accepted before, recorded
+ * in the store by one conditional insert, so a replay is refused on every
+ * instance.
+ */
+export class ClientAssertions {
+  /** Inline key sets parsed once, by their JSON text. */
+  private readonly inlineKeys = new Map<string, JWTVerifyGetKey>();
+
+  constructor(
+    private readonly issuer: string,
+    private readonly clock: Clock,
+    private readonly jtis: Pick<ClientAssertionJtiRepository, "useOnce">,
+    private readonly remoteKeys: Pick<RemoteKeySets, "resolver">,
+    private readonly secrets: Pick<SecretBox, "open">,
+  ) {}
+
+  /** Resolves when `assertion` authenticates `app` at `endpoint`; otherwise throws invalid_client. */
+  async verify(app: ApplicationRecord, assertion: string, endpoint: ClientAuthEndpoint): Promise<void> {
+    const { key, algorithms } = this.keyOf(app);
+    const now = this.clock.now();
+    const options = {
+      algorithms: [...algorithms],
+      issuer: app.clientId,
+      subject: app.clientId,
+      audience: [this.issuer, `${this.issuer}${CLIENT_AUTH_ENDPOINT_PATHS[endpoint]}`],
+      requiredClaims: ["exp", "jti"],
+      currentDate: new Date(now),
+    };
+    let payload;
+    try {
+      ({ payload } = key instanceof Uint8Array ? await jwtVerify(assertion, key, options) : await jwtVerify(assertion, key, options));
+    } catch {
+      // Why exactly (signature, claim, key) is not the caller's to learn.
+      throw refused("the client assertion is not valid");
+    }
+    const exp = payload.exp!;
+    if (exp * 1000 - now > MAX_ASSERTION_LIFETIME_S * 1000) throw refused(`the client assertion must expire within ${MAX_ASSERTION_LIFETIME_S} seconds`);
+    const jti = payload.jti!;
+    if (typeof jti !== "string" || jti.length === 0 || jti.length > MAX_JTI_LENGTH) throw refused("the client assertion's jti is not usable");
+    // RFC 7523 §3: used once. Kept until exp, after which the assertion is refused anyway.
+    if (!(await this.jtis.useOnce(sha256(`${app.clientId}\u0000${jti}`), exp * 1000, now))) {
+      throw refused("the client assertion was used before");
+    }
+  }
+
+  private keyOf(app: ApplicationRecord): { key: JWTVerifyGetKey | Uint8Array; algorithms: readonly string[] } {
+    if (app.tokenEndpointAuthMethod === "private_key_jwt") {
+      if (app.jwksUri) return { key: this.remoteKeys.resolver(app.jwksUri), algorithms: PRIVATE_KEY_JWT_ALGS };
+      return { key: this.inline(app.jwks), algorithms: PRIVATE_KEY_JWT_ALGS };
+    }
+    if (app.tokenEndpointAuthMethod === "client_secret_jwt" && app.clientSecretSealed) {
+      let secret: string;
+      try {
+        secret = this.secrets.open(app.clientSecretSealed, clientSecretSealContext(app.id));
+      } catch {
+        throw refused("the client's secret cannot be read");
+      }
+      return { key: new TextEncoder().encode(secret), algorithms: CLIENT_SECRET_JWT_ALGS };
+    }
+    throw refused("this client does not authenticate with a client assertion");
+  }
+
+  private inline(jwks: string): JWTVerifyGetKey {
+    let keys = this.inlineKeys.get(jwks);
+    if (!keys) {
+      try {
+        keys = localKeySet(JSON.parse(jwks) as JSONWebKeySet);
+      } catch {
+        throw refused("the client's jwks cannot be read");
+      }
+      if (this.inlineKeys.size >= 1000) this.inlineKeys.clear();
+      this.inlineKeys.set(jwks, keys);
+    }
+    return keys;
+  }
+}

@@ -1,0 +1,86 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Domain } from "../domain/index.js";
+import { displayUserCode, type PendingDevice } from "../oauth/deviceAuthorization.js";
+import { OAuthError } from "../oauth/errors.js";
+import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
+import type { UserRecord } from "../shared/model.js";
+import { browserCsrfToken, sentFromThisBrowser } from "./csrf.js";
+import { deviceCodePage, deviceConsentPage, deviceDonePage } from "./devicePages.js";
+import { cookie, sendPage } from "./http.js";
+
+const sentence = (text: string) => (text ? `${text[0]!.toUpperCase()}${text.slice(1)}.` : text);
+
+/**
+ * The verification page of the device authorization grant (RFC 8628 §3.3):
+ * the user types the code (or follows verification_uri_complete), signs in
+ * if this browser has no session, sees the application and its scopes, and
+ * allows or denies. Every code typed, right or wrong, is looked up under the
+ * login form's per-address budget (oauth/deviceAuthorization.ts).
+ */
+export class DevicePages {
+  private readonly secure: boolean;
+
+  constructor(private readonly domain: Domain) {
+    this.secure = domain.issuer.startsWith("https:");
+  }
+
+  /** GET /device[?user_code=...]. */
+  async show(req: IncomingMessage, res: ServerResponse, params: ReadonlyMap<string, string>): Promise<void> {
+    const { csrfToken, cookies } = browserCsrfToken(req, this.secure);
+    const signedIn = await this.signedIn(req);
+    sendPage(res, 200, deviceCodePage({ csrfToken, userCode: params.get("user_code") ?? "", signIn: !signedIn }), cookies);
+  }
+
+  /** POST /device: the code (and a sign-in), or the decision. */
+  async submit(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
+    const csrfToken = form.get("csrf_token");
+    if (!sentFromThisBrowser(req, csrfToken)) {
+      throw new OAuthError("access_denied", "the form is missing its security token or was not sent from this browser", 403);
+    }
+    const typed = form.get("user_code") ?? "";
+    let signedIn = await this.signedIn(req);
+    const again = (error: unknown) => {
+      if (!(error instanceof OAuthError)) throw error;
+      sendPage(res, 400, deviceCodePage({ csrfToken, userCode: typed, signIn: !signedIn, error: sentence(error.description) }));
+    };
+    let pending: PendingDevice;
+    try {
+      pending = await this.domain.devices.lookup(typed, clientAddress);
+    } catch (err) {
+      return again(err);
+    }
+    if (form.get("step") === "decide") {
+      if (!signedIn) return again(new OAuthError("login_required", "sign in first"));
+      const allow = form.get("decision") === "allow";
+      await this.domain.devices.decide(pending.record.userCode, signedIn.user, signedIn.authTime, allow);
+      return sendPage(res, 200, deviceDonePage(allow));
+    }
+    const cookies: string[] = [];
+    if (!signedIn) {
+      let user: UserRecord;
+      try {
+        user = await this.domain.users.authenticate(form.get("username") ?? "", form.get("password") ?? "", clientAddress, pending.app.clientId);
+      } catch (err) {
+        return again(err);
+      }
+      // A fresh session id at every sign-in (no session fixation).
+      await this.domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
+      const { cookie: sessionId, session } = await this.domain.sessions.create(user);
+      cookies.push(cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: this.domain.sessions.ttlSeconds }));
+      signedIn = { user, authTime: session.authTime };
+    }
+    const view = {
+      csrfToken,
+      userCode: displayUserCode(pending.record.userCode),
+      appName: pending.app.name,
+      scopes: pending.record.scope.split(" "),
+      userName: signedIn.user.displayName || signedIn.user.name,
+    };
+    sendPage(res, 200, deviceConsentPage(view), cookies);
+  }
+
+  private async signedIn(req: IncomingMessage): Promise<{ user: UserRecord; authTime: number } | undefined> {
+    const found = await this.domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    return found && { user: found.user, authTime: found.session.authTime };
+  }
+}
