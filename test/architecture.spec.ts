@@ -150,6 +150,22 @@ describe("architecture", () => {
     assert.deepEqual(untested, []);
   });
 
+  it("keeps every function in src/ to at most 100 lines", () => {
+    const long: string[] = [];
+    for (const file of files) {
+      const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+      const visit = (node: ts.Node) => {
+        if (ts.isFunctionLike(node) && "body" in node && node.body) {
+          const lines = source.getLineAndCharacterOfPosition(node.getEnd()).line - source.getLineAndCharacterOfPosition(node.getStart()).line + 1;
+          if (lines > 100) long.push(`${file}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1} (${lines} lines)`);
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(source);
+    }
+    assert.deepEqual(long, []);
+  });
+
   it("names every folder of src/ in docs/architecture.md", () => {
     const map = readFileSync("docs/architecture.md", "utf8");
     const folders = readdirSync("src", { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => `src/${e.name}`);

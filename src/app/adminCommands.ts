@@ -227,6 +227,30 @@ function mailSettings(smtpFlag: string | undefined, fromFlag: string | undefined
   return { mail: { smtpUrl, from } };
 }
 
+// Times as the admin RPCs answer them (proto/identity/v1/admin.proto): the same names, in epoch seconds.
+const times = ({ createdAt, updatedAt }: { createdAt: number; updatedAt: number }) => ({ createdTime: seconds(createdAt), updatedTime: seconds(updatedAt) });
+
+/** An application as the commands print it: no secret hash; a registered client's registration access token hash stays inside too. */
+function publicApp(app: ApplicationRecord) {
+  const { clientSecretHash: _h, clientSecretSealed: _s, registration, createdAt: _c, updatedAt: _u, ...rest } = app;
+  return { ...rest, ...(registration ? { registered: true, clientMetadata: registration.metadata } : {}), ...times(app) };
+}
+
+function publicUser(user: UserRecord) {
+  const { passwordHash: _h, createdAt: _c, updatedAt: _u, ...rest } = user;
+  return { ...rest, ...times(user) };
+}
+
+function providerView(domain: Domain, provider: ProviderRecord) {
+  const { clientSecret: _s, createdAt: _c, updatedAt: _u, ...rest } = provider;
+  return { ...rest, ...times(provider), clientSecretEncrypted: domain.providerAdmin.isEncrypted(provider) };
+}
+
+/** A signing key as the commands print it; retiredTime is 0 while the key is published, as in the RPC's SigningKey. */
+function publicKey({ privateJwk: _p, createdAt, activeFrom, retiredAt, ...key }: SigningKeyRecord) {
+  return { ...key, createdTime: seconds(createdAt), activeFrom: seconds(activeFrom), retiredTime: seconds(retiredAt ?? 0) };
+}
+
 async function runAdmin(
   domain: Domain,
   noun: string,
@@ -239,28 +263,7 @@ async function runAdmin(
     if (typeof fields.name !== "string") throw new OAuthError("invalid_request", "--name is required");
     return fields.name;
   };
-  // Times as the admin RPCs answer them (proto/identity/v1/admin.proto): the same names, in epoch seconds.
-  const times = ({ createdAt, updatedAt }: { createdAt: number; updatedAt: number }) => ({ createdTime: seconds(createdAt), updatedTime: seconds(updatedAt) });
-  const publicApp = (app: ApplicationRecord) => {
-    // A registered client's registration access token hash stays inside too.
-    const { clientSecretHash: _h, registration, createdAt: _c, updatedAt: _u, ...rest } = app;
-    return { ...rest, ...(registration ? { registered: true, clientMetadata: registration.metadata } : {}), ...times(app) };
-  };
-  const publicUser = (user: UserRecord) => {
-    const { passwordHash: _h, createdAt: _c, updatedAt: _u, ...rest } = user;
-    return { ...rest, ...times(user) };
-  };
-  const publicProvider = (provider: ProviderRecord) => {
-    const { clientSecret: _s, createdAt: _c, updatedAt: _u, ...rest } = provider;
-    return { ...rest, ...times(provider), clientSecretEncrypted: domain.providerAdmin.isEncrypted(provider) };
-  };
-  // retiredTime is 0 while the key is published, as in the RPC's SigningKey.
-  const publicKey = ({ privateJwk: _p, createdAt, activeFrom, retiredAt, ...key }: SigningKeyRecord) => ({
-    ...key,
-    createdTime: seconds(createdAt),
-    activeFrom: seconds(activeFrom),
-    retiredTime: seconds(retiredAt ?? 0),
-  });
+  const publicProvider = (provider: ProviderRecord) => providerView(domain, provider);
   const key = `${noun} ${verb}`;
   switch (key) {
     case "app create":

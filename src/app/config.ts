@@ -495,6 +495,24 @@ export function parseServeConfig(args: string[], env: NodeJS.ProcessEnv): ServeC
   return config as unknown as ServeConfig;
 }
 
+/**
+ * `config` with every option it leaves unset given the option table's
+ * default: the one place defaults are resolved, for a config parsed from the
+ * command line and one built in code (tests, embedding) alike. A default
+ * that is no value ("", or one like `http://<host>:<port>` that the server
+ * works out) stays unset.
+ */
+export function withDefaults(config: ServeConfig): ServeConfig {
+  const resolved: Record<string, unknown> = { ...config };
+  for (const option of SERVE_OPTIONS) {
+    if (resolved[option.key] === undefined) {
+      const value = optionValue(option, undefined, {});
+      if (value !== undefined) resolved[option.key] = value;
+    }
+  }
+  return resolved as unknown as ServeConfig;
+}
+
 /** A single serve option as an admin command sees it: its flag's value, else its variable, else its default. */
 export function resolveServeOption<K extends keyof ServeConfig>(key: K, flagValue: string | undefined, env: NodeJS.ProcessEnv): ServeConfig[K] {
   const option = SERVE_OPTIONS.find((o) => o.key === key)!;

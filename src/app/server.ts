@@ -1,17 +1,15 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ServerReflection } from "./../../gen/grpc/reflection/v1/reflection_pb.js";
-import { applyConfigFile, loadConfigFile } from "./configFile.js";
+import { applyConfigFile, loadConfigFile, type ConfigFile } from "./configFile.js";
 import { seedDemo, type DemoCredentials } from "./seed.js";
 import { systemClock, type Clock } from "./../shared/clock.js";
-import { MIN_ADMIN_TOKEN_LENGTH, OPS_DEFAULTS, type ServeConfig } from "./config.js";
+import { MIN_ADMIN_TOKEN_LENGTH, OPS_DEFAULTS, withDefaults, type ServeConfig } from "./config.js";
 import { createDomain, type Domain, type DomainOptions } from "./../domain/index.js";
 import type { Door } from "./../http/door.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
 import { clientAddressResolver } from "./../http/clientAddress.js";
 import { createLogger, errorFields, type Logger } from "./../shared/log.js";
-import { DEFAULT_CLIENT_AUTH_POLICY } from "./../oauth/clientThrottle.js";
-import { DEFAULT_LOGIN_POLICY } from "./../oauth/loginThrottle.js";
 import { listenMetrics, opsEndpoints, OPS_PATHS, type MetricsListener } from "./../ops/endpoints.js";
 import { PromMetrics } from "./../ops/metrics.js";
 import { isGrpc, observeRequests, observeStreams, watchGrpcTrailer, type StreamHandler, type TargetHandler } from "./../ops/observe.js";
@@ -22,7 +20,6 @@ import { withCrossOrigin } from "./../http/cors.js";
 import { createRestFacade } from "./../rest/facade.js";
 import { createRegistrationEndpoint, REGISTRATION_ROUTES } from "./../rest/registration.js";
 import { PROTECTED_RESOURCE_METADATA_PATH } from "./../oauth/discovery.js";
-import { DEFAULT_REGISTRATIONS_PER_HOUR } from "./../accounts/clientRegistration.js";
 import { buildRouteTable, type RouteTable } from "./../rest/routes.js";
 import { prepareForConnect } from "./../rpc/adapterInput.js";
 import { oauthErrorInterceptor, toConnectError } from "./../rpc/errors.js";
@@ -32,12 +29,12 @@ import { reflectionService } from "./../rpc/reflection.js";
 import { serviceBindings, type ServiceBinding } from "./../rpc/services.js";
 import { useBufferTextEncoding } from "./../rpc/textEncoding.js";
 import { correctErrorAnswers } from "./../rpc/errorAnswers.js";
-import { sqliteFile, withDbLock } from "./../store/db.js";
+import { sqliteFile, withDbLock, type Db } from "./../store/db.js";
 import { sqliteFilesOthersMayRead } from "./../store/fileModes.js";
 import { openDatabase } from "./database.js";
 import { createStore, type Store } from "./../store/index.js";
 import { startWalCheckpoints } from "./../store/walCheckpoints.js";
-import { DEFAULT_CONNECTION_LIMITS, listenOnePort, type ConnectionLimits } from "./../http/transport.js";
+import { listenOnePort, type ConnectionLimits, type OnePortOptions, type OnePortServer } from "./../http/transport.js";
 import { createWebHandler, WEB_ROUTES } from "./../web/handler.js";
 import type { MailPolicy } from "./../accounts/mailer.js";
 import { createLogoutHandler, LOGOUT_PATH } from "./../web/logout.js";
@@ -126,20 +123,13 @@ interface FrontDoors {
 }
 
 /** The composition root: config -> store -> domain -> front doors -> one port. */
-export async function startServer(config: ServeConfig, deps: ServerDeps = {}): Promise<RunningServer> {
+export async function startServer(given: ServeConfig, deps: ServerDeps = {}): Promise<RunningServer> {
   useBufferTextEncoding();
+  const config = withDefaults(given);
+  refuseInconsistent(config);
   const clock = deps.clock ?? systemClock;
-  const logger =
-    deps.logger ?? createLogger({ level: config.logLevel ?? OPS_DEFAULTS.logLevel, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
-  const metricsMode = config.metrics ?? OPS_DEFAULTS.metrics;
-  const limits = connectionLimits(config);
-  // The options refuse a short one too; a config built in code meets the same rule.
-  if (config.adminToken && config.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
-    throw new Error(`the admin token must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (--admin-token / IDENTITY_ADMIN_TOKEN)`);
-  }
+  const logger = deps.logger ?? createLogger({ level: config.logLevel!, pretty: config.logPretty ?? OPS_DEFAULTS.logPretty });
   const fast = deps.fastPaths ?? fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS);
-  if (!config.tlsCert !== !config.tlsKey) throw new Error("--tls-cert and --tls-key go together: give both, or neither");
-  if (!config.smtpUrl !== !config.mailFrom) throw new Error("--smtp-url and --mail-from go together: give both, or neither");
   const configFile = config.configFile ? await loadConfigFile(config.configFile) : undefined;
   const db = await openDatabase({
     url: config.database,
@@ -153,16 +143,81 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
 
   // Listen first: the default issuer names the port, which port 0 only reveals now.
   let ready: FrontDoors | undefined;
-  let listener;
+  let listener: OnePortServer;
   try {
-    listener = await listenOnePort({
-      handler: (req, res) =>
-        ready ? ready.requests(req as IncomingMessage, res as ServerResponse) : sendJson(res as ServerResponse, 503, { error: "temporarily_unavailable" }),
-      host: config.host,
-      port: config.port,
-      limits,
-      streamHandler: fast.grpcUnary ? (stream, headers) => ready?.streams?.(stream, headers) ?? false : undefined,
-      tls: config.tlsCert && config.tlsKey
+    listener = await listenOnePort(portOptions(config, deps, logger, fast, () => ready));
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const url = listeningUrl(config.host, listener.port, listener.tls !== undefined);
+  // The URL printed at start: a browser that follows it stays on the issuer's
+  // host, so cookies set there (sign-in, federation state) come back.
+  const issuer = config.issuer ?? url;
+
+  const store = createStore(db, { fastReads: fast.rowReader, logger });
+  const jobs = backgroundJobs(db, config, clock, logger);
+  let metricsListener: MetricsListener | undefined;
+  let domainMade: Domain | undefined;
+  const close = async () => {
+    await listener.close(config.shutdownTimeoutSeconds! * 1000);
+    await metricsListener?.close();
+    // Mail queued by requests already answered goes out (or is given up) before the store closes.
+    await domainMade?.selfService.drain();
+    await jobs.stop();
+    await store.close();
+    await db.destroy();
+  };
+
+  try {
+    const metricsMode = config.metrics!;
+    const metrics = metricsMode === "off" ? undefined : new PromMetrics(() => store.poolStats());
+    const options = domainOptions(config, deps, { store, clock, issuer, logger, metrics, trustedIssuers: configFile?.trustedIssuers });
+    // Instances starting together on one database would each create the first
+    // signing key, the demo seed, or the config file's entries, and all but
+    // one would then fail on a unique name. One at a time, the later ones
+    // find the work done.
+    const { domain, demo } = await withDbLock(db, "provision", async () => {
+      const domain = (domainMade = await createDomain(options));
+      return { domain, demo: await provision(domain, store, configFile, deps, logger) };
+    });
+    await warnAtStart(domain, store, logger);
+    if (metrics && typeof metricsMode === "object") {
+      metricsListener = await listenMetrics(metrics, config.metricsHost ?? config.host, metricsMode.port, logger, config.metricsToken);
+    }
+    ready = frontDoors(domain, config, logger, metrics, fast.grpcUnary);
+    jobs.start();
+    const paths = { grpcUnary: ready.streams ? ("unary door" as const) : ("connect" as const), reads: store.readPath };
+    return { url, port: listener.port, issuer, domain, store, demo, metricsUrl: metricsListener?.url, metrics, paths, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** Settings that only make sense together, and rules a config built in code must meet as the command line's does. */
+function refuseInconsistent(config: ServeConfig): void {
+  if (config.adminToken && config.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
+    throw new Error(`the admin token must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (--admin-token / IDENTITY_ADMIN_TOKEN)`);
+  }
+  if (!config.tlsCert !== !config.tlsKey) throw new Error("--tls-cert and --tls-key go together: give both, or neither");
+  if (!config.smtpUrl !== !config.mailFrom) throw new Error("--smtp-url and --mail-from go together: give both, or neither");
+}
+
+/** The one port's options: the door chain once it is ready (503 until then), limits, the gRPC door, TLS. */
+function portOptions(config: ServeConfig, deps: ServerDeps, logger: Logger, fast: FastPaths, ready: () => FrontDoors | undefined): OnePortOptions {
+  return {
+    handler: (req, res) => {
+      const doors = ready();
+      if (doors) doors.requests(req as IncomingMessage, res as ServerResponse);
+      else sendJson(res as ServerResponse, 503, { error: "temporarily_unavailable" });
+    },
+    host: config.host,
+    port: config.port,
+    limits: connectionLimits(config),
+    streamHandler: fast.grpcUnary ? (stream, headers) => ready()?.streams?.(stream, headers) ?? false : undefined,
+    tls:
+      config.tlsCert && config.tlsKey
         ? {
             certFile: config.tlsCert,
             keyFile: config.tlsKey,
@@ -178,26 +233,17 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
             onReloadError: (err) => logger.error("TLS certificate not reloaded: the one in use stays", { error: err.message }),
           }
         : undefined,
-    });
-  } catch (err) {
-    await db.destroy();
-    throw err;
-  }
-  const url = listeningUrl(config.host, listener.port, listener.tls !== undefined);
-  // The URL printed at start: a browser that follows it stays on the issuer's
-  // host, so cookies set there (sign-in, federation state) come back.
-  const issuer = config.issuer ?? url;
+  };
+}
 
-  const cleanupIntervalSeconds = config.cleanupIntervalSeconds ?? CLEANUP_DEFAULTS.intervalMs / 1000;
+/** The cleanup job and, on a SQLite file, WAL checkpoints; a warning for database files others may read. */
+function backgroundJobs(db: Db, config: ServeConfig, clock: Clock, logger: Logger) {
   const cleanup = new CleanupJob(db, clock, logger, {
     ...CLEANUP_DEFAULTS,
-    intervalMs: cleanupIntervalSeconds * 1000,
-    batchSize: config.cleanupBatchSize ?? CLEANUP_DEFAULTS.batchSize,
-    auditRetentionMs: config.auditRetentionDays === undefined ? CLEANUP_DEFAULTS.auditRetentionMs : config.auditRetentionDays * 24 * 3600 * 1000,
+    intervalMs: config.cleanupIntervalSeconds! * 1000,
+    batchSize: config.cleanupBatchSize!,
+    auditRetentionMs: config.auditRetentionDays! * 24 * 3600 * 1000,
   });
-  let metricsListener: MetricsListener | undefined;
-  let domainMade: Domain | undefined;
-  const store = createStore(db, { fastReads: fast.rowReader, logger });
   const file = sqliteFile(db);
   // Files made by an older version, or by hand, keep their modes: said once at start, not changed.
   const exposed = file === undefined ? [] : sqliteFilesOthersMayRead(file);
@@ -206,98 +252,76 @@ export async function startServer(config: ServeConfig, deps: ServerDeps = {}): P
   }
   const checkpoints =
     file === undefined ? undefined : startWalCheckpoints(file, (err) => logger.error("database checkpoint failed", errorFields(err)));
-  const close = async () => {
-    await listener.close((config.shutdownTimeoutSeconds ?? OPS_DEFAULTS.shutdownTimeoutSeconds) * 1000);
-    await metricsListener?.close();
-    // Mail queued by requests already answered goes out (or is given up) before the store closes.
-    await domainMade?.selfService.drain();
-    await cleanup.stop();
-    await checkpoints?.stop();
-    await store.close();
-    await db.destroy();
+  return {
+    start: () => {
+      if (config.cleanupIntervalSeconds! > 0) cleanup.start();
+    },
+    stop: async () => {
+      await cleanup.stop();
+      await checkpoints?.stop();
+    },
   };
+}
 
-  try {
-    const keyReloadMs = deps.keyReloadMs ?? (config.keyReloadSeconds === undefined ? undefined : config.keyReloadSeconds * 1000);
-    const metrics = metricsMode === "off" ? undefined : new PromMetrics(() => store.poolStats());
-    // Instances starting together on one database would each create the first
-    // signing key, the demo seed, or the config file's entries, and all but
-    // one would then fail on a unique name. One at a time, the later ones
-    // find the work done.
-    const { domain, demo } = await withDbLock(db, "provision", async () => {
-      const domain = await createDomain({
-        store,
-        clock,
-        issuer,
-        adminToken: config.adminToken,
-        keyReloadMs,
-        keyActivationDelayMs: config.keyActivationDelaySeconds === undefined ? undefined : config.keyActivationDelaySeconds * 1000,
-        metrics,
-        refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
-        consoleProviders: config.consoleProviders,
-        loginPolicy: {
-          maxFailures: config.loginMaxFailures ?? DEFAULT_LOGIN_POLICY.maxFailures,
-          lockoutSeconds: config.loginLockoutSeconds ?? DEFAULT_LOGIN_POLICY.lockoutSeconds,
-          maxFailuresPerAddress: config.loginMaxFailuresPerIp ?? DEFAULT_LOGIN_POLICY.maxFailuresPerAddress,
-        },
-        // TODO(metrics, issue 9): count lockouts here too once the Metrics interface is on main.
-        onLockout: (lockout) =>
-          logger.warn("sign-in locked after repeated failures", { ...lockout, until: new Date(lockout.until).toISOString() }),
-        clientAuthPolicy: {
-          maxFailures: config.clientAuthMaxFailures ?? DEFAULT_CLIENT_AUTH_POLICY.maxFailures,
-          maxFailuresPerAddress: config.clientAuthMaxFailuresPerIp ?? DEFAULT_CLIENT_AUTH_POLICY.maxFailuresPerAddress,
-          lockoutSeconds: config.clientAuthLockoutSeconds ?? DEFAULT_CLIENT_AUTH_POLICY.lockoutSeconds,
-        },
-        onClientLockout: (lockout) =>
-          logger.warn("client authentication locked after repeated failures", { ...lockout, until: new Date(lockout.until).toISOString() }),
-        sessionTtlSeconds: config.sessionTtlSeconds,
-        codeTtlSeconds: config.codeTtlSeconds,
-        deviceCodeTtlSeconds: config.deviceCodeTtlSeconds,
-        trustedIssuers: configFile?.trustedIssuers,
-        generateKeyPair: deps.generateKeyPair,
-        secretHashCost: deps.secretHashCost,
-        secretKey: config.secretKey,
-        federationTimeoutMs: config.federationTimeoutMs,
-        clientRegistration: {
-          mode: config.clientRegistration ?? "off",
-          token: config.registrationToken,
-          maxPerHour: config.registrationMaxPerHour ?? DEFAULT_REGISTRATIONS_PER_HOUR,
-        },
-        logger,
-        auditEvents: config.auditEvents,
-        selfService: {
-          mail: config.smtpUrl && config.mailFrom ? { smtpUrl: config.smtpUrl, from: config.mailFrom, policy: deps.mailPolicy } : undefined,
-          passwordMinLength: config.passwordMinLength,
-          emailLinkTtlSeconds: config.emailLinkTtlSeconds,
-          signupMaxPerHour: config.signupMaxPerHour,
-        },
-      });
-      domainMade = domain;
-      // The console's application first: the config file's consoleProviders is stored on it.
-      const consoleClient = await domain.ensureConsoleClient();
-      if (consoleClient !== "unchanged") {
-        logger.info(`admin console application ${consoleClient}`, { clientId: domain.console.clientId, redirectUri: domain.console.redirectUri });
-      }
-      if (configFile) await applyConfigFile(configFile, domain, store);
-      const demo = configFile ? undefined : await seedDemo(domain, { admin: deps.seedAdmin ?? false });
-      return { domain, demo };
-    });
-    for (const warning of await domain.providerAdmin.secretWarnings()) logger.error(warning);
-    // A name that matches no provider shows no button: say so rather than leave an admin without one.
-    const providerNames = new Set((await store.providers.list()).map((p) => p.name));
-    for (const name of (domain.consoleProviders.override ?? []).filter((n) => !providerNames.has(n))) {
-      logger.warn("--console-providers names a login provider that does not exist; the console's sign-in page does not offer it", { provider: name });
-    }
-    if (metrics && typeof metricsMode === "object") {
-      metricsListener = await listenMetrics(metrics, config.metricsHost ?? config.host, metricsMode.port, logger, config.metricsToken);
-    }
-    ready = frontDoors(domain, config, logger, metrics, fast.grpcUnary);
-    if (cleanupIntervalSeconds > 0) cleanup.start();
-    const paths = { grpcUnary: ready.streams ? ("unary door" as const) : ("connect" as const), reads: store.readPath };
-    return { url, port: listener.port, issuer, domain, store, demo, metricsUrl: metricsListener?.url, metrics, paths, close };
-  } catch (err) {
-    await close();
-    throw err;
+/** What the domain is built from: the config's settings, resolved (withDefaults), and the process's parts. */
+function domainOptions(
+  config: ServeConfig,
+  deps: ServerDeps,
+  parts: Pick<DomainOptions, "store" | "clock" | "issuer" | "metrics" | "trustedIssuers"> & { logger: Logger },
+): DomainOptions {
+  const { logger } = parts;
+  return {
+    ...parts,
+    adminToken: config.adminToken,
+    keyReloadMs: deps.keyReloadMs ?? config.keyReloadSeconds! * 1000,
+    keyActivationDelayMs: config.keyActivationDelaySeconds! * 1000,
+    refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
+    consoleProviders: config.consoleProviders,
+    loginPolicy: { maxFailures: config.loginMaxFailures!, lockoutSeconds: config.loginLockoutSeconds!, maxFailuresPerAddress: config.loginMaxFailuresPerIp },
+    onLockout: (lockout) => logger.warn("sign-in locked after repeated failures", { ...lockout, until: new Date(lockout.until).toISOString() }),
+    clientAuthPolicy: {
+      maxFailures: config.clientAuthMaxFailures!,
+      maxFailuresPerAddress: config.clientAuthMaxFailuresPerIp!,
+      lockoutSeconds: config.clientAuthLockoutSeconds!,
+    },
+    onClientLockout: (lockout) =>
+      logger.warn("client authentication locked after repeated failures", { ...lockout, until: new Date(lockout.until).toISOString() }),
+    sessionTtlSeconds: config.sessionTtlSeconds,
+    codeTtlSeconds: config.codeTtlSeconds,
+    deviceCodeTtlSeconds: config.deviceCodeTtlSeconds,
+    generateKeyPair: deps.generateKeyPair,
+    secretHashCost: deps.secretHashCost,
+    secretKey: config.secretKey,
+    federationTimeoutMs: config.federationTimeoutMs,
+    clientRegistration: { mode: config.clientRegistration!, token: config.registrationToken, maxPerHour: config.registrationMaxPerHour! },
+    auditEvents: config.auditEvents,
+    selfService: {
+      mail: config.smtpUrl && config.mailFrom ? { smtpUrl: config.smtpUrl, from: config.mailFrom, policy: deps.mailPolicy } : undefined,
+      passwordMinLength: config.passwordMinLength,
+      emailLinkTtlSeconds: config.emailLinkTtlSeconds,
+      signupMaxPerHour: config.signupMaxPerHour,
+    },
+  };
+}
+
+/** What a start sets up once per database: the console's application, the config file's entries, the demo seed. */
+async function provision(domain: Domain, store: Store, configFile: ConfigFile | undefined, deps: ServerDeps, logger: Logger): Promise<DemoCredentials | undefined> {
+  // The console's application first: the config file's consoleProviders is stored on it.
+  const consoleClient = await domain.ensureConsoleClient();
+  if (consoleClient !== "unchanged") {
+    logger.info(`admin console application ${consoleClient}`, { clientId: domain.console.clientId, redirectUri: domain.console.redirectUri });
+  }
+  if (configFile) await applyConfigFile(configFile, domain, store);
+  return configFile ? undefined : await seedDemo(domain, { admin: deps.seedAdmin ?? false });
+}
+
+/** Said once at start: provider secrets that cannot be read, and console providers that do not exist. */
+async function warnAtStart(domain: Domain, store: Store, logger: Logger): Promise<void> {
+  for (const warning of await domain.providerAdmin.secretWarnings()) logger.error(warning);
+  // A name that matches no provider shows no button: say so rather than leave an admin without one.
+  const providerNames = new Set((await store.providers.list()).map((p) => p.name));
+  for (const name of (domain.consoleProviders.override ?? []).filter((n) => !providerNames.has(n))) {
+    logger.warn("--console-providers names a login provider that does not exist; the console's sign-in page does not offer it", { provider: name });
   }
 }
 
@@ -314,12 +338,12 @@ export function listeningUrl(host: string, port: number, secure = false): string
 }
 
 function connectionLimits(config: ServeConfig): ConnectionLimits {
-  const seconds = (value: number | undefined, fallbackMs: number) => (value === undefined ? fallbackMs : value * 1000);
+  // Resolved by withDefaults from the option table, whose defaults are DEFAULT_CONNECTION_LIMITS.
   const limits = {
-    maxHeaderBytes: config.maxHeaderBytes ?? DEFAULT_CONNECTION_LIMITS.maxHeaderBytes,
-    headersTimeoutMs: seconds(config.headersTimeoutSeconds, DEFAULT_CONNECTION_LIMITS.headersTimeoutMs),
-    requestTimeoutMs: seconds(config.requestTimeoutSeconds, DEFAULT_CONNECTION_LIMITS.requestTimeoutMs),
-    idleTimeoutMs: seconds(config.idleTimeoutSeconds, DEFAULT_CONNECTION_LIMITS.idleTimeoutMs),
+    maxHeaderBytes: config.maxHeaderBytes!,
+    headersTimeoutMs: config.headersTimeoutSeconds! * 1000,
+    requestTimeoutMs: config.requestTimeoutSeconds! * 1000,
+    idleTimeoutMs: config.idleTimeoutSeconds! * 1000,
   };
   if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
     throw new Error("--headers-timeout-seconds must not exceed --request-timeout-seconds: the headers are part of the request");
@@ -373,7 +397,7 @@ function frontDoors(domain: Domain, config: ServeConfig, logger: Logger, metrics
   const probes = opsEndpoints({
     readiness: domain.readiness,
     logger,
-    metrics: (config.metrics ?? OPS_DEFAULTS.metrics) === "same" ? metrics : undefined,
+    metrics: config.metrics === "same" ? metrics : undefined,
     metricsToken: config.metricsToken,
   });
   // Each answers the paths it owns and returns false for the rest.

@@ -160,6 +160,32 @@ export interface DomainOptions {
 
 const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
 
+/** RFC 7591 registration, off unless the options say otherwise. */
+function clientRegistrarOf(options: DomainOptions, audit: AuditTrail): ClientRegistrar {
+  const { store, clock, issuer } = options;
+  const policy = options.clientRegistration ?? { mode: "off" as const, maxPerHour: DEFAULT_REGISTRATIONS_PER_HOUR };
+  const clientUri = (clientId: string) => `${issuer}${REGISTRATION_PATH}/${encodeURIComponent(clientId)}`;
+  return new ClientRegistrar(store.applications, store.registrationCounts, clock, policy, clientUri, audit);
+}
+
+/** Client authentication's failure budgets, when a policy is given; each lockout audited and told. */
+function clientThrottleOf(options: DomainOptions, audit: AuditTrail): ClientThrottle | undefined {
+  if (!options.clientAuthPolicy) return undefined;
+  return new ClientThrottle(options.store.loginFailures, options.clock, options.clientAuthPolicy, (lockout) => {
+    audit.record(lockoutEvent(lockout));
+    options.onClientLockout?.(lockout);
+  });
+}
+
+/** Sign-in's failure budgets (off without a policy); each lockout counted, audited and told. */
+function loginThrottleOf(options: DomainOptions, metrics: Metrics, audit: AuditTrail): LoginThrottle {
+  return new LoginThrottle(options.store.loginFailures, options.clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
+    metrics.lockout();
+    audit.record(lockoutEvent(lockout));
+    options.onLockout?.(lockout);
+  });
+}
+
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
   const metrics = options.metrics ?? noMetrics;
@@ -175,16 +201,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     maxBodyBytes: MAX_UPSTREAM_BODY_BYTES,
     clock,
   });
-  const federation = new FederatedLogin(
-    issuer,
-    providerAdmin,
-    new LoginStates(store.federationStates, clock),
-    upstream,
-    new AccountLinker(store.accountLinks, clock),
-    logger,
-    metrics,
-    audit,
-  );
+  const federation = new FederatedLogin(issuer, providerAdmin, new LoginStates(store.federationStates, clock), upstream, new AccountLinker(store.accountLinks, clock), logger, metrics, audit);
   const consoleClient = consoleClientFor(issuer);
   const remoteKeySets = new RemoteKeySets(upstream);
   const minter = new TokenMinter(store, keys, clock, issuer);
@@ -192,19 +209,11 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   const clients = new ClientAuthenticator(
     store.applications,
     undefined,
-    options.clientAuthPolicy &&
-      new ClientThrottle(store.loginFailures, clock, options.clientAuthPolicy, (lockout) => {
-        audit.record(lockoutEvent(lockout));
-        options.onClientLockout?.(lockout);
-      }),
+    clientThrottleOf(options, audit),
     new ClientAssertions(issuer, clock, store.clientAssertionJtis, remoteKeySets, secretBox),
   );
   // One budget for passwords and second-factor codes alike (issue #46 §1).
-  const loginThrottle = new LoginThrottle(store.loginFailures, clock, options.loginPolicy ?? NO_LOCKOUT, (lockout) => {
-    metrics.lockout();
-    audit.record(lockoutEvent(lockout));
-    options.onLockout?.(lockout);
-  });
+  const loginThrottle = loginThrottleOf(options, metrics, audit);
   const users = new UserAuthenticator(store.users, loginThrottle, metrics, audit);
   const secondFactors = new SecondFactors(store.userFactors, clock, secretBox, loginThrottle, audit, new URL(issuer).hostname);
   const devices = new DeviceAuthorizations({
@@ -249,14 +258,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     devices,
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit, secretBox),
     resourceAdmin: new ResourceAdmin(store.resources, clock, audit),
-    registration: new ClientRegistrar(
-      store.applications,
-      store.registrationCounts,
-      clock,
-      options.clientRegistration ?? { mode: "off", maxPerHour: DEFAULT_REGISTRATIONS_PER_HOUR },
-      (clientId) => `${issuer}${REGISTRATION_PATH}/${encodeURIComponent(clientId)}`,
-      audit,
-    ),
+    registration: clientRegistrarOf(options, audit),
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
     userPage: (request) => listUsersPage(store.users, request),

@@ -32,7 +32,7 @@ export interface AccountLink {
  * Linking of external accounts to local users: the user and the link are
  * read and written in one transaction.
  *
- * The contract (test/store/contract.spec.ts, every backend, "account links"):
+ * The contract (test/store/contract/federation.spec.ts, every backend, "account links"):
  * - a known account gets its linked user, and the link notes the current
  *   provider user name;
  * - a disabled user is returned as found and nothing is written, so the

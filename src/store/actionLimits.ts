@@ -5,7 +5,7 @@ import type { Db } from "./db.js";
  * account and per address) in fixed windows: the window opens with its first
  * action and lasts `windowMs`; after it, counting starts afresh.
  *
- * The contract (test/store/contract.spec.ts, every backend, "action limits"):
+ * The contract (test/store/contract/users.spec.ts, every backend, "action limits"):
  * - atomic: take() counts one action and decides in one statement, so of any
  *   number of concurrent callers exactly `max` per window get true ("lets
  *   exactly max of 40 concurrent actions through, and starts afresh after

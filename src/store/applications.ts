@@ -107,7 +107,7 @@ export const APPLICATION_CACHE_MS = 1000;
 const APPLICATION_CACHE_LIMIT = 1000;
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "applications"):
+ * The contract (test/store/contract/applications.spec.ts, every backend, "applications"):
  * - unique: name and client id; an insert or update that would repeat one
  *   throws ConflictError ("refuses a second application with the same name or client id");
  * - undefined: findByClientId and findByName of an unknown key; deleteByName

@@ -30,7 +30,7 @@ export interface AuthorizationCodeRecord {
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "authorization codes"):
+ * The contract (test/store/contract/authorization.spec.ts, every backend, "authorization codes"):
  * - compare-and-set: consume() is one conditional UPDATE; of any number of
  *   concurrent callers exactly one gets true, and none after it ("lets
  *   exactly one of 50 concurrent consumes of one code win, and none after it");

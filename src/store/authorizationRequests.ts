@@ -25,7 +25,7 @@ export interface SignInStep {
 }
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "authorization requests"):
+ * The contract (test/store/contract/authorization.spec.ts, every backend, "authorization requests"):
  * - compare-and-set: take() deletes the row; exactly one of any number of
  *   concurrent callers gets true, so a request completes once ("round-trips
  *   by id, and lets exactly one of 50 concurrent takes of one request win");

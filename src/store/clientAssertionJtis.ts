@@ -7,7 +7,7 @@ import type { Db } from "./db.js";
  * assertion lives at most a few minutes, the table holds at most those
  * minutes' worth of accepted assertions.
  *
- * The contract (test/store/contract.spec.ts, every backend, "client assertion jtis"):
+ * The contract (test/store/contract/tokens.spec.ts, every backend, "client assertion jtis"):
  * - atomic: useOnce() records a key in one conditional statement, so of any
  *   number of concurrent callers (on any instance) exactly one gets true
  *   ("lets exactly one of 50 concurrent uses of one jti through");

@@ -58,7 +58,7 @@ const fromRow = (r: Row): DeviceCodeRecord => ({
 });
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "device codes"):
+ * The contract (test/store/contract/authorization.spec.ts, every backend, "device codes"):
  * - unique: user code; an insert repeating one throws ConflictError;
  * - compare-and-set: decide() moves only a pending, unexpired code; poll()
  *   counts a poll only when the interval has passed since the last one

@@ -46,7 +46,7 @@ export type TakenLink = { ok: true; link: EmailLinkRecord } | { ok: false; reaso
 /**
  * The single-use links of email verification and password reset.
  *
- * The contract (test/store/contract.spec.ts, every backend, "email links"):
+ * The contract (test/store/contract/users.spec.ts, every backend, "email links"):
  * - one live link per user and purpose: issue() replaces the older one in
  *   one statement, which voids it ("a newer link voids the older one, ...");
  * - single-use: take() marks the link used in one conditional UPDATE, so of

@@ -35,7 +35,7 @@ const keyColumns = (k: ExternalKey) => ({ provider: k.provider, external_id_type
 /**
  * Every method takes `conn` so linking can run inside one transaction.
  *
- * The contract (test/store/contract.spec.ts, every backend, "federated identities"):
+ * The contract (test/store/contract/federation.spec.ts, every backend, "federated identities"):
  * - unique: (provider, external id type, external id); a second link of one
  *   account throws ConflictError, and a `sub` never passes for a
  *   preferred_username ("round-trips, lists by user, updates the username,

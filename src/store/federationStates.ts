@@ -16,7 +16,7 @@ export interface FederationStateRecord {
 }
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "federation states"):
+ * The contract (test/store/contract/federation.spec.ts, every backend, "federation states"):
  * - compare-and-set: take() deletes the row; exactly one of any number of
  *   concurrent callers gets true, so a state is used once ("lets exactly one
  *   of 50 concurrent takes of one state win");

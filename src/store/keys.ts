@@ -23,7 +23,7 @@ const fromRow = (r: Row): SigningKeyRecord => ({
 });
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "signing keys"):
+ * The contract (test/store/contract/tokens.spec.ts, every backend, "signing keys"):
  * - list() is newest first ("lists newest first, with retirement times as
  *   numbers or null");
  * - compare-and-set: retireIfUnused() is one conditional UPDATE, true for

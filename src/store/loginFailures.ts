@@ -8,7 +8,7 @@ export interface LoginFailureRecord {
 }
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "login failures"):
+ * The contract (test/store/contract/users.spec.ts, every backend, "login failures"):
  * - atomic: reserveFailure() takes one failure from a key's budget in one
  *   statement, so concurrent callers never take more than `max`, and the one
  *   that spends it locks the key ("lets exactly max of 50 concurrent

@@ -90,7 +90,7 @@ const toRow = (p: ProviderRecord): Row => ({
 });
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "providers"):
+ * The contract (test/store/contract/federation.spec.ts, every backend, "providers"):
  * - unique: the name; a second insert throws ConflictError ("refuses a
  *   second provider with the same name");
  * - undefined: findByName of an unknown or deleted name; deleteByName says

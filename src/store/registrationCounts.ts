@@ -2,7 +2,7 @@ import type { Db } from "./db.js";
 
 /**
  * Successful client registrations per key (a client address), in fixed
- * windows. The contract (test/store/contract.spec.ts, every backend,
+ * windows. The contract (test/store/contract/applications.spec.ts, every backend,
  * "registration counts"):
  * - atomic: reserve() takes one place of a key's budget in one statement, so
  *   concurrent callers never take more than `max` in a window ("lets exactly

@@ -36,7 +36,7 @@ const toRow = (r: ResourceRecord): Row => ({
 });
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "resources"):
+ * The contract (test/store/contract/applications.spec.ts, every backend, "resources"):
  * - unique: the URI; a second insert throws ConflictError;
  * - undefined: findByUri of an unknown or deleted URI; deleteByUri says
  *   whether a row went; findByUris answers only the URIs that exist;

@@ -14,7 +14,7 @@ export interface SessionRecord {
 }
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "sessions"):
+ * The contract (test/store/contract/sessions.spec.ts, every backend, "sessions"):
  * - undefined: findByHash of an unknown or deleted hash ("round-trips by hash and deletes");
  * - deleteByHash of a missing row is no error, not yet proven;
  * - expired sessions are swept ("cleanup of expired rows" › "deletes expired

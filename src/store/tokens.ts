@@ -186,7 +186,7 @@ export interface OwnedAccessToken<User> {
 }
 
 /**
- * The contract of both token repositories (test/store/contract.spec.ts,
+ * The contract of both token repositories (test/store/contract/tokens.spec.ts,
  * every backend, "access tokens", "refresh tokens", "family revocation",
  * "rotation"):
  * - compare-and-set: RefreshTokenRepository.consume() is one conditional

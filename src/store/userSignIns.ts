@@ -21,7 +21,7 @@ export interface RefreshGrantRecord {
  * (both indexed by user). What revokes them is revocations.ts's and
  * tokens.ts's, as everywhere else. Times are epoch ms.
  *
- * The contract (test/store/contract.spec.ts, every backend, "a user's
+ * The contract (test/store/contract/sessions.spec.ts, every backend, "a user's
  * sign-ins, for administration"):
  * - only live rows are listed (sessions unexpired; refresh tokens
  *   unconsumed, unrevoked, unexpired: one per grant), newest first

@@ -80,7 +80,7 @@ export interface UserUpdateEnds {
 }
 
 /**
- * The contract (test/store/contract.spec.ts, every backend, "users"):
+ * The contract (test/store/contract/users.spec.ts, every backend, "users"):
  * - unique: the name; a second one throws ConflictError ("refuses a second
  *   user with the same name");
  * - undefined: findById and findByName of an unknown or deleted user;

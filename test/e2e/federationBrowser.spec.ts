@@ -118,7 +118,12 @@ describe("federated sign-in in headless Chromium, with this service as the upstr
       picture: TEST_USER.avatar,
       email: TEST_USER.email,
       email_verified: false,
+      // How the user signed in (issue 46 §4): through a provider, one factor.
+      auth_time: first.userinfo.auth_time,
+      acr: "pwd",
+      amr: ["fed"],
     });
+    assert.equal(typeof first.userinfo.auth_time, "number");
     assert.deepEqual(first.account.linkedIdentities, [{ provider: "upstream", externalId: upstreamAlice.id, username: TEST_USER.name }]);
     assert.equal((await ours.domain.userAdmin.list()).length, usersBefore + 1);
 

@@ -48,10 +48,12 @@ describe("workload identity: the JWT bearer grant (RFC 7523 §2.1)", () => {
   let server: RunningServer;
   let platform: Awaited<ReturnType<typeof startFakeIssuer>>;
   // The service's clock, moved by hand past the 30 s between re-reads; the platform signs with the real one.
-  const clock = new FakeClock();
+  // Made when the suite starts, not when the file loads: in a whole run that is minutes later.
+  let clock: FakeClock;
   const WORKLOAD = { name: "workloads", clientId: "client-workloads", grantTypes: ["client_credentials"] };
 
   before(async () => {
+    clock = new FakeClock();
     platform = await startFakeIssuer();
     server = await startTestServer({
       clock,

@@ -138,7 +138,8 @@ describe("a token's scope limits get-account", () => {
     const introspect = async (token: string) =>
       (await postForm(server.url + INTROSPECT_PATH, { token }, { authorization: basicAuth(TEST_APP.clientId, TEST_APP.clientSecret) })).body;
     const [a, b] = [await introspect(narrow.access_token), await introspect(wide.access_token)];
-    const metadata = ["active", "client_id", "username", "token_type", "exp", "iat", "nbf", "sub", "aud", "iss", "scope", "jti"];
+    // How the user signed in (auth_time, acr, amr: issue 46 §4) is the token's metadata too.
+    const metadata = ["active", "client_id", "username", "token_type", "exp", "iat", "nbf", "sub", "aud", "iss", "scope", "jti", "auth_time", "acr", "amr"];
     assert.deepEqual(Object.keys(a).sort(), [...metadata].sort());
     assert.deepEqual(Object.keys(b).sort(), [...metadata].sort());
     assert.equal(a.username, USER.name);

@@ -1,0 +1,208 @@
+import assert from "node:assert/strict";
+import { setTimeout } from "node:timers/promises";
+import { APPLICATION_CACHE_MS } from "../../../src/store/applications.js";
+import { createStore } from "../../../src/store/index.js";
+import { anAccessToken, HOUR, T0 } from "../../support/storeFixtures.js";
+import { id, anApplication, aUser, aRefreshToken, aSession, assertConflict } from "./fixtures.js";
+import { describeEachBackend } from "../../support/databases.js";
+
+describeEachBackend("storage contract: applications", (ctx) => {
+  describe("applications", () => {
+    it("round-trips every field and finds by client id and by name", async () => {
+      const app = anApplication();
+      await ctx.store.applications.insert(app);
+      assert.deepEqual(await ctx.store.applications.findByClientId(app.clientId), app);
+      assert.deepEqual(await ctx.store.applications.findByName(app.name), app);
+      assert.equal(await ctx.store.applications.findByClientId(`missing-${id()}`), undefined);
+    });
+
+    it("updates and deletes by name", async () => {
+      const app = anApplication();
+      await ctx.store.applications.insert(app);
+      const changed = { ...app, redirectUris: [], grantTypes: ["authorization_code"], expireInHours: 5, publicClient: false, updatedAt: T0 + 1 };
+      await ctx.store.applications.update(changed);
+      assert.deepEqual(await ctx.store.applications.findByName(app.name), changed);
+      assert.ok((await ctx.store.applications.list()).some((a) => a.name === app.name));
+      assert.equal(await ctx.store.applications.deleteByName(app.name), true);
+      assert.equal(await ctx.store.applications.deleteByName(app.name), false);
+      assert.equal(await ctx.store.applications.findByName(app.name), undefined);
+    });
+
+    it("revokes the refresh tokens of an application that turns public, in the same update, and no other client's", async () => {
+      const app = anApplication({ publicClient: false });
+      await ctx.store.applications.insert(app);
+      const mine = aRefreshToken({ clientId: app.clientId });
+      const others = aRefreshToken({ clientId: `other-${id()}` });
+      for (const token of [mine, others]) await ctx.store.refreshTokens.insert(token);
+      await ctx.store.applications.update({ ...app, expireInHours: 3, updatedAt: T0 + 2 }, app);
+      assert.equal((await ctx.store.refreshTokens.findByHash(mine.tokenHash))?.revokedAt, null, "another change ends nothing");
+      await ctx.store.applications.update({ ...app, publicClient: true, updatedAt: T0 + 3 }, app);
+      assert.equal((await ctx.store.refreshTokens.findByHash(mine.tokenHash))?.revokedAt, T0 + 3);
+      assert.equal((await ctx.store.refreshTokens.findByHash(others.tokenHash))?.revokedAt, null);
+    });
+
+    it("refuses a second application with the same name or client id", async () => {
+      const app = anApplication();
+      await ctx.store.applications.insert(app);
+      await assertConflict(ctx.store.applications.insert(anApplication({ name: app.name })), "application");
+      await assertConflict(ctx.store.applications.insert(anApplication({ clientId: app.clientId })), "application");
+      const other = anApplication();
+      await ctx.store.applications.insert(other);
+      await assertConflict(ctx.store.applications.update({ ...other, clientId: app.clientId }), "application");
+    });
+
+    it("answers a lookup by client id with its own changes at once, and another instance's within the cache bound", async () => {
+      const app = anApplication();
+      await ctx.store.applications.insert(app);
+      assert.equal((await ctx.store.applications.findByClientId(app.clientId))!.expireInHours, app.expireInHours);
+      await ctx.store.applications.update({ ...app, expireInHours: 7 });
+      assert.equal((await ctx.store.applications.findByClientId(app.clientId))!.expireInHours, 7);
+
+      const otherInstance = createStore(ctx.db);
+      try {
+        await otherInstance.applications.update({ ...app, expireInHours: 9 });
+        await setTimeout(APPLICATION_CACHE_MS + 50);
+        assert.equal((await ctx.store.applications.findByClientId(app.clientId))!.expireInHours, 9);
+      } finally {
+        await otherInstance.close();
+      }
+    });
+
+    it("collects every application's allowed origins, its own changes at once and another instance's within the cache bound", async () => {
+      const [a, b] = [`https://a-${id()}.example`, `https://b-${id()}.example`];
+      const app = anApplication({ allowedOrigins: [a] });
+      await ctx.store.applications.insert(app);
+      await ctx.store.applications.insert(anApplication({ allowedOrigins: [a, b] }));
+      await ctx.store.applications.insert(anApplication({ allowedOrigins: [] }));
+      const origins = await ctx.store.applications.allowedOrigins();
+      assert.ok(origins.has(a) && origins.has(b));
+      assert.equal(ctx.store.applications.allowedOrigins(), origins, "answered from the cache, without a query");
+
+      const c = `https://c-${id()}.example`;
+      await ctx.store.applications.update({ ...app, allowedOrigins: [c] });
+      assert.ok((await ctx.store.applications.allowedOrigins()).has(c), "its own write is seen at once");
+
+      const otherInstance = createStore(ctx.db);
+      try {
+        await otherInstance.applications.update({ ...app, allowedOrigins: [] });
+        assert.ok((await ctx.store.applications.allowedOrigins()).has(c), "another instance's write waits for the cache bound");
+        await setTimeout(APPLICATION_CACHE_MS + 50);
+        assert.equal((await ctx.store.applications.allowedOrigins()).has(c), false);
+      } finally {
+        await otherInstance.close();
+      }
+    });
+  });
+
+  describe("what ends with a user or an application", () => {
+    /** A user with a refresh token, an access token and a session, and a bystander with the same. */
+    async function signedIn(clientId = "client") {
+      const rows = () => {
+        const user = aUser();
+        return {
+          user,
+          refresh: aRefreshToken({ userId: user.id, clientId }),
+          access: anAccessToken({ userId: user.id, clientId }),
+          session: aSession({ userId: user.id }),
+        };
+      };
+      const [mine, bystander] = [rows(), rows()];
+      for (const r of [mine, bystander]) {
+        await ctx.store.users.insert(r.user);
+        await ctx.store.refreshTokens.insert(r.refresh);
+        await ctx.store.accessTokens.insert(r.access);
+        await ctx.store.sessions.insert(r.session);
+      }
+      return { mine, bystander };
+    }
+    const state = async (r: Awaited<ReturnType<typeof signedIn>>["mine"]) => ({
+      refresh: (await ctx.store.refreshTokens.findByHash(r.refresh.tokenHash))?.revokedAt ?? null,
+      access: (await ctx.store.accessTokens.findByHash(r.access.tokenHash))?.revokedAt ?? null,
+      session: (await ctx.store.sessions.findByHash(r.session.idHash)) !== undefined,
+    });
+
+    it("ends a user's sign-ins (refresh tokens, sessions) with an update that asks, its access tokens too when asked, and nobody else's", async () => {
+      const { mine, bystander } = await signedIn();
+      await ctx.store.users.update({ ...mine.user, displayName: "Renamed" });
+      assert.deepEqual(await state(mine), { refresh: null, access: null, session: true }, "a plain update ends nothing");
+      await ctx.store.users.update({ ...mine.user, passwordHash: "scrypt$new" }, { at: T0 + 7, signIns: true });
+      assert.deepEqual(await state(mine), { refresh: T0 + 7, access: null, session: false });
+      await ctx.store.users.update({ ...mine.user, disabled: true }, { at: T0 + 8, signIns: true, accessTokens: true });
+      assert.deepEqual(await state(mine), { refresh: T0 + 7, access: T0 + 8, session: false }, "a revocation keeps its first time");
+      assert.deepEqual(await state(bystander), { refresh: null, access: null, session: true });
+      assert.equal((await ctx.store.users.findById(mine.user.id))?.disabled, true);
+    });
+
+    it("deletes a user with its refresh tokens revoked and its sessions ended, and nobody else's", async () => {
+      const { mine, bystander } = await signedIn();
+      assert.equal(await ctx.store.users.deleteByName(mine.user.name, T0 + 9), true);
+      assert.equal(await ctx.store.users.deleteByName(mine.user.name, T0 + 9), false);
+      assert.deepEqual(await state(mine), { refresh: T0 + 9, access: null, session: false });
+      assert.deepEqual(await state(bystander), { refresh: null, access: null, session: true });
+    });
+
+    it("deletes an application with every token of its client id revoked, and no other client's", async () => {
+      const app = anApplication();
+      await ctx.store.applications.insert(app);
+      const { mine } = await signedIn(app.clientId);
+      const { mine: otherClients } = await signedIn();
+      const clientToken = anAccessToken({ clientId: app.clientId, userId: null, familyId: null });
+      await ctx.store.accessTokens.insert(clientToken);
+      assert.equal(await ctx.store.applications.deleteByName(app.name, T0 + 10), true);
+      assert.equal(await ctx.store.applications.deleteByName(app.name, T0 + 10), false);
+      assert.deepEqual(await state(mine), { refresh: T0 + 10, access: T0 + 10, session: true });
+      assert.equal((await ctx.store.accessTokens.findByHash(clientToken.tokenHash))?.revokedAt, T0 + 10);
+      assert.deepEqual(await state(otherClients), { refresh: null, access: null, session: true });
+    });
+  });
+
+  describe("resources", () => {
+    const aResource = () => ({ uri: `https://api-${id()}.example/`, name: "API", scopes: [{ name: "api:read", description: "Read" }], createdAt: T0, updatedAt: T0 });
+
+    it("round-trips, updates, finds several at once and deletes", async () => {
+      const [one, two] = [aResource(), aResource()];
+      await ctx.store.resources.insert(one);
+      await ctx.store.resources.insert(two);
+      assert.deepEqual(await ctx.store.resources.findByUri(one.uri), one);
+      const found = await ctx.store.resources.findByUris([one.uri, two.uri, "https://none.example/"]);
+      assert.deepEqual(found.map((r) => r.uri).sort(), [one.uri, two.uri].sort());
+      const changed = { ...one, name: "Renamed", scopes: [], updatedAt: T0 + 1 };
+      assert.equal(await ctx.store.resources.update(changed), true);
+      assert.deepEqual(await ctx.store.resources.findByUri(one.uri), changed);
+      assert.equal(await ctx.store.resources.deleteByUri(one.uri), true);
+      assert.equal(await ctx.store.resources.deleteByUri(one.uri), false);
+      assert.equal(await ctx.store.resources.findByUri(one.uri), undefined);
+      assert.equal(await ctx.store.resources.update(changed), false);
+    });
+
+    it("refuses a second resource with the same URI", async () => {
+      const resource = aResource();
+      await ctx.store.resources.insert(resource);
+      await assertConflict(ctx.store.resources.insert({ ...resource, name: "Other" }), "resource");
+    });
+
+    it("keeps the resources of a code, a refresh token and an access token", async () => {
+      const resources = ["https://a.example/", "https://b.example/mcp"];
+      const refresh = aRefreshToken({ resources });
+      await ctx.store.refreshTokens.insert(refresh);
+      assert.deepEqual((await ctx.store.refreshTokens.findByHash(refresh.tokenHash))?.resources, resources);
+      const access = anAccessToken({ resources });
+      await ctx.store.accessTokens.insert(access);
+      assert.deepEqual((await ctx.store.accessTokens.findByHash(access.tokenHash))?.resources, resources);
+      assert.deepEqual((await ctx.store.accessTokens.findStandingByHash(access.tokenHash))?.token.resources, resources);
+    });
+  });
+
+  describe("registration counts", () => {
+    it("lets exactly max of 40 concurrent reservations of one key through, gives one back, and starts a new window", async () => {
+      const key = `registration:${id()}`;
+      const results = await Promise.all(Array.from({ length: 40 }, () => ctx.store.registrationCounts.reserve(key, 5, T0, HOUR)));
+      assert.equal(results.filter(Boolean).length, 5);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + 1, HOUR), false);
+      await ctx.store.registrationCounts.release(key);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + 2, HOUR), true);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + 3, HOUR), false);
+      assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + HOUR, HOUR), true, "a window that has ended starts afresh");
+    });
+  });
+});
