@@ -5,7 +5,7 @@ import { combined, httpLoad, measured, type LoadResult } from "./load.js";
 import { startOurs, tokenRequest } from "./ours.js";
 import { failed, type Row } from "./report.js";
 
-/** Each kind with its target: events may cost RS256 tokens 5% (issue 29 §4), opaque ones, the cheapest, 10% (issue 48 §5). */
+/** Each kind with its target: events may cost RS256 tokens 5% (issue 29 §4), opaque ones, the cheapest, 10% (issue 48 §1). */
 const KINDS = [["RS256", "client_credentials, RS256 JWT", 0.95], ["opaque", "client_credentials, opaque", 0.9]] as const;
 const PAIRS = 3;
 

@@ -8,7 +8,7 @@ import { latencyRow } from "./latency.js";
 import { startOurs } from "./ours.js";
 import { startService } from "./processes.js";
 import { passes, ratioOf, writeReport, type Report } from "./report.js";
-import { fastPathsOnly, log, quick, settings, TSX } from "./settings.js";
+import { auditOnly, fastPathsOnly, log, quick, settings, TSX } from "./settings.js";
 import { largeStoreRow, memoryRow } from "./storage.js";
 import { verificationRows } from "./verification.js";
 import { workersRows } from "./workers.js";
@@ -26,6 +26,11 @@ async function main(): Promise<void> {
   const started = Date.now();
   try {
     if (fastPathsOnly) return await measureFastPaths(dir);
+    if (auditOnly) {
+      const report: Report = { mode: quick ? "quick" : "full", rows: await auditCostRows(dir), figures: [], notes: [] };
+      process.stdout.write(`\n${writeReport(report, "bench/results/audit")}\n`);
+      return;
+    }
     log(`${quick ? "quick" : "full"} mode: ${settings.seconds} s per load in ${settings.turns} turns after ${settings.warmupSeconds} s of warm-up; files in ${dir}`);
     const reference = (name: string, file: string) =>
       startService({ name, args: [...TSX, `bench/references/${file}`], env: { NODE_ENV: "production" }, logFile: join(dir, `${file}.log`), ready: /listening on (\S+)/ });
