@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { measureAdminContext } from "./adminContext.js";
 import { auditCostRows } from "./auditCost.js";
 import { clientCredentialsRows } from "./clientCredentials.js";
 import { measureFastPaths } from "./fastPaths.js";
@@ -8,7 +9,7 @@ import { latencyRow } from "./latency.js";
 import { startOurs } from "./ours.js";
 import { startService } from "./processes.js";
 import { passes, ratioOf, writeReport, type Report } from "./report.js";
-import { auditOnly, fastPathsOnly, log, quick, settings, TSX } from "./settings.js";
+import { adminContextOnly, auditOnly, fastPathsOnly, log, quick, settings, TSX } from "./settings.js";
 import { largeStoreRow, memoryRow } from "./storage.js";
 import { verificationRows } from "./verification.js";
 import { workersRows } from "./workers.js";
@@ -26,6 +27,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   try {
     if (fastPathsOnly) return await measureFastPaths(dir);
+    if (adminContextOnly) return await measureAdminContext(dir);
     if (auditOnly) {
       const report: Report = { mode: quick ? "quick" : "full", rows: await auditCostRows(dir), figures: [], notes: [] };
       process.stdout.write(`\n${writeReport(report, "bench/results/audit")}\n`);

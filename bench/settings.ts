@@ -1,12 +1,13 @@
 import { parseArgs } from "node:util";
 
-const USAGE = `usage: npm run bench -- [--quick] [--seconds S] [--workers N] [--fast-paths | --audit]
+const USAGE = `usage: npm run bench -- [--quick] [--seconds S] [--workers N] [--fast-paths | --audit | --admin-context]
 
   --quick       every row, shorter runs and smaller data sets (about 3 minutes)
   --seconds S   measured seconds of each load, split into turns (default 10, or 3 with --quick)
   --workers N   the workers row: serve --workers N against one process (default 2)
   --fast-paths  only our server with every fast path against itself with each off (IDENTITY_PLAIN_PATHS)
   --audit       only the audit rows: audit events on against --audit-events false
+  --admin-context  only REST introspection after an admin call against a server that never had one
 `;
 
 const { values: flags } = parseArgs({
@@ -16,6 +17,7 @@ const { values: flags } = parseArgs({
     workers: { type: "string", default: "2" },
     "fast-paths": { type: "boolean", default: false },
     audit: { type: "boolean", default: false },
+    "admin-context": { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -27,6 +29,7 @@ if (flags.help) {
 export const quick = flags.quick;
 export const fastPathsOnly = flags["fast-paths"];
 export const auditOnly = flags.audit;
+export const adminContextOnly = flags["admin-context"];
 export const workers = Number(flags.workers);
 if (!Number.isInteger(workers) || workers < 2) throw new Error(`--workers: a whole number of at least 2, not ${flags.workers}`);
 

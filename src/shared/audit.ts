@@ -111,9 +111,32 @@ export interface AdminCaller {
  */
 const adminCalls = new AsyncLocalStorage<AdminCaller>();
 
+/**
+ * Admin calls under way. An AsyncLocalStorage, once run, keeps Node 20's
+ * promise hooks on for the whole process, which slows every request after
+ * the first admin call (docs/architecture.md, "Fast paths"); so it is
+ * disabled again whenever no admin call is under way, and the next `run`
+ * turns it back on.
+ */
+let callsUnderWay = 0;
+
+function finished(): void {
+  if (--callsUnderWay === 0) adminCalls.disable();
+}
+
 export const adminCaller = {
   run<T>(caller: AdminCaller, fn: () => T): T {
-    return adminCalls.run(caller, fn);
+    callsUnderWay++;
+    let result: T;
+    try {
+      result = adminCalls.run(caller, fn);
+    } catch (err) {
+      finished();
+      throw err;
+    }
+    if (result instanceof Promise) return result.finally(finished) as T;
+    finished();
+    return result;
   },
   /** The caller of the admin call under way; outside one, the local operator (CLI, config file). */
   current(): AdminCaller {
