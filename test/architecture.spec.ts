@@ -166,6 +166,12 @@ describe("architecture", () => {
     assert.deepEqual(long, []);
   });
 
+  it("keeps every spec file to at most 800 lines", () => {
+    const specs = readdirSync("test", { recursive: true, encoding: "utf8" }).filter((name) => name.endsWith(".spec.ts"));
+    const long = specs.filter((name) => readFileSync(join("test", name), "utf8").split("\n").length > 800);
+    assert.deepEqual(long, []);
+  });
+
   it("names every folder of src/ in docs/architecture.md", () => {
     const map = readFileSync("docs/architecture.md", "utf8");
     const folders = readdirSync("src", { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => `src/${e.name}`);
