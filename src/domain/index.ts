@@ -27,6 +27,7 @@ import { AuthorizationCodes } from "./../oauth/codes.js";
 import { DEFAULT_DEVICE_CODE_TTL_SECONDS, DeviceAuthorizations } from "./../oauth/deviceAuthorization.js";
 import type { GrantDeps } from "./../oauth/grants/types.js";
 import { AccountLookup } from "./../oauth/account.js";
+import { Consents } from "./../oauth/consents.js";
 import { AuthorizeEndpoint } from "./../oauth/authorizeEndpoint.js";
 import { SignOut } from "./../oauth/endSession.js";
 import { TokenEndpoint } from "./../oauth/tokenEndpoint.js";
@@ -62,6 +63,8 @@ export interface Domain {
   account: AccountLookup;
   /** RP-initiated sign-out. */
   signOut: SignOut;
+  /** Remembered consent of applications that ask for it. */
+  consents: Consents;
   /** Client authentication at the endpoints that take it. */
   clients: ClientAuthenticator;
   /** Password sign-in, under the brute-force policy. */
@@ -251,6 +254,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit }, resourceServers),
     account: new AccountLookup({ store, clock, sessions }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
+    consents: new Consents(store.consents, clock),
     clients,
     users,
     secondFactors,

@@ -1,4 +1,5 @@
 import { AccountLinkRepository } from "./accountLinks.js";
+import { ConsentRepository } from "./consents.js";
 import { ActionLimitRepository } from "./actionLimits.js";
 import { EmailLinkRepository } from "./emailLinks.js";
 import { ApplicationRepository } from "./applications.js";
@@ -53,6 +54,8 @@ export interface Store {
   federatedIdentities: FederatedIdentityRepository;
   /** External accounts linked to local users, user and link written together (federated sign-in). */
   accountLinks: AccountLinkRepository;
+  /** What users allowed applications that ask for consent. */
+  consents: ConsentRepository;
   auditEvents: AuditEventRepository;
   /** Users' second factors and recovery codes. */
   userFactors: UserFactorRepository;
@@ -121,6 +124,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     federationStates: new FederationStateRepository(db),
     federatedIdentities,
     accountLinks: new AccountLinkRepository(db, users, federatedIdentities),
+    consents: new ConsentRepository(db),
     auditEvents,
     emailLinks: new EmailLinkRepository(db),
     actionLimits: new ActionLimitRepository(db),

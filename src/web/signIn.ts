@@ -61,8 +61,8 @@ export class SignInPages {
         // Signed in, but without the second factor this request needs: ask for it (step-up).
         return this.stepUp(req, res, app, request, signedIn.user, proof.amr);
       }
-      // Issue 43 §2: such an application never gets a code or token without the user's Allow.
-      if (app.consentRequired) return this.consent.ask(req, res, app, request);
+      // Issue 43 §2: such an application never gets a code or token without the user's Allow, given now or remembered.
+      if (app.consentRequired && !(await domain.consents.cover(signedIn.user.id, app.clientId, request))) return this.consent.ask(req, res, app, request);
       const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime, proof.amr);
       return sendAuthorizationResponse(res, response);
     }
@@ -163,7 +163,9 @@ export class SignInPages {
     await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookie: sessionId, session } = await domain.sessions.create(user, proof);
     const sessionCookie = cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds });
-    if (app.consentRequired) return this.consent.ask(req, res, app, pending.request, [sessionCookie]);
+    if (app.consentRequired && !(await domain.consents.cover(user.id, app.clientId, pending.request))) {
+      return this.consent.ask(req, res, app, pending.request, [sessionCookie]);
+    }
     const response = await domain.authorize.respond(app, pending.request, user, session.authTime, proof.amr);
     sendAuthorizationResponse(res, response, [sessionCookie]);
   }

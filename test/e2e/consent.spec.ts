@@ -78,10 +78,22 @@ describe("consent for registered clients", () => {
     assert.equal(again.status, 400);
   });
 
-  it("asks after a fresh sign-in too, and admin-made applications still skip it", async () => {
+  it("remembers Allow: the same or fewer skip the page, even for prompt=none; more, or prompt=consent, ask again", async () => {
+    const codeOf = (res: Response) => (res.status === 303 ? new URL(res.headers.get("location")!).searchParams.get("code") : null);
+    assert.ok(codeOf(await browse(url(), jar)), "the same request");
+    assert.ok(codeOf(await browse(url({ scope: "openid" }), jar)), "fewer scopes");
+    assert.ok(codeOf(await browse(url({ prompt: "none" }), jar)), "prompt=none, remembered");
+    for (const more of [url({ scope: "openid email profile mcp:tools" }), url({ prompt: "consent" })]) {
+      const page = await browse(more, jar);
+      assert.equal(page.status, 200, more);
+      assert.match(await page.text(), /Allow Agent/);
+    }
+  });
+
+  it("asks after a fresh sign-in for more than was allowed, and admin-made applications still skip it", async () => {
     const fresh = new CookieJar();
     const { verifier: _v } = pkcePair();
-    const login = await browse(url(), fresh);
+    const login = await browse(url({ scope: "openid email phone mcp:tools" }), fresh);
     const afterLogin = await submit(`${server.url}/login`, { ...loginFormFields(await login.text()), username: TEST_USER.name, password: TEST_USER.password }, fresh);
     assert.equal(afterLogin.status, 200);
     assert.match(await afterLogin.text(), /Allow Agent/);

@@ -19,6 +19,7 @@ import * as publicClient from "./024_public_client.js";
 import * as refreshIdTokenClaims from "./025_refresh_id_token_claims.js";
 import * as resources from "./030_resources.js";
 import * as clientRegistration from "./031_client_registration.js";
+import * as consents from "./032_consents.js";
 import * as clientAssertions from "./040_client_assertions.js";
 import * as deviceCodes from "./041_device_codes.js";
 import * as tokenExchange from "./042_token_exchange.js";
@@ -54,6 +55,7 @@ const all: Migration[] = [
   { name: "025_refresh_id_token_claims", ...refreshIdTokenClaims },
   { name: "030_resources", ...resources },
   { name: "031_client_registration", ...clientRegistration },
+  { name: "032_consents", ...consents },
   { name: "040_client_assertions", ...clientAssertions },
   { name: "041_device_codes", ...deviceCodes },
   { name: "042_token_exchange", ...tokenExchange },

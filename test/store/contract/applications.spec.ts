@@ -205,4 +205,26 @@ describeEachBackend("storage contract: applications", (ctx) => {
       assert.equal(await ctx.store.registrationCounts.reserve(key, 5, T0 + HOUR, HOUR), true, "a window that has ended starts afresh");
     });
   });
+
+  describe("consents", () => {
+    it("remembers one consent per user and application, replaced whole, and goes with its user or its application", async () => {
+      const [user, other] = [aUser(), aUser()];
+      const app = anApplication();
+      for (const u of [user, other]) await ctx.store.users.insert(u);
+      await ctx.store.applications.insert(app);
+      const consent = { userId: user.id, clientId: app.clientId, scopes: ["openid"], resources: [], grantedAt: T0 };
+      assert.equal(await ctx.store.consents.find(user.id, app.clientId), undefined);
+      await ctx.store.consents.remember(consent);
+      assert.deepEqual(await ctx.store.consents.find(user.id, app.clientId), consent);
+      const wider = { ...consent, scopes: ["openid", "email"], resources: ["https://api.example/"], grantedAt: T0 + 1 };
+      await ctx.store.consents.remember(wider);
+      assert.deepEqual(await ctx.store.consents.find(user.id, app.clientId), wider);
+      await ctx.store.consents.remember({ ...consent, userId: other.id });
+      await ctx.store.users.deleteByName(user.name);
+      assert.equal(await ctx.store.consents.find(user.id, app.clientId), undefined);
+      assert.ok(await ctx.store.consents.find(other.id, app.clientId), "another user's stays");
+      await ctx.store.applications.deleteByName(app.name);
+      assert.equal(await ctx.store.consents.find(other.id, app.clientId), undefined);
+    });
+  });
 });

@@ -154,6 +154,7 @@ export const LOOKUP_PATHS: Record<string, string[]> = {
   providers: ["name"],
   resources: ["uri"],
   registration_counts: ["key"],
+  consents: ["user_id", "client_id"],
   access_tokens: ["token_hash", "family_id", "expires_at"],
   refresh_tokens: ["token_hash", "family_id", "expires_at"],
   sessions: ["id_hash", "expires_at"],
