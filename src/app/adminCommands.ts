@@ -34,6 +34,13 @@ const ADMIN_FLAGS = {
   "reset-mfa": { type: "boolean" },
   signup: { type: "boolean" },
   "no-signup": { type: "boolean" },
+  // Client authentication by signed assertion and token exchange (docs/client-authentication.md, docs/token-exchange.md).
+  "token-endpoint-auth-method": { type: "string" },
+  jwks: { type: "string" },
+  "jwks-uri": { type: "string" },
+  "exchange-audience": { type: "string", multiple: true },
+  "allow-impersonation": { type: "boolean" },
+  "no-allow-impersonation": { type: "boolean" },
   // `user verify-email` mails through the same settings as `serve` (docs/mail.md).
   "smtp-url": { type: "string" },
   "mail-from": { type: "string" },
@@ -79,7 +86,9 @@ const ADMIN_FLAGS = {
 const DEFAULT_DATABASE = SERVE_OPTIONS.find((o) => o.key === "database")!.default;
 
 const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
-const PLURAL: Record<string, string> = { redirectUri: "redirectUris", grantType: "grantTypes", provider: "providers", allowedOrigin: "allowedOrigins", admin: "isAdmin" };
+const PLURAL: Record<string, string> = {
+  redirectUri: "redirectUris", grantType: "grantTypes", provider: "providers", allowedOrigin: "allowedOrigins", admin: "isAdmin", exchangeAudience: "exchangeAudiences",
+};
 const NUMERIC = new Set(["expireInHours", "refreshExpireInHours"]);
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
@@ -105,7 +114,7 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
     flags: [
       "name", "client-id", "client-secret", "redirect-uri", "grant-type", "provider", "allowed-origin", "token-format",
       "signing-alg", "access-token-strategy", "expire-in-hours", "refresh-expire-in-hours", "public-client", "no-public-client", "mfa",
-      "signup", "no-signup",
+      "signup", "no-signup", "token-endpoint-auth-method", "jwks", "jwks-uri", "exchange-audience", "allow-impersonation", "no-allow-impersonation",
     ],
   },
   user: {

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from "node:crypto";
 import assert from "node:assert/strict";
 import { createPublicKey, X509Certificate } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -153,6 +154,27 @@ describe("command line", function () {
       assert.deepEqual(await json("app", "delete", "--name", "cli-app"), { deleted: "cli-app" });
       await assert.rejects(admin("app", "show", "--name", "cli-app"), /no application named cli-app/);
       await assert.rejects(admin("app", "create", "--name", "x", "--expire-in-hours", "soon"), /expireInHours/);
+    });
+
+    it("app create|update with signed-assertion authentication and token exchange (issue 44): the fields the RPCs set, never a secret", async () => {
+      const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+      const jwks = JSON.stringify({ keys: [{ ...publicKey.export({ format: "jwk" }), kid: "k1", alg: "ES256", use: "sig" }] });
+      const created = await json(
+        "app", "create", "--name", "jwt-app", "--grant-type", "client_credentials", "--token-endpoint-auth-method", "private_key_jwt", "--jwks", jwks,
+        "--exchange-audience", "client-b", "--exchange-audience", "https://api.example", "--allow-impersonation",
+      );
+      assert.deepEqual(
+        [created.tokenEndpointAuthMethod, JSON.parse(created.jwks).keys[0].kid, created.exchangeAudiences, created.allowImpersonation],
+        ["private_key_jwt", "k1", ["client-b", "https://api.example"], true],
+      );
+      assert.equal(created.clientSecretSealed, undefined);
+      const turned = await json("app", "update", "--name", "jwt-app", "--token-endpoint-auth-method", "client_secret_jwt", "--no-allow-impersonation");
+      assert.deepEqual([turned.tokenEndpointAuthMethod, turned.allowImpersonation], ["client_secret_jwt", false]);
+      assert.match(turned.clientSecret, /^[A-Za-z0-9_-]{22,}$/, "a kept secret for HS256, printed once");
+      const shown = await admin("app", "show", "--name", "jwt-app");
+      assert.ok(!shown.includes(turned.clientSecret) && !shown.includes("clientSecretSealed"), shown);
+      await assert.rejects(admin("app", "update", "--name", "jwt-app", "--token-endpoint-auth-method", "none-such"), /tokenEndpointAuthMethod/);
+      await json("app", "delete", "--name", "jwt-app");
     });
 
     it("user create|list|show|update|delete", async () => {
