@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { TokenRequestSchema, TokenService } from "../../gen/identity/v1/token_pb.js";
+import { TokenRequestSchema, TokenService, type TokenRequest } from "../../gen/identity/v1/token_pb.js";
+import type { TokenParams } from "../oauth/grants/types.js";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
 import type { TokenSet } from "../oauth/tokens.js";
@@ -8,6 +9,10 @@ import { everyMethod } from "./guards.js";
 import { clientAddressOf, presentedCredentials, REQUEST_CONTEXT } from "./headers.js";
 
 const requestOrigin = (ctx: HandlerContext) => ({ clientAddress: clientAddressOf(ctx), logLine: ctx.values.get(REQUEST_CONTEXT) });
+
+// The contract carries every parameter the domain's grants read: this fails to compile when one is missing.
+const _everyParameterInTheContract = (req: TokenRequest): TokenParams => req;
+void _everyParameterInTheContract;
 
 const tokenResponse = (tokens: TokenSet) => ({ ...tokens, expiresIn: BigInt(tokens.expiresIn) });
 

@@ -1,4 +1,3 @@
-import type { TokenRequest } from "../../../gen/identity/v1/token_pb.js";
 import type { AuditTrail, EventCarrier } from "../../shared/audit.js";
 import type { Clock } from "../../shared/clock.js";
 import type { Store } from "../../store/index.js";
@@ -14,10 +13,37 @@ import type { ApplicationRecord } from "../../shared/model.js";
 
 /**
  * The token request's parameters (RFC 6749 §4); absent ones are "". The
- * contract's message is their one definition: a field added there is a
- * parameter here (the one type the domain takes from gen/).
+ * contract's TokenRequest carries each of them: rpc/token.ts fails to compile
+ * when one is missing there, so the domain stays free of proto types.
  */
-export type TokenParams = Omit<TokenRequest, "$typeName" | "$unknown">;
+export interface TokenParams {
+  grantType: string;
+  clientId: string;
+  clientSecret: string;
+  /** RFC 7523 §2.2 client authentication. */
+  clientAssertionType: string;
+  clientAssertion: string;
+  scope: string;
+  username: string;
+  password: string;
+  code: string;
+  redirectUri: string;
+  codeVerifier: string;
+  refreshToken: string;
+  /** RFC 8707: the resource URIs named, each once. */
+  resource: string[];
+  /** RFC 8628 §3.4. */
+  deviceCode: string;
+  /** RFC 8693 §2.1. */
+  subjectToken: string;
+  subjectTokenType: string;
+  actorToken: string;
+  actorTokenType: string;
+  audience: string;
+  requestedTokenType: string;
+  /** RFC 7523 §2.1. */
+  assertion: string;
+}
 
 /** Where a token request came from, as the front door saw it. */
 export interface RequestOrigin {
