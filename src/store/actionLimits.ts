@@ -1,4 +1,5 @@
 import type { Db } from "./db.js";
+import { takeWindowedPlace } from "./windowedCounts.js";
 
 /**
  * Budgets of actions per key (sign-ups per client address, reset requests per
@@ -17,22 +18,7 @@ export class ActionLimitRepository {
   constructor(private readonly db: Db) {}
 
   /** Count one action of `key`; false (nothing counted) when `max` were already taken in this window. */
-  async take(key: string, max: number, now: number, windowMs: number): Promise<boolean> {
-    if (max <= 0) return false;
-    const cutoff = now - windowMs;
-    // SET reads the row as it was before this statement; the WHERE lets the conflict update happen only under the budget.
-    const rows: unknown[] = await this.db("action_limits")
-      .insert({ key, count: 1, window_started_at: now })
-      .onConflict("key")
-      .merge({
-        count: this.db.raw("CASE WHEN action_limits.window_started_at <= CAST(? AS BIGINT) THEN 1 ELSE action_limits.count + 1 END", [cutoff]),
-        window_started_at: this.db.raw(
-          "CASE WHEN action_limits.window_started_at <= CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE action_limits.window_started_at END",
-          [cutoff, now],
-        ),
-      })
-      .where((q) => q.where("action_limits.window_started_at", "<=", cutoff).orWhere("action_limits.count", "<", max))
-      .returning("count");
-    return rows.length > 0;
+  take(key: string, max: number, now: number, windowMs: number): Promise<boolean> {
+    return takeWindowedPlace(this.db, "action_limits", key, max, now, windowMs);
   }
 }

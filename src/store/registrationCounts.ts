@@ -1,4 +1,5 @@
 import type { Db } from "./db.js";
+import { takeWindowedPlace } from "./windowedCounts.js";
 
 /**
  * Successful client registrations per key (a client address), in fixed
@@ -13,23 +14,8 @@ export class RegistrationCountRepository {
   constructor(private readonly db: Db) {}
 
   /** One place of `max` per window of `windowMs`, taken in one statement; false (nothing taken) when none is left. */
-  async reserve(key: string, max: number, now: number, windowMs: number): Promise<boolean> {
-    if (max <= 0) return false;
-    const cutoff = now - windowMs;
-    // SET reads the row as it was before this statement.
-    const rows: unknown[] = await this.db("registration_counts")
-      .insert({ key, count: 1, window_started_at: now })
-      .onConflict("key")
-      .merge({
-        count: this.db.raw("CASE WHEN registration_counts.window_started_at <= CAST(? AS BIGINT) THEN 1 ELSE registration_counts.count + 1 END", [cutoff]),
-        window_started_at: this.db.raw(
-          "CASE WHEN registration_counts.window_started_at <= CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE registration_counts.window_started_at END",
-          [cutoff, now],
-        ),
-      })
-      .where((q) => q.where("registration_counts.window_started_at", "<=", cutoff).orWhere("registration_counts.count", "<", max))
-      .returning("count");
-    return rows.length > 0;
+  reserve(key: string, max: number, now: number, windowMs: number): Promise<boolean> {
+    return takeWindowedPlace(this.db, "registration_counts", key, max, now, windowMs);
   }
 
   /** Gives back a place reserve() took, for a registration that was then refused. */
