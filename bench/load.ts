@@ -7,6 +7,8 @@ export interface HttpRequest {
   path: string;
   headers?: Record<string, string>;
   body?: string;
+  /** Rewrites the request before each send (autocannon's hook), e.g. for a fresh client assertion. */
+  setupRequest?: (request: HttpRequest) => HttpRequest;
 }
 
 export interface LoadResult {

@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openDb } from "../src/store/db.js";
+import { jwtClientApplication } from "./clientKeys.js";
 import { FORM, post } from "./load.js";
 import { rssMiB, startService } from "./processes.js";
 
@@ -10,6 +11,9 @@ export type Kind = (typeof KINDS)[number];
 
 const SECRET = "bench-secret-0123456789abcdef";
 const clientId = (kind: Kind) => `bench-${kind.toLowerCase()}`;
+/** What the RS256 application may exchange its tokens for (RFC 8693, the token exchange row). */
+export const EXCHANGE_AUDIENCE = "bench-es256";
+const exchange = { grantTypes: ["client_credentials", "password", "token_exchange"], exchangeAudiences: [EXCHANGE_AUDIENCE], allowImpersonation: true };
 const application = (kind: Kind) => ({
   name: clientId(kind),
   clientId: clientId(kind),
@@ -17,6 +21,7 @@ const application = (kind: Kind) => ({
   grantTypes: ["client_credentials", "password"],
   expireInHours: 24,
   ...(kind === "opaque" ? { accessTokenStrategy: "opaque" } : { signingAlg: kind }),
+  ...(kind === "RS256" ? exchange : {}),
 });
 export const BENCH_USER = { name: "bench-user", password: "bench-password-0123", displayName: "Bench User", email: "bench@example.com", emailVerified: true, phone: "+15550100", address: "1 Main St" };
 
@@ -49,7 +54,7 @@ export const databaseFile = (dir: string, name: string) => join(dir, `${name}.sq
  */
 export async function startOurs(dir: string, name: string, workers = 1, env: NodeJS.ProcessEnv = {}): Promise<OurServer> {
   const configFile = join(dir, "config.json");
-  writeFileSync(configFile, JSON.stringify({ applications: KINDS.map(application), users: [BENCH_USER] }));
+  writeFileSync(configFile, JSON.stringify({ applications: [...KINDS.map(application), jwtClientApplication()], users: [BENCH_USER] }));
   const args = ["dist/src/main.js", "serve", "--workers", String(workers), "--port", "0", "--host", "127.0.0.1", "--database", databaseFile(dir, name), "--config", configFile];
   const service = await startService({
     name: `server ${name}`,

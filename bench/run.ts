@@ -5,11 +5,12 @@ import { measureAdminContext } from "./adminContext.js";
 import { auditCostRows } from "./auditCost.js";
 import { clientCredentialsRows } from "./clientCredentials.js";
 import { measureFastPaths } from "./fastPaths.js";
+import { delegationRows } from "./delegation.js";
 import { latencyRow } from "./latency.js";
 import { startOurs } from "./ours.js";
 import { startService } from "./processes.js";
 import { passes, ratioOf, writeReport, type Report } from "./report.js";
-import { adminContextOnly, auditOnly, fastPathsOnly, log, quick, settings, TSX } from "./settings.js";
+import { adminContextOnly, auditOnly, delegationOnly, fastPathsOnly, log, quick, settings, TSX } from "./settings.js";
 import { largeStoreRow, memoryRow } from "./storage.js";
 import { verificationRows } from "./verification.js";
 import { workersRows } from "./workers.js";
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
   try {
     if (fastPathsOnly) return await measureFastPaths(dir);
     if (adminContextOnly) return await measureAdminContext(dir);
+    if (delegationOnly) return await measureDelegation(dir);
     if (auditOnly) {
       const report: Report = { mode: quick ? "quick" : "full", rows: await auditCostRows(dir), figures: [], notes: [] };
       process.stdout.write(`\n${writeReport(report, "bench/results/audit")}\n`);
@@ -45,6 +47,7 @@ async function main(): Promise<void> {
     const report: Report = { mode: quick ? "quick" : "full", rows: [], figures: [], notes: [] };
     const issuance = await clientCredentialsRows(ours.url, oidc.ready[1]!);
     report.rows.push(...issuance.rows);
+    report.rows.push(...(await delegationRows(ours)));
     const verification = await verificationRows(ours, { bare: bare.ready[1]!, bare2: bare2.ready[1]!, oidc: oidc.ready[1]! }, dir);
     report.rows.push(...verification.rows);
     report.figures.push(...verification.figures);
@@ -67,6 +70,17 @@ async function main(): Promise<void> {
     if (misses.length) log(`${misses.length} rows miss: ${misses.map((r) => `${r.scenario} (${ratioOf(r).toFixed(2)}x)`).join("; ")}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** `--delegation`: issue 44's rows alone, against one server of ours. */
+async function measureDelegation(dir: string): Promise<void> {
+  const ours = await startOurs(dir, "delegation");
+  try {
+    const report: Report = { mode: quick ? "quick" : "full", rows: await delegationRows(ours), figures: [], notes: [] };
+    process.stdout.write(`\n${writeReport(report, "bench/results/delegation")}\n`);
+  } finally {
+    await ours.stop();
   }
 }
 
