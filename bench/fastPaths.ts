@@ -1,21 +1,22 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { httpLoad, inTurns, rateText, type TurnLoad } from "./load.js";
-import { clientTokens, introspectionRequests, startOurs, userinfoRequests, userTokens, type OurServer } from "./ours.js";
+import { clientTokens, introspectionRequests, startOurs, tokenRequest, userinfoRequests, userTokens, type OurServer } from "./ours.js";
 import { log, settings } from "./settings.js";
 import { grpcLoad, grpcNotOk } from "./verification.js";
 
 /**
  * --fast-paths: what each fast path gains on the rows it serves. Our server
- * with every fast path, with the gRPC door off, and with all off
- * (IDENTITY_PLAIN_PATHS), each row's loads in turns; each ratio is the
+ * with every fast path, with each of the gRPC door, group commit and audit
+ * staging off, and with all off (IDENTITY_PLAIN_PATHS), each row's loads in turns; each ratio is the
  * variant before over the one after. REST never meets the gRPC door: on its
  * rows, all plain is the row reader off.
  */
 export async function measureFastPaths(dir: string): Promise<void> {
   const variants = new Map<string, { server: OurServer; tokens: string[]; users: string[] }>();
   try {
-    for (const [name, plain] of Object.entries({ fast: "0", "no grpc-unary": "grpc-unary", "all plain": "1" })) {
+    const switches = { fast: "0", "no grpc-unary": "grpc-unary", "no group-commit": "group-commit", "no audit-staging": "audit-staging", "all plain": "1" };
+    for (const [name, plain] of Object.entries(switches)) {
       const server = await startOurs(dir, plain, 1, { IDENTITY_PLAIN_PATHS: plain });
       variants.set(name, { server, tokens: await clientTokens(server, settings.tokens), users: await userTokens(server, settings.userTokens) });
       log(`${name}: ${/IDENTITY_PLAIN_PATHS=.*/.exec(readFileSync(join(dir, `${plain}.log`), "utf8"))?.[0]}`);
@@ -24,6 +25,9 @@ export async function measureFastPaths(dir: string): Promise<void> {
       ["gRPC introspection (h2load)", ["fast", "no grpc-unary", "all plain"], (v) => grpcLoad(v.server.url, v.tokens[0]!, dir)],
       ["REST introspection", ["fast", "all plain"], (v) => httpLoad(v.server.url, introspectionRequests(v.tokens))],
       ["userinfo", ["fast", "all plain"], (v) => httpLoad(v.server.url, userinfoRequests(v.users))],
+      // Opaque tokens are the ones whose rows are written; each response is a token_issued audit event too.
+      ["client_credentials, opaque: group commit", ["fast", "no group-commit"], (v) => httpLoad(v.server.url, [tokenRequest("opaque")])],
+      ["client_credentials, opaque: audit staging", ["fast", "no audit-staging"], (v) => httpLoad(v.server.url, [tokenRequest("opaque")])],
     ];
     for (const [row, names, loadOf] of rows) {
       log(`${row}: ${names.join(", ")}, in ${settings.turns} turns`);

@@ -88,6 +88,7 @@ const INSERT_POSTGRES =
 const postgresBatches = (db: Db): AuditBatchInsert => ({
   insert: async (batchJson) => void (await db.raw(INSERT_POSTGRES, [batchJson])),
   close: async () => {},
+  path: "shared connection",
 });
 
 /**
@@ -106,8 +107,17 @@ const postgresBatches = (db: Db): AuditBatchInsert => ({
 export class AuditEventRepository {
   private readonly batches: AuditBatchInsert;
 
-  constructor(private readonly db: Db) {
-    this.batches = isPostgres(db) ? postgresBatches(db) : sqliteAuditBatches(db);
+  /** `ownConnection`: on a SQLite file, batches are staged on a connection of their own (the fast path). */
+  constructor(
+    private readonly db: Db,
+    ownConnection = true,
+  ) {
+    this.batches = isPostgres(db) ? postgresBatches(db) : sqliteAuditBatches(db, ownConnection);
+  }
+
+  /** Which connection audit batches are written on. */
+  get writePath(): AuditBatchInsert["path"] {
+    return this.batches.path;
   }
 
   async insertMany(events: readonly AuditEvent[]): Promise<void> {

@@ -18,8 +18,7 @@ import { ResourceRepository } from "./resources.js";
 import { RegistrationCountRepository } from "./registrationCounts.js";
 import { createRowReader, knexRowReader, type RowReader } from "./rowReader.js";
 import { SessionRepository } from "./sessions.js";
-import type { GroupCommit } from "./groupCommit.js";
-import { AccessTokenRepository, issuedTokenRecorder, RefreshTokenRepository, type IssuedTokenRows } from "./tokens.js";
+import { AccessTokenRepository, issuedTokenRecorder, RefreshTokenRepository, type IssuedTokenRecorder } from "./tokens.js";
 import { UserRepository } from "./users.js";
 import { UserSignInRepository } from "./userSignIns.js";
 import { UserFactorRepository, WebAuthnChallengeRepository } from "./userFactors.js";
@@ -34,7 +33,7 @@ export interface Store {
   accessTokens: AccessTokenRepository;
   refreshTokens: RefreshTokenRepository;
   /** Where newly issued tokens are recorded outside any caller's transaction. */
-  issuedTokens: GroupCommit<IssuedTokenRows>;
+  issuedTokens: IssuedTokenRecorder;
   providers: ProviderRepository;
   /** Resource servers (RFC 8707). */
   resources: ResourceRepository;
@@ -91,13 +90,17 @@ interface TarnPool {
 export interface StoreOptions {
   /** The hot lookups through the row reader's fast path (rowReader.ts); false: plain Knex queries. Default true. */
   fastReads?: boolean;
+  /** Token responses' rows grouped into one write (groupCommit.ts); false: one write each. Default true. */
+  groupCommit?: boolean;
+  /** On a SQLite file, audit batches staged on a connection of their own (sqliteAuditBatches.ts); false: the pool's. Default true. */
+  auditStaging?: boolean;
   /** Where the audit writer reports events it could not write yet. */
   logger?: Logger;
 }
 
 export function createStore(db: Db, options: StoreOptions = {}): Store {
   const reads = options.fastReads === false ? knexRowReader(db) : createRowReader(db);
-  const auditEvents = new AuditEventRepository(db);
+  const auditEvents = new AuditEventRepository(db, options.auditStaging !== false);
   const logger = options.logger ?? silentLogger;
   const auditWriter = new AuditEventWriter(auditEvents, logger);
   const users = new UserRepository(db, reads);
@@ -110,7 +113,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     signingKeys: new SigningKeyRepository(db),
     accessTokens: new AccessTokenRepository(db, reads),
     refreshTokens: new RefreshTokenRepository(db),
-    issuedTokens: issuedTokenRecorder(db),
+    issuedTokens: issuedTokenRecorder(db, options.groupCommit !== false),
     providers: new ProviderRepository(db),
     resources: new ResourceRepository(db),
     registrationCounts: new RegistrationCountRepository(db),

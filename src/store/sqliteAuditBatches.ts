@@ -6,6 +6,8 @@ import { queryDeadlineMs } from "./deadlines.js";
 export interface AuditBatchInsert {
   insert(batchJson: string): Promise<void>;
   close(): Promise<void>;
+  /** "own connection": staged on a connection of its own (the fast path); "shared connection": on the pool's. */
+  readonly path: "own connection" | "shared connection";
 }
 
 /**
@@ -40,9 +42,9 @@ const CLEAR_STAGED = "delete from temp.audit_batch";
  * Fresh pairs of servers under opaque client_credentials load, their files
  * in RAM: 1.02x of the same batches through Knex's connection (docs/audit.md).
  */
-export function sqliteAuditBatches(db: Db): AuditBatchInsert {
+export function sqliteAuditBatches(db: Db, ownConnection = true): AuditBatchInsert {
   const file = sqliteFile(db);
-  if (file === undefined) {
+  if (file === undefined || !ownConnection) {
     return {
       insert: async (batchJson) => {
         const connection = (await db.client.acquireConnection()) as sqlite3.Database;
@@ -55,12 +57,14 @@ export function sqliteAuditBatches(db: Db): AuditBatchInsert {
         }
       },
       close: async () => {},
+      path: "shared connection",
     };
   }
   return new OwnConnectionBatches(file, queryDeadlineMs(db));
 }
 
 class OwnConnectionBatches implements AuditBatchInsert {
+  readonly path = "own connection";
   private connection: Promise<sqlite3.Database> | undefined;
 
   /** `busyTimeoutMs`: how long the copy waits for another connection's write lock before it fails (and is tried again). */

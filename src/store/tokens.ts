@@ -121,9 +121,19 @@ export interface IssuedTokenRows {
 // About a dozen columns a row: far under SQLite's and PostgreSQL's limits on bound values per statement.
 const ISSUED_ROWS_PER_WRITE = 200;
 
-/** Records issued tokens, the responses of many concurrent requests in one write. */
-export function issuedTokenRecorder(db: Db): GroupCommit<IssuedTokenRows> {
-  return new GroupCommit(async (batch) => {
+/** Where a token response's rows are written: `add` settles once they are committed. */
+export interface IssuedTokenRecorder {
+  add(rows: IssuedTokenRows): Promise<void>;
+  /** "group commit": many concurrent responses' rows in one write; "one write each": the plain path. */
+  readonly path: "group commit" | "one write each";
+}
+
+/**
+ * Records issued tokens: with `grouped`, the responses of many concurrent
+ * requests in one write (groupCommit.ts); otherwise each in its own.
+ */
+export function issuedTokenRecorder(db: Db, grouped = true): IssuedTokenRecorder {
+  const write = async (batch: IssuedTokenRows[]) => {
     const access = batch.map((rows) => accessTokenRow(rows.access));
     const refresh = batch.flatMap((rows) => (rows.refresh ? [refreshTokenRow(rows.refresh)] : []));
     if (refresh.length === 0) {
@@ -134,7 +144,10 @@ export function issuedTokenRecorder(db: Db): GroupCommit<IssuedTokenRows> {
       await trx("access_tokens").insert(access);
       await trx("refresh_tokens").insert(refresh);
     });
-  }, ISSUED_ROWS_PER_WRITE, queryDeadlineMs(db));
+  };
+  if (!grouped) return { add: (rows) => write([rows]), path: "one write each" };
+  const group = new GroupCommit(write, ISSUED_ROWS_PER_WRITE, queryDeadlineMs(db));
+  return { add: (rows) => group.add(rows), path: "group commit" };
 }
 
 const BY_HASH = rowBy("access_tokens", "token_hash");

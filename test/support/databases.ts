@@ -199,7 +199,8 @@ export function describeEachBackend(title: string, body: (ctx: BackendContext) =
       // The store's query deadline, scaled by the load: a test's long statement must not meet it because the CPU is shared.
       const db = await openDb({ url: database.url, queryTimeoutMs: scaledMs(DEFAULT_QUERY_TIMEOUT_MS) });
       // The store as the server builds it: under IDENTITY_PLAIN_PATHS=1, hot lookups by plain Knex queries.
-      const store = createStore(db, { fastReads: fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS).rowReader });
+      const fast = fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS);
+      const store = createStore(db, { fastReads: fast.rowReader, groupCommit: fast.groupCommit, auditStaging: fast.auditStaging });
       Object.assign(ctx, { url: database.url, db, store });
     });
     body(ctx);
