@@ -81,7 +81,9 @@ export class ClientRegistrar {
     }
     const clientId = randomToken(16);
     const accessToken = randomToken();
-    const secret = metadata.token_endpoint_auth_method === "none" ? undefined : randomToken();
+    const method = metadata.token_endpoint_auth_method;
+    // A public client has no secret, and private_key_jwt authenticates with its keys alone.
+    const secret = method === "none" || method === "private_key_jwt" ? undefined : randomToken();
     const now = this.clock.now();
     const app: ApplicationRecord = {
       id: randomUUID(),
@@ -97,10 +99,9 @@ export class ClientRegistrar {
       tokenFormat: DEFAULT_TOKEN_FORMAT,
       signingAlg: DEFAULT_SIGNING_ALG,
       accessTokenStrategy: DEFAULT_ACCESS_TOKEN_STRATEGY,
-      publicClient: secret === undefined,
-      tokenEndpointAuthMethod: metadata.token_endpoint_auth_method,
-      jwks: "",
-      jwksUri: "",
+      publicClient: method === "none",
+      tokenEndpointAuthMethod: method,
+      ...registeredKeys(metadata),
       clientSecretSealed: "",
       exchangeAudiences: [],
       allowImpersonation: false,
@@ -136,14 +137,16 @@ export class ClientRegistrar {
     }
     const { client_id: _id, client_secret: _secret, ...rest } = (body ?? {}) as Record<string, unknown>;
     const metadata = parseClientMetadata(rest);
-    if ((metadata.token_endpoint_auth_method === "none") !== current.publicClient) {
-      throw new OAuthError("invalid_client_metadata", "token_endpoint_auth_method cannot change between none and a secret: register a new client");
+    if ((metadata.token_endpoint_auth_method === "private_key_jwt") !== (current.tokenEndpointAuthMethod === "private_key_jwt") || (metadata.token_endpoint_auth_method === "none") !== current.publicClient) {
+      throw new OAuthError("invalid_client_metadata", "token_endpoint_auth_method cannot change between none, a secret and private_key_jwt: register a new client");
     }
     const app: ApplicationRecord = {
       ...current,
       redirectUris: metadata.redirect_uris,
       grantTypes: metadata.grant_types,
       refreshExpireInHours: metadata.grant_types.includes("refresh_token") ? REGISTERED_REFRESH_HOURS : 0,
+      tokenEndpointAuthMethod: metadata.token_endpoint_auth_method,
+      ...registeredKeys(metadata),
       registration: { metadata: { ...metadata }, accessTokenHash: current.registration!.accessTokenHash },
       updatedAt: this.clock.now(),
     };
@@ -173,4 +176,10 @@ export class ClientRegistrar {
       registration_client_uri: this.registrationUri(app.clientId),
     };
   }
+}
+
+/** A private_key_jwt client's keys, as an application keeps them; other methods keep none (clientAuthMethod.ts). */
+function registeredKeys(metadata: ClientMetadata): Pick<ApplicationRecord, "jwks" | "jwksUri"> {
+  if (metadata.token_endpoint_auth_method !== "private_key_jwt") return { jwks: "", jwksUri: "" };
+  return { jwks: metadata.jwks ? JSON.stringify(metadata.jwks) : "", jwksUri: metadata.jwks_uri ?? "" };
 }

@@ -1,4 +1,6 @@
 import { echo, OAuthError } from "./errors.js";
+import { InvalidInputError } from "../accounts/validation.js";
+import { optionalJwks, optionalJwksUri } from "../accounts/clientAuthMethod.js";
 import { ADMIN_SCOPE } from "./scopes.js";
 
 /**
@@ -10,9 +12,9 @@ import { ADMIN_SCOPE } from "./scopes.js";
  * - only the code flow: grant types authorization_code and refresh_token,
  *   response type code. Never password, client_credentials or implicit;
  * - token_endpoint_auth_method none (a public client, which must use PKCE
- *   S256), client_secret_basic or client_secret_post. The JWT methods
- *   (private_key_jwt, client_secret_jwt) are refused until this service
- *   implements them;
+ *   S256), client_secret_basic, client_secret_post, or private_key_jwt
+ *   with its public keys in jwks or jwks_uri (client_secret_jwt is not
+ *   offered);
  * - never the admin scope.
  * Anything else is `invalid_redirect_uri` or `invalid_client_metadata`
  * (RFC 7591 §3.2.2), with a description.
@@ -35,7 +37,8 @@ export interface ClientMetadata {
   jwks_uri?: string;
 }
 
-export const REGISTRATION_AUTH_METHODS = ["none", "client_secret_basic", "client_secret_post"] as const;
+/** client_secret_jwt is left out: its HS256 key would have to be kept readable (sealed), and a registered client has private_key_jwt. */
+export const REGISTRATION_AUTH_METHODS = ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"] as const;
 export type TokenEndpointAuthMethod = (typeof REGISTRATION_AUTH_METHODS)[number];
 export const REGISTRATION_GRANT_TYPES = ["authorization_code", "refresh_token"] as const;
 
@@ -145,9 +148,31 @@ export function parseClientMetadata(raw: unknown): ClientMetadata {
     if (typeof jwks !== "object" || jwks === null || !Array.isArray(jwks.keys) || JSON.stringify(jwks).length > 8192) {
       throw metadataError("jwks must be a JWK Set ({\"keys\": [...]}) of at most 8 KiB");
     }
-    metadata.jwks = { keys: jwks.keys };
+    metadata.jwks = { keys: publicKeys(jwks as { keys: unknown[] }) };
   }
   // RFC 7591 §2: jwks and jwks_uri must not both be present.
   if (metadata.jwks && metadata.jwks_uri) throw metadataError("jwks and jwks_uri must not both be given");
+  if (metadata.jwks_uri) publicKeysUri(metadata.jwks_uri);
+  // RFC 7523 §2.2 / OIDC Core §9: private_key_jwt is verified with the keys the client registered.
+  if (method === "private_key_jwt" && !metadata.jwks?.keys.length && !metadata.jwks_uri) throw metadataError("private_key_jwt needs jwks or jwks_uri");
   return metadata;
+}
+
+/** The same rules as an administrator's jwks (public RSA, EC or OKP keys only), as RFC 7591 errors. */
+function publicKeys(jwks: { keys: unknown[] }): unknown[] {
+  if (jwks.keys.length === 0) return [];
+  try {
+    return (JSON.parse(optionalJwks(jwks)!) as { keys: unknown[] }).keys;
+  } catch (err) {
+    throw metadataError(`jwks ${err instanceof InvalidInputError ? err.message : "is not a JWK Set"}`);
+  }
+}
+
+/** A jwks_uri is fetched under the outbound rules: https, and no private or loopback host. */
+function publicKeysUri(uri: string): void {
+  try {
+    optionalJwksUri(uri);
+  } catch (err) {
+    throw metadataError(`jwks_uri ${err instanceof InvalidInputError ? err.message : "is not usable"}`);
+  }
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { decodeJwt } from "jose";
+import { decodeJwt, exportJWK, generateKeyPair } from "jose";
+import * as oauth from "oauth4webapi";
 import type { RunningServer } from "../../src/app/server.js";
 import { authorizeUrl, browse, pkcePair, signIn } from "../support/browserless.js";
 import { call, getJson, postJson, TOKEN_PATH } from "../support/oauth.js";
@@ -11,6 +12,7 @@ const REGISTRATION_TOKEN = "registration-token-0123456789abcdef-xyz";
 const TOOLS = { uri: "https://tools.example.com/mcp", name: "Tools", scopes: [{ name: "mcp:tools", description: "Use the tools" }] };
 const CALLBACK = "http://127.0.0.1:9999/callback";
 const config = { applications: [TEST_APP], users: [TEST_USER], resources: [TOOLS] };
+const loopback = { [oauth.allowInsecureRequests]: true };
 
 describe("dynamic client registration (RFC 7591, RFC 7592)", () => {
   describe("--client-registration off (the default)", () => {
@@ -119,6 +121,32 @@ describe("dynamic client registration (RFC 7591, RFC 7592)", () => {
       const notJson = await call(server.url + REGISTER, { method: "POST", headers: { "content-type": "application/json" }, body: "{not json" });
       assert.equal(notJson.body.error, "invalid_client_metadata");
       assert.equal((await server.store.applications.list()).length, before, "nothing was registered");
+    });
+
+    it("a private_key_jwt client registers its public keys, gets no secret, and authenticates with oauth4webapi's PrivateKeyJwt", async () => {
+      const { privateKey, publicKey } = await generateKeyPair("ES256", { extractable: true });
+      const jwk = { ...(await exportJWK(publicKey)), kid: "registered", alg: "ES256", use: "sig" };
+      const refused = await register({ redirect_uris: [CALLBACK], token_endpoint_auth_method: "private_key_jwt", jwks: { keys: [{ ...jwk, d: "private" }] } });
+      assert.equal(refused.body.error, "invalid_client_metadata");
+      assert.match(refused.body.error_description, /public keys only/);
+      const privateUri = await register({ redirect_uris: [CALLBACK], token_endpoint_auth_method: "private_key_jwt", jwks_uri: "https://10.0.0.1/jwks" });
+      assert.equal(privateUri.body.error, "invalid_client_metadata");
+      const res = await register({ redirect_uris: [CALLBACK], token_endpoint_auth_method: "private_key_jwt", jwks: { keys: [jwk] } });
+      assert.equal(res.status, 201, res.text);
+      assert.equal(res.body.client_secret, undefined);
+      assert.equal(res.body.token_endpoint_auth_method, "private_key_jwt");
+      const client = { client_id: res.body.client_id as string };
+      const as = await oauth.processDiscoveryResponse(new URL(server.issuer), await oauth.discoveryRequest(new URL(server.issuer), loopback));
+      const { jar } = await signIn(server);
+      const { verifier, challenge } = pkcePair();
+      const page = await browse(authorizeUrl(server.url, { client_id: client.client_id, redirect_uri: CALLBACK, code_challenge: challenge, code_challenge_method: "S256", scope: "openid", state: "s1" }), jar);
+      const code = await consentedCode(server, page, jar);
+      const params = oauth.validateAuthResponse(as, client, new URL(`${CALLBACK}?code=${code}&state=s1&iss=${encodeURIComponent(server.issuer)}`), "s1");
+      const withOtherKey = await oauth.authorizationCodeGrantRequest(as, client, oauth.PrivateKeyJwt((await generateKeyPair("ES256")).privateKey), params, CALLBACK, verifier, loopback);
+      assert.equal(withOtherKey.status, 401, "an assertion signed by a key the client did not register is invalid_client");
+      const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.PrivateKeyJwt(privateKey), params, CALLBACK, verifier, loopback);
+      const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
+      assert.ok(tokens.access_token);
     });
 
     it("a public client (none) gets no secret and must use PKCE S256; its token is for the resource it asks", async () => {
