@@ -15,6 +15,8 @@ export interface ConsentView {
   /** Whether the application registered itself (RFC 7591). */
   registered: boolean;
   scopes: string[];
+  /** Each scope with the one line its resource server gives it ("" for the service's own scopes, which the pages word). */
+  described: { name: string; description: string }[];
   /** Each resource URI allowed, with its resource server's name ("" for one deleted since). */
   resources: { uri: string; name: string }[];
   grantedAt: number;
@@ -44,8 +46,10 @@ export class UserConsents {
   async of(user: Pick<UserRecord, "id">): Promise<ConsentView[]> {
     const consents = await this.repos.consents.listForUser(user.id);
     const uris = [...new Set(consents.flatMap((c) => c.resources))];
-    const resources = new Map((uris.length ? await this.repos.resources.findByUris(uris) : []).map((r) => [r.uri, r.name]));
-    const views = await Promise.all(consents.map(async (c) => this.view(c, await this.repos.applications.findByClientId(c.clientId), resources)));
+    const resources = uris.length ? await this.repos.resources.findByUris(uris) : [];
+    const names = new Map(resources.map((r) => [r.uri, r.name]));
+    const descriptions = new Map(resources.flatMap((r) => r.scopes.map((s) => [s.name, s.description] as const)));
+    const views = await Promise.all(consents.map(async (c) => this.view(c, await this.repos.applications.findByClientId(c.clientId), names, descriptions)));
     return views.flatMap((v) => (v ? [v] : []));
   }
 
@@ -77,7 +81,12 @@ export class UserConsents {
     return { application: app ? applicationDisplayName(app) : clientId, refreshTokens: revoked.refreshTokens };
   }
 
-  private view(c: ConsentRecord, app: ApplicationRecord | undefined, resources: ReadonlyMap<string, string>): ConsentView | undefined {
+  private view(
+    c: ConsentRecord,
+    app: ApplicationRecord | undefined,
+    resources: ReadonlyMap<string, string>,
+    descriptions: ReadonlyMap<string, string>,
+  ): ConsentView | undefined {
     // A consent goes with its application (ON DELETE CASCADE); one read as it went is left out.
     if (!app) return undefined;
     return {
@@ -85,6 +94,7 @@ export class UserConsents {
       application: applicationDisplayName(app),
       registered: app.registration !== undefined,
       scopes: c.scopes,
+      described: c.scopes.map((name) => ({ name, description: descriptions.get(name) ?? "" })),
       resources: c.resources.map((uri) => ({ uri, name: resources.get(uri) ?? "" })),
       grantedAt: c.grantedAt,
     };
