@@ -12,9 +12,9 @@ export interface RegisteredClient {
 }
 
 /** Register a confidential client with the refresh grant (RFC 7591), under `--client-registration open`. */
-export async function registerClient(server: Pick<RunningServer, "url">, clientName: string): Promise<RegisteredClient> {
+export async function registerClient(server: Pick<RunningServer, "url">, clientName: string, redirectUri = CONSENT_CALLBACK): Promise<RegisteredClient> {
   const res = await postJson(`${server.url}/api/oauth/register`, {
-    redirect_uris: [CONSENT_CALLBACK], client_name: clientName, grant_types: ["authorization_code", "refresh_token"],
+    redirect_uris: [redirectUri], client_name: clientName, grant_types: ["authorization_code", "refresh_token"],
   });
   if (res.status !== 201) throw new Error(`registration answered ${res.status}: ${res.text}`);
   return res.body;
