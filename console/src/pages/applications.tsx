@@ -40,7 +40,8 @@ const FORM_FIELDS: readonly (keyof ApplicationForm)[] = [
 function formOf(choices: Choices, a?: Application): ApplicationForm {
   return {
     name: a?.name ?? "", clientId: a?.clientId ?? "", redirectUris: a?.redirectUris.join("\n") ?? "",
-    grantTypes: a?.grantTypes ?? choices.grantTypes.filter((g) => g.alwaysOn).map((g) => g.grantType), expireInHours: String(a?.expireInHours ?? 1),
+    // The always-on grants show ticked whatever the list holds (CheckboxGroup); a new application lists none of its own.
+    grantTypes: a?.grantTypes ?? [], expireInHours: String(a?.expireInHours ?? 1),
     refreshExpireInHours: String(a?.refreshExpireInHours ?? 0), providers: a?.providers ?? [], allowedOrigins: a?.allowedOrigins.join("\n") ?? "",
     tokenFormat: a?.tokenFormat || choices.tokenFormats[0]!, signingAlg: a?.signingAlg || choices.signingAlgs[0]!,
     accessTokenStrategy: a?.accessTokenStrategy || choices.accessTokenStrategies[0]!,
