@@ -4,15 +4,19 @@ import { ApplicationsPage } from "./pages/applications.js";
 import { EventsPage } from "./pages/events.js";
 import { KeysPage } from "./pages/keys.js";
 import { ProvidersPage } from "./pages/providers.js";
+import { ResourcesPage } from "./pages/resources.js";
+import { UserPage } from "./pages/user.js";
 import { SessionsPage } from "./pages/sessions.js";
 import { SettingsPage } from "./pages/settings.js";
 import { UsersPage } from "./pages/users.js";
 
-/** The pages, in navigation order: each entry's text is its page's heading. */
+/** The pages, in navigation order: each entry's text is its page's heading. One reached from another page only is not in the navigation. */
 const PAGES = [
   { path: "providers", title: "Providers", Page: ProvidersPage },
   { path: "applications", title: "Applications", Page: ApplicationsPage },
+  { path: "resources", title: "Resources", Page: ResourcesPage },
   { path: "users", title: "Users", Page: UsersPage },
+  { path: "user", title: "User", Page: UserPage, hidden: true },
   { path: "keys", title: "Signing keys", Page: KeysPage },
   { path: "sessions", title: "Sessions", Page: SessionsPage },
   { path: "events", title: "Events", Page: EventsPage },
@@ -51,9 +55,9 @@ export function App(props: { clients: ClientOf; userName: string; onSignOut: () 
         <span class="brand">Identity console</span>
         <nav aria-label="Console">
           <ul>
-            {PAGES.map((p) => (
+            {PAGES.filter((p) => !("hidden" in p)).map((p) => (
               <li key={p.path}>
-                <a href={`#/${p.path}`} aria-current={p === page ? "page" : undefined}>{p.title}</a>
+                <a href={`#/${p.path}`} aria-current={p === page || ("hidden" in page && p.path === "users") ? "page" : undefined}>{p.title}</a>
               </li>
             ))}
           </ul>

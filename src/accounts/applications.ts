@@ -3,7 +3,7 @@ import { noAudit, recordAdminChange, type AuditEventName, type AuditTrail } from
 import type { Clock } from "../shared/clock.js";
 import { echo, OAuthError } from "../oauth/errors.js";
 import { cleartextRedirectProblem } from "../oauth/redirectUris.js";
-import { GRANT_TYPES, grantTypeNamed, SECRET_GRANT_TYPES } from "../oauth/grants/index.js";
+import { GRANT_TABLE, GRANT_TYPES, grantTypeNamed, SECRET_GRANT_TYPES } from "../oauth/grants/index.js";
 import {
   hashGeneratedSecret,
   hashSecret,
@@ -47,6 +47,7 @@ import {
   type SigningAlg,
   type TokenEndpointAuthMethod,
   type TokenFormat,
+  TOKEN_ENDPOINT_AUTH_METHODS,
 } from "../shared/model.js";
 
 export { GRANT_TYPES } from "../oauth/grants/index.js";
@@ -54,7 +55,7 @@ export { GRANT_TYPES } from "../oauth/grants/index.js";
 export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
   "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa", "signup",
-  "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation",
+  "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation", "consentRequired",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -91,7 +92,23 @@ export interface ApplicationInput {
   exchangeAudiences?: string[];
   /** Token exchange without an actor token (impersonation); false by default. */
   allowImpersonation?: boolean;
+  /** Whether users must allow it on the consent page (issue 43 §2); false by default, always true for a registered client. */
+  consentRequired?: boolean;
 }
+
+/**
+ * The values each choice field accepts, for administration tools
+ * (ApplicationChoicesService, the console): derived from the tables that
+ * validation reads, so a new grant or method appears without a copy to keep.
+ */
+export const APPLICATION_CHOICES = {
+  grantTypes: GRANT_TABLE.map((g) => ({ grantType: g.grantType, shortName: g.shortName ?? "", alwaysOn: g.alwaysEnabled, needsSecret: g.needsSecret })),
+  tokenEndpointAuthMethods: [...TOKEN_ENDPOINT_AUTH_METHODS],
+  tokenFormats: [...TOKEN_FORMATS],
+  signingAlgs: [...SIGNING_ALGS],
+  accessTokenStrategies: [...ACCESS_TOKEN_STRATEGIES],
+  mfaPolicies: [...MFA_POLICIES],
+} as const;
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field, naming every bad one. */
 export function parseApplicationInput(raw: Record<string, unknown>): ApplicationInput {
@@ -141,6 +158,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
       optionalStringList(raw.exchangeAudiences, "exchangeAudiences", (a) => (/^[\x21-\x7e]{1,2048}$/.test(a) ? undefined : "must be 1-2048 printable characters without spaces")),
     ),
     allowImpersonation: check(() => optionalBoolean(raw.allowImpersonation, "allowImpersonation")),
+    consentRequired: check(() => optionalBoolean(raw.consentRequired, "consentRequired")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -201,8 +219,8 @@ export class ApplicationAdmin {
       accessTokenStrategy: input.accessTokenStrategy ?? DEFAULT_ACCESS_TOKEN_STRATEGY,
       mfa: input.mfa ?? "optional",
       ...(input.signup ? { signup: true } : {}),
-      // Admins create trusted applications: no consent page, as before.
-      consentRequired: false,
+      // Admins create trusted applications: no consent page unless they ask for one.
+      consentRequired: input.consentRequired ?? false,
       ...auth,
       clientSecretSealed: this.sealed(auth.tokenEndpointAuthMethod, id, clientSecret),
       exchangeAudiences: input.exchangeAudiences ?? [],
@@ -218,6 +236,7 @@ export class ApplicationAdmin {
   async update(input: ApplicationInput): Promise<SavedApplication> {
     refuseConsole(input);
     const current = await this.get(input.name);
+    refuseConsentOff(current, input);
     const auth = resolveAuthMethod(input, current);
     const publicClient = auth.publicClient;
     const grantTypes = input.grantTypes ? withCodeGrant(input.grantTypes) : current.grantTypes;
@@ -244,6 +263,7 @@ export class ApplicationAdmin {
       clientSecretSealed,
       exchangeAudiences: input.exchangeAudiences ?? current.exchangeAudiences,
       allowImpersonation: input.allowImpersonation ?? current.allowImpersonation,
+      consentRequired: input.consentRequired ?? current.consentRequired,
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.
@@ -357,6 +377,13 @@ function checkPublicClient(publicClient: boolean, grantTypes: readonly string[],
   const refused = grantTypes.filter((g) => SECRET_GRANT_TYPES.includes(g));
   if (refused.length > 0) checks.refuse("grantTypes", `a public client cannot use ${refused.join(" or ")}: they need a client secret`);
   checks.done();
+}
+
+/** A registered client was written by someone else: its users always decide what it gets (issue 43 §3). */
+function refuseConsentOff(current: ApplicationRecord, input: ApplicationInput): void {
+  if (current.registration && input.consentRequired === false) {
+    throw new InvalidInputError("consentRequired", "a registered client always needs its users' consent");
+  }
 }
 
 const noSecret = (): { clientSecret?: string; clientSecretHash: string } => ({ clientSecretHash: noSecretHash() });

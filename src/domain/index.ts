@@ -5,6 +5,7 @@ import { ClientRegistrar, DEFAULT_REGISTRATIONS_PER_HOUR, type ClientRegistratio
 import { REGISTRATION_PATH } from "./../oauth/discovery.js";
 import { listUsersPage, type UserPage, type UserPageRequest } from "./../accounts/userPages.js";
 import { UserSessions } from "./../accounts/userSessions.js";
+import { UserConsents } from "./../accounts/userConsents.js";
 import { consoleClientFor, ensureConsoleClient, type ConsoleClient } from "./../accounts/consoleClient.js";
 import { ConsoleProviders } from "./../accounts/consoleProviders.js";
 import { createSelfService, type SelfService, type SelfServiceOptions } from "./../accounts/selfService.js";
@@ -65,6 +66,8 @@ export interface Domain {
   signOut: SignOut;
   /** Remembered consent of applications that ask for it. */
   consents: Consents;
+  /** What users allowed applications, listed and revoked by the user or an administrator. */
+  userConsents: UserConsents;
   /** Client authentication at the endpoints that take it. */
   clients: ClientAuthenticator;
   /** Password sign-in, under the brute-force policy. */
@@ -255,6 +258,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     account: new AccountLookup({ store, clock, sessions }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
     consents: new Consents(store.consents, clock),
+    userConsents: new UserConsents(store, clock, audit),
     clients,
     users,
     secondFactors,

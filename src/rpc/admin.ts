@@ -19,8 +19,8 @@ import { adminCaller } from "../shared/audit.js";
 
 function applicationOut(app: ApplicationRecord) {
   // The sealed secret of a client_secret_jwt application is as secret as the secret itself.
-  const { clientSecretHash: _secret, clientSecretSealed: _sealed, id: _id, registration: _registration, createdAt, updatedAt, ...rest } = app;
-  return { ...rest, createdTime: epochSecondsOf(createdAt), updatedTime: epochSecondsOf(updatedAt) };
+  const { clientSecretHash: _secret, clientSecretSealed: _sealed, id: _id, registration, createdAt, updatedAt, ...rest } = app;
+  return { ...rest, registered: registration !== undefined, createdTime: epochSecondsOf(createdAt), updatedTime: epochSecondsOf(updatedAt) };
 }
 
 function userOut(user: UserRecord) {
@@ -64,6 +64,7 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     jwksUri: input.jwksUri,
     exchangeAudiences: list(input.exchangeAudiences),
     allowImpersonation: input.allowImpersonation,
+    consentRequired: input.consentRequired,
   });
 }
 

@@ -6,6 +6,8 @@ import { EventAdminService } from "../../gen/identity/v1/events_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
 import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js";
 import { ResourceAdminService } from "../../gen/identity/v1/resources_pb.js";
+import { ConsentAdminService } from "../../gen/identity/v1/consents_pb.js";
+import { ApplicationChoicesService } from "../../gen/identity/v1/choices_pb.js";
 import { SettingsAdminService } from "../../gen/identity/v1/settings_pb.js";
 import { TokenService } from "../../gen/identity/v1/token_pb.js";
 import type { Domain } from "../domain/index.js";
@@ -26,6 +28,8 @@ import { federationGuards, federationService } from "./federation.js";
 import { withGuards, type GuardName, type MethodGuards } from "./guards.js";
 import { introspectionGuards, introspectionService } from "./introspection.js";
 import { resourceAdminGuards, resourceAdminService } from "./resources.js";
+import { consentAdminGuards, consentAdminService } from "./consents.js";
+import { applicationChoicesGuards, applicationChoicesService } from "./choices.js";
 import { settingsAdminGuards, settingsAdminService } from "./settings.js";
 import { tokenGuards, tokenService } from "./token.js";
 
@@ -53,5 +57,7 @@ export function serviceBindings(domain: Domain): ServiceBinding[] {
     bind(EventAdminService, eventAdminService(domain), eventAdminGuards),
     bind(SettingsAdminService, settingsAdminService(domain), settingsAdminGuards),
     bind(ResourceAdminService, resourceAdminService(domain), resourceAdminGuards),
+    bind(ConsentAdminService, consentAdminService(domain), consentAdminGuards),
+    bind(ApplicationChoicesService, applicationChoicesService(), applicationChoicesGuards),
   ];
 }

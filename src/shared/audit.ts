@@ -28,6 +28,7 @@ export const AUDIT_EVENTS = [
   "client_registered",
   "key_rotated",
   "sessions_revoked",
+  "consent_revoked",
   "factor_enrolled",
   "factor_removed",
   "factor_used",

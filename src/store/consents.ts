@@ -19,11 +19,30 @@ interface Row {
 
 const words = (text: string) => text.split(" ").filter((w) => w !== "");
 
+/** What revoking a consent ended. */
+export interface RevokedConsent {
+  /** The refresh tokens of that application for that user, revoked with it. */
+  refreshTokens: number;
+}
+
+const recordOf = (row: Row): ConsentRecord => ({
+  userId: row.user_id,
+  clientId: row.client_id,
+  scopes: words(row.scopes),
+  resources: words(row.resources),
+  grantedAt: Number(row.granted_at),
+});
+
 /**
  * Remembered consents, one per user and application. The contract
  * (test/store/contract/applications.spec.ts, every backend, "consents"):
  * - remember() writes the whole grant in one statement, replacing what was
  *   there (the domain passes the union);
+ * - listForUser() gives a user's consents, newest first;
+ * - revoke() deletes the consent and, in the same transaction and only when
+ *   it deleted one, revokes that application's refresh tokens for that user
+ *   and the access tokens of their families: of parallel revocations of one
+ *   consent exactly one reports it;
  * - a consent goes with its user or its application.
  */
 export class ConsentRepository {
@@ -31,7 +50,28 @@ export class ConsentRepository {
 
   async find(userId: string, clientId: string): Promise<ConsentRecord | undefined> {
     const row = await this.db<Row>("consents").where({ user_id: userId, client_id: clientId }).first();
-    return row && { userId: row.user_id, clientId: row.client_id, scopes: words(row.scopes), resources: words(row.resources), grantedAt: Number(row.granted_at) };
+    return row && recordOf(row);
+  }
+
+  /** The user's consents, newest first (by the primary key's user_id prefix). */
+  async listForUser(userId: string): Promise<ConsentRecord[]> {
+    const rows = await this.db<Row>("consents").where({ user_id: userId }).orderBy([{ column: "granted_at", order: "desc" }, { column: "client_id" }]);
+    return rows.map(recordOf);
+  }
+
+  /**
+   * Forget what the user allowed the application and end what it holds for
+   * the user; undefined when there was no such consent (nothing is revoked).
+   */
+  async revoke(userId: string, clientId: string, at: number): Promise<RevokedConsent | undefined> {
+    return this.db.transaction(async (trx) => {
+      const deleted = await trx("consents").where({ user_id: userId, client_id: clientId }).delete();
+      if (deleted === 0) return undefined;
+      const families = trx("refresh_tokens").select("family_id").where({ user_id: userId, client_id: clientId });
+      await trx("access_tokens").whereIn("family_id", families).whereNull("revoked_at").update({ revoked_at: at });
+      const refreshTokens = await trx("refresh_tokens").where({ user_id: userId, client_id: clientId }).whereNull("revoked_at").update({ revoked_at: at });
+      return { refreshTokens };
+    });
   }
 
   async remember(consent: ConsentRecord): Promise<void> {

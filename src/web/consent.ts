@@ -15,7 +15,7 @@ import type { ApplicationRecord } from "../shared/model.js";
 export const CONSENT_PATH = "/login/oauth/consent";
 
 /** The service's own scopes in plain words; a resource's scopes bring their own descriptions. */
-const SCOPE_WORDS: Record<string, string> = {
+export const SCOPE_WORDS: Readonly<Record<string, string>> = {
   openid: "Know who you are",
   profile: "See your name, user name and picture",
   email: "See your email address",

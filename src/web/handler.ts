@@ -13,6 +13,7 @@ import { errorPage, STYLESHEET_PATH } from "./pages.js";
 import { SignInPages } from "./signIn.js";
 import { SELF_SERVICE_PATHS, SelfServicePages } from "./selfService.js";
 import { CONSENT_PATH } from "./consent.js";
+import { ACCOUNT_CONSENTS_PATH, AccountConsentPages } from "./accountConsents.js";
 import { STYLESHEET } from "./stylesheet.js";
 import { requestContextOf, type LogUnexpected } from "../http/requestContext.js";
 
@@ -48,6 +49,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   FACTOR_ENROL_PATH,
   FACTOR_CONTINUE_PATH,
   CONSENT_PATH,
+  ACCOUNT_CONSENTS_PATH,
   DEVICE_PATH,
   CALLBACK_PATH,
   STYLESHEET_PATH,
@@ -67,6 +69,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
   const pages = new SignInPages(domain);
   const selfService = new SelfServicePages(domain, pages);
   const devices = new DevicePages(domain);
+  const accountConsents = new AccountConsentPages(domain);
   const css = Buffer.from(STYLESHEET);
   const formPostScript = Buffer.from(FORM_POST_SCRIPT);
 
@@ -88,6 +91,10 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     [FACTOR_ENROL_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.factorStep.enrol(req, res, await params(req, url), options.clientAddress(req)) },
     [FACTOR_CONTINUE_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.factorStep.finish(req, res, await params(req, url)) },
     [CONSENT_PATH]: { methods: ["POST"], serve: async (req, res, url) => pages.consent.decide(req, res, await params(req, url)) },
+    [ACCOUNT_CONSENTS_PATH]: {
+      methods: ["GET", "POST"],
+      serve: async (req, res, url) => (req.method === "POST" ? accountConsents.revoke(req, res, await params(req, url)) : accountConsents.show(req, res)),
+    },
     [DEVICE_PATH]: {
       methods: ["GET", "POST"],
       serve: async (req, res, url) =>

@@ -34,6 +34,12 @@ img.app-logo { display: block; max-width: 3rem; max-height: 3rem; }
 .divider { display: flex; align-items: center; gap: .75rem; margin: 1.5rem 0 1rem; color: var(--muted); }
 .divider::before, .divider::after { content: ""; flex: 1; border-top: 1px solid var(--border); }
 .providers { list-style: none; margin: 0; padding: 0; display: grid; gap: .5rem; }
+.consents { list-style: none; margin: 0; padding: 0; }
+.consents > li { padding: 1rem 0; border-top: 1px solid var(--border); }
+.consents h2 { margin: 0; font-size: 1.1rem; overflow-wrap: anywhere; }
+.consents ul { padding-left: 1.25rem; }
+.consents code, .ok { overflow-wrap: anywhere; }
+.ok { margin: 0 0 1rem; padding: .6rem .8rem; border: 1px solid var(--border); border-radius: 8px; }
 .qr { display: block; width: 12rem; height: 12rem; margin: .5rem auto; background: #fff; }
 .secret, .recovery-codes { font-family: ui-monospace, monospace; overflow-wrap: anywhere; }
 .recovery-codes { columns: 2; padding-left: 1.5rem; }

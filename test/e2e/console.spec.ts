@@ -92,7 +92,7 @@ describe("admin console in headless Chromium: sign-in, providers, settings", fun
     await signInToConsole(ROOT);
     assert.equal(await heading().textContent(), "Providers");
     const entries = await nav().getByRole("link").allTextContents();
-    assert.deepEqual(entries, ["Providers", "Applications", "Users", "Signing keys", "Sessions", "Events", "Settings"]);
+    assert.deepEqual(entries, ["Providers", "Applications", "Resources", "Users", "Signing keys", "Sessions", "Events", "Settings"]);
     for (const title of entries) {
       await openPage(title);
       assert.equal(await heading().textContent(), title);
@@ -106,7 +106,7 @@ describe("admin console in headless Chromium: sign-in, providers, settings", fun
     assert.equal(calls.filter((c) => c === `POST ${TOKEN_PATH}`).length, 1, "one code exchange");
     const rpcs = calls.slice(1);
     assert.ok(rpcs.length >= 6, calls.join(", "));
-    for (const rpc of rpcs) assert.match(rpc, /^POST \/identity\.v1\.(Federation|ApplicationAdmin|UserAdmin|KeyAdmin|SessionAdmin|EventAdmin|SettingsAdmin)Service\/\w+$/);
+    for (const rpc of rpcs) assert.match(rpc, /^POST \/identity\.v1\.(Federation|ApplicationAdmin|ApplicationChoices|ResourceAdmin|UserAdmin|KeyAdmin|SessionAdmin|EventAdmin|SettingsAdmin)Service\/\w+$/);
   });
 
   /** The access token the console holds now, from its session in sessionStorage. */

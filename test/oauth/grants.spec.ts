@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { GRANT_TABLE, GRANT_TYPES, GRANTS, grantEnabled, SECRET_GRANT_TYPES } from "../../src/oauth/grants/index.js";
 import { discoveryDocument } from "../../src/oauth/discovery.js";
-import { parseApplicationInput } from "../../src/accounts/applications.js";
+import { APPLICATION_CHOICES, parseApplicationInput } from "../../src/accounts/applications.js";
+import { applicationChoicesService } from "../../src/rpc/choices.js";
 import type { GrantFacts } from "../../src/oauth/grants/types.js";
 
 describe("grants declare their own facts", () => {
@@ -29,6 +30,15 @@ describe("the grant table drives every list of grant types", () => {
   it("application input takes each of the table's grant types, and nothing else", () => {
     for (const grantType of GRANT_TYPES) assert.deepEqual(parseApplicationInput({ name: "a", grantTypes: [grantType] }).grantTypes, [grantType]);
     assert.throws(() => parseApplicationInput({ name: "a", grantTypes: ["urn:example:unknown"] }), /grantTypes.*is not one of/);
+  });
+
+  it("the console's choices (ApplicationChoicesService) are the table's grants, each with its always-on and needs-secret facts", async () => {
+    const answer = await applicationChoicesService().getApplicationChoices({} as never, {} as never);
+    assert.deepEqual(
+      answer.grantTypes?.map((g) => [g.grantType, g.shortName, g.alwaysOn, g.needsSecret]),
+      GRANT_TABLE.map((g) => [g.grantType, g.shortName ?? "", g.alwaysEnabled, g.needsSecret]),
+    );
+    assert.deepEqual(APPLICATION_CHOICES.grantTypes.filter((g) => g.alwaysOn).map((g) => g.grantType), GRANT_TABLE.filter((g) => g.alwaysEnabled).map((g) => g.grantType));
   });
 
   it("derives the grants a public client cannot use from each grant's needsSecret", () => {

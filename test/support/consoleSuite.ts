@@ -4,7 +4,7 @@ import type { Locator, Page, Response } from "playwright-core";
 import type { RunningServer } from "../../src/app/server.js";
 import { startCallbackServer, type CallbackServer } from "./callbackServer.js";
 import { useChromium, type ChromiumSession } from "./chromium.js";
-import { startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "./server.js";
+import { startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER, type TestServerOptions } from "./server.js";
 
 export const ROOT = { name: "root", password: "pw-root-123456", displayName: "Root", isAdmin: true };
 /** A provider that is never called: enough for buttons and settings. */
@@ -44,7 +44,7 @@ export interface ConsoleSuite {
  * real server. Call at the top of a describe block; read the suite's fields
  * inside tests (they change per test and per file).
  */
-export function useConsoleSuite(): ConsoleSuite {
+export function useConsoleSuite(options: Pick<TestServerOptions, "overrides"> = {}): ConsoleSuite {
   // A fresh profile each test, and the console must work under its own CSP: the fixture fails a test whose pages broke it.
   const s = { chromium: useChromium() } as ConsoleSuite;
   before(async () => {
@@ -63,6 +63,7 @@ export function useConsoleSuite(): ConsoleSuite {
         users: [TEST_USER, ROOT],
         providers: [acme],
       },
+      overrides: options.overrides,
     });
   });
   after(async () => {

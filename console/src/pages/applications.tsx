@@ -1,8 +1,8 @@
 import { useState } from "preact/hooks";
 import { ApplicationAdminService, type Application } from "../../../gen/identity/v1/admin_pb.js";
+import { ApplicationChoicesService, type GetApplicationChoicesResponse } from "../../../gen/identity/v1/choices_pb.js";
 import { FederationService } from "../../../gen/identity/v1/federation_pb.js";
 import type { PageProps } from "../app.js";
-import { ACCESS_TOKEN_STRATEGIES, GRANT_TYPES, SIGNING_ALGS, TOKEN_FORMATS } from "../choices.js";
 import { CheckboxField, CheckboxGroup, Confirm, Dialog, FormActions, Notice, PageHeading, SelectField, ShownOnce, Table, TextField, useLoad, useSubmit } from "../ui.js";
 
 interface ApplicationForm {
@@ -19,21 +19,37 @@ interface ApplicationForm {
   accessTokenStrategy: string;
   publicClient: boolean;
   signup: boolean;
+  tokenEndpointAuthMethod: string;
+  jwks: string;
+  jwksUri: string;
+  exchangeAudiences: string;
+  allowImpersonation: boolean;
+  consentRequired: boolean;
 }
+
+/** The values each choice field accepts, as the service tells them (ApplicationChoicesService): the console keeps no copy. */
+type Choices = GetApplicationChoicesResponse;
 
 const FORM_FIELDS: readonly (keyof ApplicationForm)[] = [
   "name", "clientId", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers", "allowedOrigins", "tokenFormat",
-  "signingAlg", "accessTokenStrategy", "publicClient", "signup",
+  "signingAlg", "accessTokenStrategy", "publicClient", "signup", "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences",
+  "allowImpersonation", "consentRequired",
 ];
 
-function formOf(a?: Application): ApplicationForm {
+/** A new application's form starts at each list's first value, the service's default. */
+function formOf(choices: Choices, a?: Application): ApplicationForm {
   return {
     name: a?.name ?? "", clientId: a?.clientId ?? "", redirectUris: a?.redirectUris.join("\n") ?? "",
-    grantTypes: a?.grantTypes ?? ["authorization_code"], expireInHours: String(a?.expireInHours ?? 1),
+    // The always-on grants show ticked whatever the list holds (CheckboxGroup); a new application lists none of its own.
+    grantTypes: a?.grantTypes ?? [], expireInHours: String(a?.expireInHours ?? 1),
     refreshExpireInHours: String(a?.refreshExpireInHours ?? 0), providers: a?.providers ?? [], allowedOrigins: a?.allowedOrigins.join("\n") ?? "",
-    tokenFormat: a?.tokenFormat || TOKEN_FORMATS[0], signingAlg: a?.signingAlg || SIGNING_ALGS[0], accessTokenStrategy: a?.accessTokenStrategy || ACCESS_TOKEN_STRATEGIES[0],
+    tokenFormat: a?.tokenFormat || choices.tokenFormats[0]!, signingAlg: a?.signingAlg || choices.signingAlgs[0]!,
+    accessTokenStrategy: a?.accessTokenStrategy || choices.accessTokenStrategies[0]!,
     publicClient: a?.publicClient ?? false,
     signup: a?.signup ?? false,
+    tokenEndpointAuthMethod: a?.tokenEndpointAuthMethod || choices.tokenEndpointAuthMethods[0]!,
+    jwks: a?.jwks ?? "", jwksUri: a?.jwksUri ?? "", exchangeAudiences: a?.exchangeAudiences.join("\n") ?? "",
+    allowImpersonation: a?.allowImpersonation ?? false, consentRequired: a?.consentRequired ?? false,
   };
 }
 
@@ -42,6 +58,7 @@ const lines = (text: string) => text.split(/\s*\n\s*/).map((l) => l.trim()).filt
 const hours = (text: string) => (/^\s*\d+\s*$/.test(text) ? Number(text) : -1);
 
 function inputOf(form: ApplicationForm, editing: boolean) {
+  const keyed = !form.publicClient && form.tokenEndpointAuthMethod === "private_key_jwt";
   return {
     name: form.name.trim(),
     clientId: form.clientId.trim() || undefined,
@@ -54,7 +71,15 @@ function inputOf(form: ApplicationForm, editing: boolean) {
     tokenFormat: form.tokenFormat,
     signingAlg: form.signingAlg,
     accessTokenStrategy: form.accessTokenStrategy,
+    // The auth method `none` is the public client: the box says which, the method how a confidential one proves itself.
     publicClient: form.publicClient,
+    tokenEndpointAuthMethod: form.publicClient ? "none" : form.tokenEndpointAuthMethod === "none" ? undefined : form.tokenEndpointAuthMethod,
+    // Keys belong to private_key_jwt alone: what the hidden fields hold is cleared with any other method.
+    jwks: keyed ? form.jwks.trim() : "",
+    jwksUri: keyed ? form.jwksUri.trim() : "",
+    exchangeAudiences: lines(form.exchangeAudiences),
+    allowImpersonation: form.allowImpersonation,
+    consentRequired: form.consentRequired,
     signup: form.signup,
     // The form shows every list: an emptied one is meant empty.
     replaceLists: editing,
@@ -66,6 +91,7 @@ export function ApplicationsPage({ clients }: PageProps) {
   const federation = clients(FederationService);
   const list = useLoad(async () => (await applications.listApplications({})).applications);
   const providers = useLoad(async () => (await federation.listProviders({})).providers);
+  const choices = useLoad(() => clients(ApplicationChoicesService).getApplicationChoices({}));
   const [editing, setEditing] = useState<{ application?: Application }>();
   const [deleting, setDeleting] = useState<Application>();
   const [rotating, setRotating] = useState<Application>();
@@ -74,10 +100,10 @@ export function ApplicationsPage({ clients }: PageProps) {
   return (
     <>
       <PageHeading title="Applications">
-        <button type="button" class="primary" onClick={() => setEditing({})}>New application</button>
+        <button type="button" class="primary" disabled={!choices.data} onClick={() => setEditing({})}>New application</button>
       </PageHeading>
       <p class="lead">OAuth clients of this service.</p>
-      <Notice error={list.error} />
+      <Notice error={list.error ?? choices.error} />
       {!list.data && !list.error && <p class="note">Loading…</p>}
       {list.data && list.data.length === 0 && <p>No applications yet.</p>}
       {list.data && list.data.length > 0 && (
@@ -86,12 +112,12 @@ export function ApplicationsPage({ clients }: PageProps) {
             <tr key={a.name}>
               <td>{a.name}</td>
               <td class="mono">{a.clientId}</td>
-              <td>{a.publicClient ? "Public: no secret" : "Confidential"}</td>
+              <td>{a.publicClient ? "Public: no secret" : "Confidential"}{a.registered && <span class="badge">registered</span>}</td>
               <td class="wrap">{a.redirectUris.join(" ")}</td>
               <td>{a.grantTypes.join(", ")}</td>
               <td>{a.providers.map(providerName).join(", ") || "—"}</td>
               <td class="row-actions">
-                <button type="button" onClick={() => setEditing({ application: a })} aria-label={`Edit ${a.name}`}>Edit</button>
+                <button type="button" disabled={!choices.data} onClick={() => setEditing({ application: a })} aria-label={`Edit ${a.name}`}>Edit</button>
                 {/* A public client has no secret to rotate (its Client type says so). */}
                 {!a.publicClient && (
                   <button type="button" onClick={() => setRotating(a)} aria-label={`Rotate the secret of ${a.name}`}>Rotate secret</button>
@@ -102,8 +128,8 @@ export function ApplicationsPage({ clients }: PageProps) {
           ))}
         </Table>
       )}
-      {editing && (
-        <ApplicationDialog application={editing.application} providers={(providers.data ?? []).map((p) => ({ value: p.name, label: p.displayName || p.name }))}
+      {editing && choices.data && (
+        <ApplicationDialog application={editing.application} choices={choices.data} providers={(providers.data ?? []).map((p) => ({ value: p.name, label: p.displayName || p.name }))}
           onClose={() => setEditing(undefined)}
           onSave={async (input) => {
             // A secret comes back once: on creating a confidential client, or on turning a public one confidential; a public client has none.
@@ -125,7 +151,8 @@ export function ApplicationsPage({ clients }: PageProps) {
           }} />
       )}
       {deleting && (
-        <Confirm title="Delete application" action="Delete" message={`Delete the application ${deleting.name}? Its tokens stop working.`}
+        <Confirm title="Delete application" action="Delete"
+          message={`Delete the ${deleting.registered ? "registered client" : "application"} ${deleting.name}? Its tokens stop working${deleting.registered ? ", and its registration access token with them" : ""}.`}
           onClose={() => setDeleting(undefined)}
           onConfirm={async () => {
             await applications.deleteApplication({ name: deleting.name });
@@ -145,11 +172,13 @@ function publicClientNote(application: Application | undefined, publicClient: bo
 
 function ApplicationDialog(props: {
   application?: Application;
+  choices: Choices;
   providers: { value: string; label: string }[];
   onClose: () => void;
   onSave: (input: ReturnType<typeof inputOf>) => Promise<void>;
 }) {
-  const [form, setForm] = useState(() => formOf(props.application));
+  const [form, setForm] = useState(() => formOf(props.choices, props.application));
+  const { choices } = props;
   const editing = props.application !== undefined;
   const set = <K extends keyof ApplicationForm>(key: K) => (value: ApplicationForm[K]) => setForm((f) => ({ ...f, [key]: value }));
   const { errors, busy, submit } = useSubmit(FORM_FIELDS, () => props.onSave(inputOf(form, editing)));
@@ -168,16 +197,35 @@ function ApplicationDialog(props: {
             error={errors.fields.expireInHours} />
           <TextField id="app-refreshExpireInHours" label="Refresh expiry (hours)" type="number" value={form.refreshExpireInHours}
             onValue={set("refreshExpireInHours")} error={errors.fields.refreshExpireInHours} note="0: refresh tokens expire at once; above 0 to use them." />
-          <SelectField id="app-tokenFormat" label="Token format" value={form.tokenFormat} options={TOKEN_FORMATS} onValue={set("tokenFormat")} error={errors.fields.tokenFormat} />
-          <SelectField id="app-signingAlg" label="Signing algorithm" value={form.signingAlg} options={SIGNING_ALGS} onValue={set("signingAlg")} error={errors.fields.signingAlg} />
-          <SelectField id="app-accessTokenStrategy" label="Access token strategy" value={form.accessTokenStrategy} options={ACCESS_TOKEN_STRATEGIES}
+          <SelectField id="app-tokenFormat" label="Token format" value={form.tokenFormat} options={choices.tokenFormats} onValue={set("tokenFormat")} error={errors.fields.tokenFormat} />
+          <SelectField id="app-signingAlg" label="Signing algorithm" value={form.signingAlg} options={choices.signingAlgs} onValue={set("signingAlg")} error={errors.fields.signingAlg} />
+          <SelectField id="app-accessTokenStrategy" label="Access token strategy" value={form.accessTokenStrategy} options={choices.accessTokenStrategies}
             onValue={set("accessTokenStrategy")} error={errors.fields.accessTokenStrategy} />
+          {!form.publicClient && (
+            <SelectField id="app-tokenEndpointAuthMethod" label="Client authentication" value={form.tokenEndpointAuthMethod}
+              options={choices.tokenEndpointAuthMethods.filter((m) => m !== "none")} onValue={set("tokenEndpointAuthMethod")}
+              error={errors.fields.tokenEndpointAuthMethod} note="How it proves itself at the token endpoint (OIDC Core §9)." />
+          )}
+          {form.tokenEndpointAuthMethod === "private_key_jwt" && !form.publicClient && (
+            <>
+              <TextField id="app-jwks" label="JWKS" multiline value={form.jwks} onValue={set("jwks")} error={errors.fields.jwks}
+                note="Its public keys, a JWK Set as JSON; or leave it empty and give the JWKS URI." />
+              <TextField id="app-jwksUri" label="JWKS URI" type="url" value={form.jwksUri} onValue={set("jwksUri")} error={errors.fields.jwksUri} />
+            </>
+          )}
+          <TextField id="app-exchangeAudiences" label="Exchange audiences" multiline value={form.exchangeAudiences} onValue={set("exchangeAudiences")}
+            error={errors.fields.exchangeAudiences} note="Token exchange (RFC 8693): client IDs or resource URIs it may exchange tokens for; one per line." />
         </div>
         <CheckboxField id="app-publicClient" label="Public client (no secret: single-page or native app, PKCE)" checked={form.publicClient}
           onValue={set("publicClient")} error={errors.fields.publicClient} note={publicClientNote(props.application, form.publicClient)} />
         <CheckboxField id="app-signup" label="Sign-up: its login page offers Create account" checked={form.signup}
           onValue={set("signup")} error={errors.fields.signup} />
-        <CheckboxGroup id="app-grantTypes" legend="Grant types" options={GRANT_TYPES.map((g) => ({ value: g, label: g, always: g === "authorization_code" }))} values={form.grantTypes}
+        <CheckboxField id="app-consentRequired" label="Consent: users allow it on a consent page" checked={form.consentRequired}
+          onValue={set("consentRequired")} error={errors.fields.consentRequired}
+          note={props.application?.registered ? "Always on for a registered client." : undefined} />
+        <CheckboxField id="app-allowImpersonation" label="Impersonation: token exchange without an actor token" checked={form.allowImpersonation}
+          onValue={set("allowImpersonation")} error={errors.fields.allowImpersonation} />
+        <CheckboxGroup id="app-grantTypes" legend="Grant types" options={choices.grantTypes.map((g) => ({ value: g.grantType, label: g.grantType, always: g.alwaysOn }))} values={form.grantTypes}
           onValues={set("grantTypes")} error={errors.fields.grantTypes} />
         <CheckboxGroup id="app-providers" legend="Providers on its login page" options={props.providers} values={form.providers} onValues={set("providers")}
           error={errors.fields.providers} />

@@ -103,6 +103,7 @@ export function UsersPage({ clients }: PageProps) {
                 {u.email && !u.emailVerified && (
                   <button type="button" onClick={() => void sendVerification(u)} aria-label={`Send verification email to ${u.name}`}>Send verification email</button>
                 )}
+                <a class="button" href={`#/user?name=${encodeURIComponent(u.name)}`} aria-label={`Consents and factors of ${u.name}`}>Consents and factors</a>
                 <a class="button" href={`#/sessions?user=${encodeURIComponent(u.name)}`} aria-label={`Sessions of ${u.name}`}>Sessions</a>
                 <button type="button" class="danger" onClick={() => setDeleting(u)} aria-label={`Delete ${u.name}`}>Delete</button>
               </td>

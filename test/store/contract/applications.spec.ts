@@ -226,5 +226,64 @@ describeEachBackend("storage contract: applications", (ctx) => {
       await ctx.store.applications.deleteByName(app.name);
       assert.equal(await ctx.store.consents.find(other.id, app.clientId), undefined);
     });
+
+    it("lists a user's consents newest first, and nobody else's", async () => {
+      const [user, other] = [aUser(), aUser()];
+      const [older, newer] = [anApplication(), anApplication()];
+      for (const u of [user, other]) await ctx.store.users.insert(u);
+      for (const a of [older, newer]) await ctx.store.applications.insert(a);
+      await ctx.store.consents.remember({ userId: user.id, clientId: older.clientId, scopes: ["openid"], resources: [], grantedAt: T0 });
+      await ctx.store.consents.remember({ userId: user.id, clientId: newer.clientId, scopes: ["openid", "email"], resources: ["https://api.example/"], grantedAt: T0 + 5 });
+      await ctx.store.consents.remember({ userId: other.id, clientId: older.clientId, scopes: ["openid"], resources: [], grantedAt: T0 + 9 });
+      assert.deepEqual((await ctx.store.consents.listForUser(user.id)).map((c) => [c.clientId, c.scopes, c.resources, c.grantedAt]), [
+        [newer.clientId, ["openid", "email"], ["https://api.example/"], T0 + 5],
+        [older.clientId, ["openid"], [], T0],
+      ]);
+      assert.deepEqual(await ctx.store.consents.listForUser(aUser().id), []);
+    });
+
+    it("revokes a consent with that application's refresh tokens for that user and their access tokens, in one transaction, and nothing else", async () => {
+      const [user, other] = [aUser(), aUser()];
+      const [app, bystanderApp] = [anApplication(), anApplication()];
+      for (const u of [user, other]) await ctx.store.users.insert(u);
+      for (const a of [app, bystanderApp]) await ctx.store.applications.insert(a);
+      const grant = (userId: string, clientId: string) => {
+        const refresh = aRefreshToken({ userId, clientId });
+        return { refresh, access: anAccessToken({ userId, clientId, familyId: refresh.familyId }) };
+      };
+      const mine = [grant(user.id, app.clientId), grant(user.id, app.clientId)];
+      const untouched = [grant(other.id, app.clientId), grant(user.id, bystanderApp.clientId)];
+      for (const g of [...mine, ...untouched]) {
+        await ctx.store.refreshTokens.insert(g.refresh);
+        await ctx.store.accessTokens.insert(g.access);
+      }
+      for (const [u, a] of [[user, app], [other, app], [user, bystanderApp]] as const) {
+        await ctx.store.consents.remember({ userId: u.id, clientId: a.clientId, scopes: ["openid"], resources: [], grantedAt: T0 });
+      }
+      assert.deepEqual(await ctx.store.consents.revoke(user.id, app.clientId, T0 + 7), { refreshTokens: 2 });
+      assert.equal(await ctx.store.consents.find(user.id, app.clientId), undefined);
+      for (const g of mine) {
+        assert.equal((await ctx.store.refreshTokens.findByHash(g.refresh.tokenHash))?.revokedAt, T0 + 7);
+        assert.equal((await ctx.store.accessTokens.findByHash(g.access.tokenHash))?.revokedAt, T0 + 7);
+      }
+      for (const g of untouched) {
+        assert.equal((await ctx.store.refreshTokens.findByHash(g.refresh.tokenHash))?.revokedAt, null);
+        assert.equal((await ctx.store.accessTokens.findByHash(g.access.tokenHash))?.revokedAt, null);
+      }
+      assert.ok(await ctx.store.consents.find(other.id, app.clientId), "another user's consent stays");
+      assert.ok(await ctx.store.consents.find(user.id, bystanderApp.clientId), "the user's consent to another application stays");
+      assert.equal(await ctx.store.consents.revoke(user.id, app.clientId, T0 + 8), undefined, "nothing left to revoke");
+    });
+
+    it("lets exactly one of 20 parallel revocations of one consent report it", async () => {
+      const user = aUser();
+      const app = anApplication();
+      await ctx.store.users.insert(user);
+      await ctx.store.applications.insert(app);
+      await ctx.store.refreshTokens.insert(aRefreshToken({ userId: user.id, clientId: app.clientId }));
+      await ctx.store.consents.remember({ userId: user.id, clientId: app.clientId, scopes: ["openid"], resources: [], grantedAt: T0 });
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => ctx.store.consents.revoke(user.id, app.clientId, T0 + i)));
+      assert.deepEqual(results.filter(Boolean), [{ refreshTokens: 1 }]);
+    });
   });
 });

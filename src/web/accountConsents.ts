@@ -1,0 +1,71 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Domain } from "../domain/index.js";
+import { OAuthError } from "../oauth/errors.js";
+import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
+import type { UserRecord } from "../shared/model.js";
+import { SCOPE_WORDS } from "./consent.js";
+import { accountConsentsPage, accountSignInNeededPage } from "./accountConsentsPage.js";
+import { browserCsrfToken, sentFromThisBrowser } from "./csrf.js";
+import { sendPage } from "./http.js";
+
+export const ACCOUNT_CONSENTS_PATH = "/account/consents";
+/** Where a browser without a session is sent to sign in (the account page's own sign-in). */
+const ACCOUNT_PATH = "/account";
+
+/**
+ * `/account/consents` (issue 43 §2): the signed-in user sees the
+ * applications they allowed, with what and where, and revokes one. A
+ * revocation is a POST carrying this browser's CSRF token (double submit,
+ * csrf.ts), from this browser's own session only; it ends that
+ * application's refresh tokens for the user with the consent.
+ */
+export class AccountConsentPages {
+  private readonly secure: boolean;
+
+  constructor(private readonly domain: Domain) {
+    this.secure = domain.issuer.startsWith("https:");
+  }
+
+  /** GET: the list. */
+  async show(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const user = await this.signedIn(req);
+    if (!user) return sendPage(res, 401, accountSignInNeededPage(ACCOUNT_PATH));
+    await this.list(req, res, user);
+  }
+
+  /** POST: revoke the consent named by `client_id`. */
+  async revoke(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>): Promise<void> {
+    if (!sentFromThisBrowser(req, form.get("csrf_token"))) {
+      throw new OAuthError("access_denied", "the form is missing its security token or was not sent from this browser", 403);
+    }
+    const user = await this.signedIn(req);
+    if (!user) return sendPage(res, 401, accountSignInNeededPage(ACCOUNT_PATH));
+    let status: string;
+    try {
+      const revoked = await this.domain.userConsents.revokeOwn(user, form.get("client_id") ?? "");
+      status = `${revoked.application} no longer has access to your account.`;
+    } catch (err) {
+      // Already revoked (another tab, a second click): the list says how things are now.
+      if (!(err instanceof OAuthError) || err.code !== "not_found") throw err;
+      status = "That application had no access left to revoke.";
+    }
+    await this.list(req, res, user, status);
+  }
+
+  private async list(req: IncomingMessage, res: ServerResponse, user: UserRecord, status?: string): Promise<void> {
+    const { csrfToken, cookies } = browserCsrfToken(req, this.secure);
+    const consents = await this.domain.userConsents.of(user);
+    const applications = consents.map((c) => ({
+      clientId: c.clientId,
+      name: c.application,
+      scopes: c.described.map((s) => ({ name: s.name, description: s.description || SCOPE_WORDS[s.name] || "" })),
+      resources: c.resources,
+      grantedAt: c.grantedAt,
+    }));
+    sendPage(res, 200, accountConsentsPage({ userName: user.displayName || user.name, csrfToken, applications, status }), cookies);
+  }
+
+  private async signedIn(req: IncomingMessage): Promise<UserRecord | undefined> {
+    return (await this.domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE)))?.user;
+  }
+}
