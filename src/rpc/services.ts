@@ -8,6 +8,7 @@ import { IntrospectionService } from "../../gen/identity/v1/introspection_pb.js"
 import { ResourceAdminService } from "../../gen/identity/v1/resources_pb.js";
 import { SettingsAdminService } from "../../gen/identity/v1/settings_pb.js";
 import { TokenService } from "../../gen/identity/v1/token_pb.js";
+import { AccountService } from "../../gen/identity/v1/account_pb.js";
 import type { Domain } from "../domain/index.js";
 import {
   applicationAdminGuards,
@@ -28,6 +29,7 @@ import { introspectionGuards, introspectionService } from "./introspection.js";
 import { resourceAdminGuards, resourceAdminService } from "./resources.js";
 import { settingsAdminGuards, settingsAdminService } from "./settings.js";
 import { tokenGuards, tokenService } from "./token.js";
+import { accountGuards, accountService } from "./ownAccount.js";
 
 /** A service description with its one implementation, its guards already applied. */
 export interface ServiceBinding<S extends DescService = DescService> {
@@ -53,5 +55,6 @@ export function serviceBindings(domain: Domain): ServiceBinding[] {
     bind(EventAdminService, eventAdminService(domain), eventAdminGuards),
     bind(SettingsAdminService, settingsAdminService(domain), settingsAdminGuards),
     bind(ResourceAdminService, resourceAdminService(domain), resourceAdminGuards),
+    bind(AccountService, accountService(domain), accountGuards),
   ];
 }

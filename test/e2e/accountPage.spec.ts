@@ -4,7 +4,7 @@ import { totpCode } from "../../src/oauth/factors/totp.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
 import { enrolTotp } from "../support/factors.js";
-import { passwordTokens, refresh } from "../support/oauth.js";
+import { passwordTokens, postJson, refresh } from "../support/oauth.js";
 import { startTestServer, TEST_APP, TEST_PROVIDER, TEST_USER } from "../support/server.js";
 
 const STRICT_APP = { ...TEST_APP, name: "strict", clientId: "client-strict", clientSecret: "secret-strict-of-client-strict", mfa: "required" };
@@ -195,5 +195,25 @@ describe("account page over HTTP (issue #46 §5)", () => {
     const events = (await server.domain.auditEvents({ event: "factor_removed", userName: user.name, pageSize: 100 })).events;
     assert.equal(events.length, 1);
     assert.equal(events[0]!.actor.name, user.name);
+  });
+
+  it("AccountService.ChangePassword over REST: the user's own token and current password; every session and refresh token end", async () => {
+    const user = await newUser("zoe");
+    const tokens = await passwordTokens(server, { user });
+    const browser = await signInToAccount(user);
+    const url = `${server.url}/api/account/change-password`;
+    const bearer = { authorization: `Bearer ${tokens.access_token}` };
+    const noToken = await postJson(url, { current_password: user.password, new_password: "pw-zoe-new-123" });
+    assert.equal(noToken.status, 401);
+    const wrong = await postJson(url, { current_password: "nope", new_password: "pw-zoe-new-123" }, bearer);
+    assert.deepEqual([wrong.status, wrong.body.error], [400, "invalid_grant"]);
+    const weak = await postJson(url, { current_password: user.password, new_password: "zoe" }, bearer);
+    assert.deepEqual([weak.status, weak.body.error], [400, "invalid_request"]);
+    assert.match(weak.body.error_description, /at least 8 characters/);
+    const ok = await postJson(url, { current_password: user.password, new_password: "pw-zoe-new-123" }, bearer);
+    assert.equal(ok.status, 200, ok.text);
+    assert.match(await (await browse(`${server.url}/account`, browser.jar)).text(), /Sign in/, "the browser session ended");
+    assert.equal((await refresh(server, tokens.refresh_token!)).status, 400);
+    assert.equal((await passwordTokens(server, { user: { name: user.name, password: "pw-zoe-new-123" } })).token_type, "Bearer");
   });
 });
