@@ -67,7 +67,7 @@ export class DevicePages {
     if (form.get("step") === "decide") {
       if (!signedIn || !proof || !proof.ok) return again(new OAuthError("login_required", "sign in first"));
       const allow = form.get("decision") === "allow";
-      await this.domain.devices.decide(pending.record.userCode, signedIn.user, signedIn.session.authTime, allow);
+      await this.domain.devices.decide(pending.record.userCode, signedIn.user, signedIn.session.authTime, allow, proof.amr);
       return sendPage(res, 200, deviceDonePage(allow));
     }
     if (signedIn && proof && !proof.ok) {

@@ -44,7 +44,7 @@ describe("account page in headless Chromium (issue #46 §5)", function () {
   }
 
   async function assertNoCspViolation(page: Page): Promise<void> {
-    assert.deepEqual(await page.evaluate(() => (window as unknown as { __csp: string[] }).__csp), []);
+    assert.deepEqual(await page.evaluate("window.__csp"), []);
   }
 
   it("changes the password: another browser's session and a refresh token end, this one stays", async () => {
@@ -112,21 +112,18 @@ describe("account page in headless Chromium (issue #46 §5)", function () {
     await chromium.newProfile().then((p) => signIn(p.page, user));
     await signIn(chromium.page, user);
     const { page } = chromium;
-    const controls = await page.evaluate(() => {
-      const all = [...document.querySelectorAll("a[href], button, input:not([type=hidden]), summary")] as HTMLElement[];
-      return all.map((el, i) => {
-        el.dataset.k = String(i);
-        const input = el as HTMLInputElement;
-        const named = el.tagName === "INPUT" ? (input.labels?.length ?? 0) > 0 : (el.getAttribute("aria-label") ?? el.textContent ?? "").trim() !== "";
-        return { k: String(i), named };
-      });
-    });
+    // Each control numbered, and whether it has a label (an input) or a name (a link, a button).
+    const controls: Array<{ k: string; named: boolean }> = await page.evaluate(`[...document.querySelectorAll("a[href], button, input:not([type=hidden]), summary")].map((el, i) => {
+      el.dataset.k = String(i);
+      const named = el.tagName === "INPUT" ? el.labels.length > 0 : (el.getAttribute("aria-label") || el.textContent || "").trim() !== "";
+      return { k: String(i), named };
+    })`);
     assert.ok(controls.length >= 8);
     assert.deepEqual(controls.filter((c) => !c.named), [], "every control has a label or a name");
     const reached = new Set<string>();
     for (let i = 0; i < controls.length + 2; i++) {
       await page.keyboard.press("Tab");
-      const k = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.k);
+      const k: string | undefined = await page.evaluate("document.activeElement?.dataset.k");
       if (k) reached.add(k);
     }
     assert.deepEqual(controls.map((c) => c.k).filter((k) => !reached.has(k)), []);
@@ -141,7 +138,7 @@ describe("account page in headless Chromium (issue #46 §5)", function () {
     const { page } = await chromium.restart({ viewport: { width: 375, height: 740 } });
     const user = await newUser("emma");
     await signIn(page, user);
-    const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = (): Promise<number> => page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth");
     assert.equal(await overflow(), 0);
     await page.getByRole("button", { name: "Set up a one-time code from an authenticator app" }).click();
     await page.getByText("Cannot scan? Type the key instead").click();

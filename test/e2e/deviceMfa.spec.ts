@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { decodeJwt } from "jose";
 import { Secret, TOTP } from "otpauth";
 import type { RunningServer } from "../../src/app/server.js";
 import { browse, CookieJar, submit } from "../support/browserless.js";
@@ -69,6 +70,8 @@ describe("second factor at /device (RFC 8628 §3.3, issue #46)", () => {
     clock.advanceSeconds(15);
     const tokens = await poll(device.device_code, TV_APP.clientId);
     assert.equal(tokens.status, 200, tokens.text);
+    const idToken = decodeJwt(tokens.body.id_token as string);
+    assert.deepEqual([idToken.acr, idToken.amr], ["mfa", ["pwd", "otp", "mfa"]], "the device's tokens say what the sign-in proved");
   });
 
   it("mfa required: a user without a factor enrols one at /device, from the shown secret, before allowing", async () => {

@@ -25,6 +25,7 @@ import * as deviceCodes from "./041_device_codes.js";
 import * as tokenExchange from "./042_token_exchange.js";
 import * as userFactors from "./050_user_factors.js";
 import * as ownAccount from "./053_own_account.js";
+import * as deviceCodeAmr from "./054_device_code_amr.js";
 import * as selfService from "./060_self_service.js";
 
 interface Migration {
@@ -62,6 +63,7 @@ const all: Migration[] = [
   { name: "042_token_exchange", ...tokenExchange },
   { name: "050_user_factors", ...userFactors },
   { name: "053_own_account", ...ownAccount },
+  { name: "054_device_code_amr", ...deviceCodeAmr },
   { name: "060_self_service", ...selfService },
 ];
 
