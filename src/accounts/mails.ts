@@ -49,9 +49,10 @@ export function passwordResetMail(name: string, url: string, ttlSeconds: number)
   );
 }
 
-export function passwordChangedMail(name: string): MailContent {
+export function passwordChangedMail(name: string, via: "reset" | "account" = "reset"): MailContent {
+  const how = via === "reset" ? "through a reset link, and every session was signed out" : "on its account page, and every other session was signed out";
   return compose("Your password was changed", [
-    `Hello ${name}, the password of your account was just changed through a reset link, and every session was signed out.`,
+    `Hello ${name}, the password of your account was just changed ${how}.`,
     "If this was not you, reset your password again at once and tell your administrator.",
   ]);
 }

@@ -9,6 +9,9 @@ import { EmailLinks } from "./emailLinks.js";
 import { EmailVerification } from "./emailVerification.js";
 import { DEFAULT_MAIL_POLICY, MailQueue, smtpSender, type MailPolicy, type SendAttempt } from "./mailer.js";
 import { PasswordReset } from "./passwordReset.js";
+import { PasswordChange } from "./passwordChange.js";
+import type { OwnAccountRepository } from "../store/ownAccounts.js";
+import type { UserRecord } from "../shared/model.js";
 import { DEFAULT_PASSWORD_MIN_LENGTH } from "./passwordRules.js";
 import type { SelfServiceDeps } from "./selfServiceDeps.js";
 import { SignUp } from "./signUp.js";
@@ -39,6 +42,8 @@ export interface SelfService {
   passwordMinLength: number;
   signUp: SignUp;
   passwordReset: PasswordReset;
+  /** A signed-in user's change of their own password (the account page, AccountService). */
+  passwordChange: PasswordChange;
   emailVerification: EmailVerification;
   /** Resolves once the work begun off the requests' path, and every queued mail, is done. */
   drain(): Promise<void>;
@@ -48,11 +53,12 @@ export interface SelfServiceStores {
   users: UserRepository;
   emailLinks: EmailLinkRepository;
   actionLimits: ActionLimitRepository;
+  ownAccounts: OwnAccountRepository;
 }
 
 export function createSelfService(
   stores: SelfServiceStores,
-  context: { issuer: string; clock: Clock; audit: AuditTrail; logger: Logger; hashCost: ScryptCost; clearLockout(name: string): Promise<void> },
+  context: { issuer: string; clock: Clock; audit: AuditTrail; logger: Logger; hashCost: ScryptCost; clearLockout(name: string): Promise<void>; checkPassword(user: UserRecord, password: string, clientAddress?: string): Promise<boolean> },
   options: SelfServiceOptions = {},
 ): SelfService {
   const mail = options.mail
@@ -77,6 +83,7 @@ export function createSelfService(
     passwordMinLength: deps.passwordMinLength,
     signUp: new SignUp(deps),
     passwordReset: new PasswordReset(deps),
+    passwordChange: new PasswordChange(deps, stores.ownAccounts, context.checkPassword),
     emailVerification: new EmailVerification(deps),
     async drain() {
       while (deps.background.size > 0) await Promise.all([...deps.background]);

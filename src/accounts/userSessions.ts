@@ -78,4 +78,4 @@ export class UserSessions {
 }
 
 // A prefix of its own, so the handle is no hash used anywhere else.
-const sessionHandle = (idHash: string) => sha256(`session handle:${idHash}`);
+export const sessionHandle = (idHash: string) => sha256(`session handle:${idHash}`);

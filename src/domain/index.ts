@@ -6,6 +6,7 @@ import { REGISTRATION_PATH } from "./../oauth/discovery.js";
 import { listUsersPage, type UserPage, type UserPageRequest } from "./../accounts/userPages.js";
 import { UserSessions } from "./../accounts/userSessions.js";
 import { UserConsents } from "./../accounts/userConsents.js";
+import { OwnAccount } from "./../accounts/ownAccount.js";
 import { consoleClientFor, ensureConsoleClient, type ConsoleClient } from "./../accounts/consoleClient.js";
 import { ConsoleProviders } from "./../accounts/consoleProviders.js";
 import { createSelfService, type SelfService, type SelfServiceOptions } from "./../accounts/selfService.js";
@@ -74,6 +75,8 @@ export interface Domain {
   users: UserAuthenticator;
   /** One-time codes and recovery codes, under the same policy (oauth/factors/). */
   secondFactors: SecondFactors;
+  /** A signed-in user's own sessions, linked providers and factors (the account page). */
+  ownAccount: OwnAccount;
   /** Which second factor a sign-in needs, by application policy and acr_values. */
   signInPolicy: SignInPolicy;
   /** The device authorization endpoint and the /device page's rules (RFC 8628). */
@@ -254,7 +257,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     tokenEndpoint: new TokenEndpoint(grantDeps),
     tokens: new TokenInspector(store, clock, issuer, metrics, audit),
-    authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit }, resourceServers),
+    authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit }, resourceServers, store.ownAccounts),
     account: new AccountLookup({ store, clock, sessions }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
     consents: new Consents(store.consents, clock),
@@ -263,6 +266,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     users,
     secondFactors,
     signInPolicy: new SignInPolicy(secondFactors, store.users, audit),
+    ownAccount: new OwnAccount(store, secondFactors, clock, audit),
     devices,
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit, secretBox),
     resourceAdmin: new ResourceAdmin(store.resources, clock, audit),
@@ -283,7 +287,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     readiness: { database: () => store.ping(), signingKeyLoaded: () => keys.hasSigningKey() },
     selfService: createSelfService(
       store,
-      { issuer, clock, audit, logger, hashCost: options.secretHashCost ?? SCRYPT_COST, clearLockout: (name) => loginThrottle.clearName(name) },
+      { issuer, clock, audit, logger, hashCost: options.secretHashCost ?? SCRYPT_COST, clearLockout: (name) => loginThrottle.clearName(name), checkPassword: (user, password, address) => users.checkPassword(user, password, address) },
       options.selfService,
     ),
   };

@@ -3,6 +3,9 @@ import type { ApplicationRepository } from "../store/applications.js";
 import { authorizationResponse, signInSatisfies, type AuthorizationResponse, type AuthorizeDeps } from "./authorize.js";
 import { resolveRedirect, validateAuthorizeRequest, type AuthorizeRequest, type AuthorizeValidation } from "./authorizeRequest.js";
 import type { ResourceIndicators } from "./resourceIndicators.js";
+import { OAuthError } from "./errors.js";
+import { ACCOUNT_PAGE_CLIENT_ID, accountPageApplication } from "./ownPageSignIn.js";
+import type { OwnAccountRepository } from "../store/ownAccounts.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
 /** The authorize endpoint's rules (RFC 6749 §3.1, OIDC Core §3.1.2), as the browser door asks them. */
@@ -12,6 +15,8 @@ export class AuthorizeEndpoint {
     private readonly clock: Clock,
     private readonly responses: AuthorizeDeps,
     private readonly resources?: ResourceIndicators,
+    /** Where a sign-in to an `mfa: required` application is noted (the account page asks before the last factor goes). */
+    private readonly mfaSignIns?: Pick<OwnAccountRepository, "noteMfaSignIn">,
   ) {}
 
   /** The request checked, with its application; or the error and where it may go. */
@@ -21,12 +26,20 @@ export class AuthorizeEndpoint {
 
   /** The application a pending request names, while it exists. */
   application(clientId: string): Promise<ApplicationRecord | undefined> {
+    if (clientId === ACCOUNT_PAGE_CLIENT_ID) return Promise.resolve(accountPageApplication());
     return this.apps.findByClientId(clientId);
   }
 
-  /** The application a pending request returns to, its redirect URI checked again: it may have changed meanwhile. */
-  returnTo(request: AuthorizeRequest): Promise<ApplicationRecord> {
-    return resolveRedirect(this.apps, request.clientId, request.redirectUri);
+  /**
+   * The application a pending request returns to, its redirect URI checked
+   * again: it may have changed meanwhile. A sign-in for one of our own pages
+   * returns to that page, under its application's policy.
+   */
+  async returnTo(request: AuthorizeRequest): Promise<ApplicationRecord> {
+    if (request.returnPath === undefined) return resolveRedirect(this.apps, request.clientId, request.redirectUri);
+    const app = await this.application(request.clientId);
+    if (!app) throw new OAuthError("invalid_request", "the application of this sign-in no longer exists");
+    return app;
   }
 
   /** Whether a sign-in made at `authTime` (epoch seconds) answers the request without the login form. */
@@ -35,7 +48,10 @@ export class AuthorizeEndpoint {
   }
 
   /** Issue the code and/or tokens for a signed-in user; `amr`: what the sign-in proved (RFC 8176). */
-  respond(app: ApplicationRecord, request: AuthorizeRequest, user: UserRecord, authTime: number, amr?: readonly string[]): Promise<AuthorizationResponse> {
+  async respond(app: ApplicationRecord, request: AuthorizeRequest, user: UserRecord, authTime: number, amr?: readonly string[]): Promise<AuthorizationResponse> {
+    // A sign-in for our own pages issues nothing: it only makes a session (web/signIn.ts).
+    if (request.returnPath !== undefined) throw new OAuthError("invalid_request", "this sign-in issues no code");
+    if (app.mfa === "required") await this.mfaSignIns?.noteMfaSignIn(user.id, app.clientId, this.clock.now());
     return authorizationResponse(app, request, user, authTime, this.responses, amr);
   }
 }

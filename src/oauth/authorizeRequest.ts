@@ -40,6 +40,8 @@ export interface AuthorizeRequest {
   acrValues?: string[];
   /** RFC 8707 `resource`: the registered resource servers the tokens are meant for. */
   resources?: string[];
+  /** Set only for a sign-in the service's own pages start (oauth/ownPageSignIn.ts): it ends at this path, with no code. */
+  returnPath?: string;
 }
 
 /** Where an authorization response or error goes. */

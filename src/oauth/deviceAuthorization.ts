@@ -126,8 +126,9 @@ export class DeviceAuthorizations {
   }
 
   /** The signed-in user allows or denies a pending code. */
-  async decide(userCode: string, user: UserRecord, authTime: number, allow: boolean): Promise<void> {
-    const decided = await this.deps.codes.decide(userCode, allow ? "approved" : "denied", user.id, authTime, this.deps.clock.now());
+  /** `amr`: what the user's sign-in proved (RFC 8176), which the device's tokens carry. */
+  async decide(userCode: string, user: UserRecord, authTime: number, allow: boolean, amr?: readonly string[]): Promise<void> {
+    const decided = await this.deps.codes.decide(userCode, allow ? "approved" : "denied", user.id, authTime, this.deps.clock.now(), amr?.join(" "));
     if (!decided) throw new OAuthError("invalid_grant", "that code was already used, or has expired");
   }
 }

@@ -63,6 +63,19 @@ export class UserAuthenticator {
     return user;
   }
 
+  /**
+   * Whether `password` is the signed-in user's own, checked under the same
+   * budgets as a sign-in (a wrong one is a failed sign-in of that name and
+   * address): the account page's "current password". Refused (OAuthError)
+   * while the name or address is locked.
+   */
+  async checkPassword(user: UserRecord, password: string, clientAddress?: string): Promise<boolean> {
+    const found = await this.attempt(user.name, password, clientAddress);
+    if (found?.id === user.id) return true;
+    if (!found) this.metrics.loginFailure();
+    return false;
+  }
+
   private attempt(username: string, password: string, clientAddress: string | undefined): Promise<UserRecord | undefined> {
     return this.throttle.attempt(username, clientAddress, async () => {
       const found = await this.users.findByName(username);

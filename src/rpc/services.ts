@@ -10,6 +10,7 @@ import { ConsentAdminService } from "../../gen/identity/v1/consents_pb.js";
 import { ApplicationChoicesService } from "../../gen/identity/v1/choices_pb.js";
 import { SettingsAdminService } from "../../gen/identity/v1/settings_pb.js";
 import { TokenService } from "../../gen/identity/v1/token_pb.js";
+import { AccountService } from "../../gen/identity/v1/account_pb.js";
 import type { Domain } from "../domain/index.js";
 import {
   applicationAdminGuards,
@@ -32,6 +33,7 @@ import { consentAdminGuards, consentAdminService } from "./consents.js";
 import { applicationChoicesGuards, applicationChoicesService } from "./choices.js";
 import { settingsAdminGuards, settingsAdminService } from "./settings.js";
 import { tokenGuards, tokenService } from "./token.js";
+import { accountGuards, accountService } from "./ownAccount.js";
 
 /** A service description with its one implementation, its guards already applied. */
 export interface ServiceBinding<S extends DescService = DescService> {
@@ -59,5 +61,6 @@ export function serviceBindings(domain: Domain): ServiceBinding[] {
     bind(ResourceAdminService, resourceAdminService(domain), resourceAdminGuards),
     bind(ConsentAdminService, consentAdminService(domain), consentAdminGuards),
     bind(ApplicationChoicesService, applicationChoicesService(), applicationChoicesGuards),
+    bind(AccountService, accountService(domain), accountGuards),
   ];
 }

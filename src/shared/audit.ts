@@ -37,6 +37,7 @@ export const AUDIT_EVENTS = [
   "signup",
   "email_verified",
   "password_reset",
+  "password_changed",
   "mail_failed",
 ] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];

@@ -15,6 +15,8 @@ export interface DeviceCodeRecord {
   userId: string | null;
   /** Epoch seconds of the approving user's sign-in. */
   authTime: number | null;
+  /** What the approving sign-in proved (RFC 8176 values, space-separated); absent before a decision. */
+  amr?: string;
   intervalSeconds: number;
   lastPolledAt: number;
   createdAt: number;
@@ -37,6 +39,7 @@ interface Row {
   status: string;
   user_id: string | null;
   auth_time: number | string | null;
+  amr?: string | null;
   interval_seconds: number;
   last_polled_at: number | string;
   created_at: number | string;
@@ -51,6 +54,7 @@ const fromRow = (r: Row): DeviceCodeRecord => ({
   status: r.status as DeviceCodeStatus,
   userId: r.user_id,
   authTime: r.auth_time === null ? null : Number(r.auth_time),
+  ...(r.amr ? { amr: r.amr } : {}),
   intervalSeconds: Number(r.interval_seconds),
   lastPolledAt: Number(r.last_polled_at),
   createdAt: Number(r.created_at),
@@ -95,11 +99,11 @@ export class DeviceCodeRepository {
   }
 
   /** Approve (with the user and their sign-in time) or deny a pending, unexpired code; false when it was not pending. */
-  async decide(userCode: string, decision: "approved" | "denied", userId: string, authTime: number, now: number): Promise<boolean> {
+  async decide(userCode: string, decision: "approved" | "denied", userId: string, authTime: number, now: number, amr?: string): Promise<boolean> {
     const changed = await this.db("device_codes")
       .where({ user_code: userCode, status: "pending" })
       .where("expires_at", ">", now)
-      .update({ status: decision, user_id: userId, auth_time: authTime });
+      .update({ status: decision, user_id: userId, auth_time: authTime, amr: amr ?? null });
     return changed === 1;
   }
 

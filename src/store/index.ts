@@ -22,6 +22,7 @@ import { AccessTokenRepository, issuedTokenRecorder, RefreshTokenRepository, typ
 import { UserRepository } from "./users.js";
 import { UserSignInRepository } from "./userSignIns.js";
 import { UserFactorRepository, WebAuthnChallengeRepository } from "./userFactors.js";
+import { OwnAccountRepository } from "./ownAccounts.js";
 import { silentLogger, type Logger } from "../shared/log.js";
 
 /** Every repository over one database handle. */
@@ -60,6 +61,8 @@ export interface Store {
   userFactors: UserFactorRepository;
   /** WebAuthn challenges, each taken once. */
   webauthnChallenges: WebAuthnChallengeRepository;
+  /** A signed-in user's changes to their own account, each decided atomically (the account page). */
+  ownAccounts: OwnAccountRepository;
   /** The single-use links mailed for email verification and password reset. */
   emailLinks: EmailLinkRepository;
   /** Hourly budgets of sign-ups and reset requests, taken atomically. */
@@ -134,6 +137,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     auditWriter,
     userFactors: new UserFactorRepository(db),
     webauthnChallenges: new WebAuthnChallengeRepository(db),
+    ownAccounts: new OwnAccountRepository(db),
     ping: async () => {
       await db.raw("select 1");
     },

@@ -7,10 +7,11 @@ import { SCOPE_WORDS } from "./consent.js";
 import { accountConsentsPage, accountSignInNeededPage } from "./accountConsentsPage.js";
 import { browserCsrfToken, sentFromThisBrowser } from "./csrf.js";
 import { sendPage } from "./http.js";
+import type { SignInPages } from "./signIn.js";
+import { ACCOUNT_PAGE_CLIENT_ID, ACCOUNT_PAGE_PATH, ownPageRequest } from "../oauth/ownPageSignIn.js";
 
 export const ACCOUNT_CONSENTS_PATH = "/account/consents";
-/** Where a browser without a session is sent to sign in (the account page's own sign-in). */
-const ACCOUNT_PATH = "/account";
+
 
 /**
  * `/account/consents` (issue 43 §2): the signed-in user sees the
@@ -22,14 +23,17 @@ const ACCOUNT_PATH = "/account";
 export class AccountConsentPages {
   private readonly secure: boolean;
 
-  constructor(private readonly domain: Domain) {
+  constructor(
+    private readonly domain: Domain,
+    private readonly signIn: SignInPages,
+  ) {
     this.secure = domain.issuer.startsWith("https:");
   }
 
-  /** GET: the list. */
+  /** GET: the list; a browser without a session signs in first (the account page's sign-in) and comes back here. */
   async show(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const user = await this.signedIn(req);
-    if (!user) return sendPage(res, 401, accountSignInNeededPage(ACCOUNT_PATH));
+    if (!user) return this.signIn.signInForPage(req, res, ownPageRequest(ACCOUNT_PAGE_CLIENT_ID, ACCOUNT_CONSENTS_PATH));
     await this.list(req, res, user);
   }
 
@@ -39,7 +43,8 @@ export class AccountConsentPages {
       throw new OAuthError("access_denied", "the form is missing its security token or was not sent from this browser", 403);
     }
     const user = await this.signedIn(req);
-    if (!user) return sendPage(res, 401, accountSignInNeededPage(ACCOUNT_PATH));
+    // A form cannot be sent again after a sign-in: the page says to sign in and try again.
+    if (!user) return sendPage(res, 401, accountSignInNeededPage(ACCOUNT_PAGE_PATH));
     let status: string;
     try {
       const revoked = await this.domain.userConsents.revokeOwn(user, form.get("client_id") ?? "");

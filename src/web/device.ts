@@ -1,6 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Domain } from "../domain/index.js";
-import { displayUserCode, type PendingDevice } from "../oauth/deviceAuthorization.js";
+import { DEVICE_PAGE_PATH, displayUserCode, type PendingDevice } from "../oauth/deviceAuthorization.js";
+import type { AuthorizeRequest } from "../oauth/authorizeRequest.js";
+import { ownPageRequest } from "../oauth/ownPageSignIn.js";
+import type { SignInPages } from "./signIn.js";
 import { OAuthError } from "../oauth/errors.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import type { UserRecord } from "../shared/model.js";
@@ -20,7 +23,10 @@ const sentence = (text: string) => (text ? `${text[0]!.toUpperCase()}${text.slic
 export class DevicePages {
   private readonly secure: boolean;
 
-  constructor(private readonly domain: Domain) {
+  constructor(
+    private readonly domain: Domain,
+    private readonly signIn: SignInPages,
+  ) {
     this.secure = domain.issuer.startsWith("https:");
   }
 
@@ -31,7 +37,13 @@ export class DevicePages {
     sendPage(res, 200, deviceCodePage({ csrfToken, userCode: params.get("user_code") ?? "", signIn: !signedIn }), cookies);
   }
 
-  /** POST /device: the code (and a sign-in), or the decision. */
+  /**
+   * POST /device: the code (and a sign-in), or the decision. The sign-in
+   * meets the application's second-factor policy (issue #46 §4) as at its
+   * login page: a user with a factor, or any user of an `mfa: required`
+   * application, goes through the factor step (web/factorStep.ts), which
+   * ends back here with a session that proved it.
+   */
   async submit(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
     const csrfToken = form.get("csrf_token");
     if (!sentFromThisBrowser(req, csrfToken)) {
@@ -49,11 +61,19 @@ export class DevicePages {
     } catch (err) {
       return again(err);
     }
+    // The policy's request: this application's, ending back at this page with the code filled in.
+    const request = ownPageRequest(pending.app.clientId, `${DEVICE_PAGE_PATH}?user_code=${encodeURIComponent(displayUserCode(pending.record.userCode))}`);
+    const proof = signedIn && (await this.domain.signInPolicy.sessionProof(pending.app, request, signedIn.session));
     if (form.get("step") === "decide") {
-      if (!signedIn) return again(new OAuthError("login_required", "sign in first"));
+      if (!signedIn || !proof || !proof.ok) return again(new OAuthError("login_required", "sign in first"));
       const allow = form.get("decision") === "allow";
-      await this.domain.devices.decide(pending.record.userCode, signedIn.user, signedIn.authTime, allow);
+      await this.domain.devices.decide(pending.record.userCode, signedIn.user, signedIn.session.authTime, allow, proof.amr);
       return sendPage(res, 200, deviceDonePage(allow));
+    }
+    if (signedIn && proof && !proof.ok) {
+      // Signed in, without the second factor this application needs: ask for it (step-up).
+      this.domain.signInPolicy.stepUpRequested(signedIn.user, pending.app, request, clientAddress);
+      return this.factorStep(req, res, request, pending, signedIn.user, proof.amr.filter((v) => v !== "mfa"), csrfToken);
     }
     const cookies: string[] = [];
     if (!signedIn) {
@@ -63,11 +83,12 @@ export class DevicePages {
       } catch (err) {
         return again(err);
       }
+      if ((await this.domain.signInPolicy.next(pending.app, request, user.id)) !== "done") return this.factorStep(req, res, request, pending, user, ["pwd"], csrfToken);
       // A fresh session id at every sign-in (no session fixation).
       await this.domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
       const { cookie: sessionId, session } = await this.domain.sessions.create(user);
       cookies.push(cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: this.domain.sessions.ttlSeconds }));
-      signedIn = { user, authTime: session.authTime };
+      signedIn = { user, session };
     }
     const view = {
       csrfToken,
@@ -79,8 +100,13 @@ export class DevicePages {
     sendPage(res, 200, deviceConsentPage(view), cookies);
   }
 
-  private async signedIn(req: IncomingMessage): Promise<{ user: UserRecord; authTime: number } | undefined> {
-    const found = await this.domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
-    return found && { user: found.user, authTime: found.session.authTime };
+  /** The second step of the sign-in (web/factorStep.ts), on a pending request that comes back to this page. */
+  private async factorStep(req: IncomingMessage, res: ServerResponse, request: AuthorizeRequest, pending: PendingDevice, user: UserRecord, amr: string[], csrfToken: string): Promise<void> {
+    const signIn = await this.domain.pendingAuthorizations.create(request, csrfToken);
+    await this.signIn.factorStep.afterFirstFactor(req, res, signIn, pending.app, user, amr, csrfToken);
+  }
+
+  private signedIn(req: IncomingMessage) {
+    return this.domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
   }
 }

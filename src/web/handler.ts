@@ -14,6 +14,7 @@ import { SignInPages } from "./signIn.js";
 import { SELF_SERVICE_PATHS, SelfServicePages } from "./selfService.js";
 import { CONSENT_PATH } from "./consent.js";
 import { ACCOUNT_CONSENTS_PATH, AccountConsentPages } from "./accountConsents.js";
+import { ACCOUNT_PATHS, AccountPages } from "./account.js";
 import { STYLESHEET } from "./stylesheet.js";
 import { requestContextOf, type LogUnexpected } from "../http/requestContext.js";
 
@@ -56,6 +57,7 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   FORM_POST_SCRIPT_PATH,
   ...CONSOLE_PATHS,
   ...Object.values(SELF_SERVICE_PATHS),
+  ...Object.values(ACCOUNT_PATHS),
   { pattern: PROVIDER_PATH, label: "/login/oauth/provider/{name}" },
   { pattern: PROVIDER_CALLBACK_PATH, label: "/callback/{name}" },
 ];
@@ -68,8 +70,9 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
 export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
   const pages = new SignInPages(domain);
   const selfService = new SelfServicePages(domain, pages);
-  const devices = new DevicePages(domain);
-  const accountConsents = new AccountConsentPages(domain);
+  const accountConsents = new AccountConsentPages(domain, pages);
+  const devices = new DevicePages(domain, pages);
+  const account = new AccountPages(domain, pages);
   const css = Buffer.from(STYLESHEET);
   const formPostScript = Buffer.from(FORM_POST_SCRIPT);
 
@@ -105,6 +108,8 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },
     // Self-service accounts (issue 47): each path's GET shows its form, its POST takes it.
     ...selfServiceRoutes(selfService, params, options.clientAddress),
+    // The account page (issue #46 §5): GET the page, POST each action.
+    ...accountRoutes(account, params, options.clientAddress),
     // The admin console at /admin/ (web/console.ts).
     ...consoleRoutes(domain),
   };
@@ -171,5 +176,23 @@ function selfServiceRoutes(pages: SelfServicePages, params: ParamsOf, clientAddr
     [SELF_SERVICE_PATHS.forgot]: route((...a) => pages.forgotForm(...a), (...a) => pages.forgot(...a)),
     [SELF_SERVICE_PATHS.verify]: route((...a) => pages.verifyForm(...a), (...a) => pages.verify(...a)),
     [SELF_SERVICE_PATHS.reset]: route((...a) => pages.resetForm(...a), (...a) => pages.reset(...a)),
+  };
+}
+
+/** The account page's routes: its GET, and a POST per action, with the client address for the budgets. */
+function accountRoutes(account: AccountPages, params: ParamsOf, clientAddress: ClientAddressOf): Record<string, Route> {
+  const post = (take: (req: IncomingMessage, res: ServerResponse, p: ReadonlyMap<string, string>, address?: string) => Promise<void>): Route => ({
+    methods: ["POST"],
+    serve: async (req, res, url) => take(req, res, await params(req, url), clientAddress(req)),
+  });
+  return {
+    [ACCOUNT_PATHS.page]: { methods: ["GET"], serve: async (req, res, url) => account.show(req, res, await params(req, url)) },
+    [ACCOUNT_PATHS.password]: post((...a) => account.changePassword(...a)),
+    [ACCOUNT_PATHS.totp]: post((req, res, p) => account.beginTotp(req, res, p)),
+    [ACCOUNT_PATHS.totpConfirm]: post((...a) => account.confirmTotp(...a)),
+    [ACCOUNT_PATHS.removeFactor]: post((req, res, p) => account.removeFactor(req, res, p)),
+    [ACCOUNT_PATHS.recovery]: post((req, res, p) => account.newRecoveryCodes(req, res, p)),
+    [ACCOUNT_PATHS.endSession]: post((...a) => account.endSession(...a)),
+    [ACCOUNT_PATHS.unlink]: post((req, res, p) => account.unlink(req, res, p)),
   };
 }

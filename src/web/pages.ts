@@ -6,7 +6,7 @@ export function escapeHtml(value: string): string {
 export const STYLESHEET_PATH = "/login/assets/login.css";
 
 /** A page of the sign-in service: one card, our stylesheet, no script. */
-export function layout(title: string, body: string): string {
+export function layout(title: string, body: string, cardClass = ""): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -16,7 +16,7 @@ export function layout(title: string, body: string): string {
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
 </head>
 <body>
-<main class="card">
+<main class="card${cardClass ? ` ${cardClass}` : ""}">
 ${body}
 </main>
 </body>

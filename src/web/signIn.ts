@@ -6,6 +6,7 @@ import { effectiveProvider } from "../federation/providerTypes/index.js";
 import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
 import { cookieValue, SESSION_COOKIE, type SignInProof } from "../oauth/sessions.js";
 import type { AuthorizeRequest } from "../oauth/authorizeRequest.js";
+import { ACCOUNT_PAGE_CLIENT_ID } from "../oauth/ownPageSignIn.js";
 import { FactorStepPages } from "./factorStep.js";
 import { annotateRequest, requestContextOf } from "../http/requestContext.js";
 import { browserCsrfToken, CSRF_COOKIE, sentFromThisBrowser } from "./csrf.js";
@@ -61,6 +62,8 @@ export class SignInPages {
         // Signed in, but without the second factor this request needs: ask for it (step-up).
         return this.stepUp(req, res, app, request, signedIn.user, proof.amr);
       }
+      // A sign-in for one of our pages (the account page, the device page) goes back to it.
+      if (request.returnPath !== undefined) return redirect(res, request.returnPath);
       // Issue 43 §2: such an application never gets a code or token without the user's Allow, given now or remembered.
       if (app.consentRequired && !(await domain.consents.cover(signedIn.user.id, app.clientId, request))) return this.consent.ask(req, res, app, request);
       const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime, proof.amr);
@@ -163,6 +166,7 @@ export class SignInPages {
     await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookie: sessionId, session } = await domain.sessions.create(user, proof);
     const sessionCookie = cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds });
+    if (pending.request.returnPath !== undefined) return redirect(res, pending.request.returnPath, [sessionCookie]);
     if (app.consentRequired && !(await domain.consents.cover(user.id, app.clientId, pending.request))) {
       return this.consent.ask(req, res, app, pending.request, [sessionCookie]);
     }
@@ -230,7 +234,27 @@ export class SignInPages {
    * instance counts at once.
    */
   private async providersOf(app: ApplicationRecord): Promise<string[]> {
+    if (app.clientId === ACCOUNT_PAGE_CLIENT_ID) return this.accountPageProviders();
     return app.clientId === this.domain.console.clientId ? this.domain.consoleProviders.offered() : app.providers;
+  }
+
+  /**
+   * The account page offers every provider some application or the console
+   * offers: whoever signs in through one of them reaches their account, and
+   * no provider that no application offers becomes a way in.
+   */
+  private async accountPageProviders(): Promise<string[]> {
+    const [apps, console] = await Promise.all([this.domain.applicationAdmin.list(), this.domain.consoleProviders.offered()]);
+    return [...new Set([...apps.flatMap((a) => a.providers), ...console])].sort();
+  }
+
+  /**
+   * Sign a browser in for one of our own pages (oauth/ownPageSignIn.ts):
+   * back to the page at once when its session is enough, else the second
+   * step or the login form, as for an application.
+   */
+  async signInForPage(req: IncomingMessage, res: ServerResponse, request: AuthorizeRequest): Promise<void> {
+    await this.resume(req, res, request);
   }
 
   /** The page for an error that must not (or cannot) go back to the client. */

@@ -47,4 +47,14 @@ details { margin: .5rem 0; }
 .field-error { margin: 0; color: var(--error); font-size: .9rem; }
 .links { display: flex; justify-content: space-between; gap: 1rem; margin: 1rem 0 0; }
 a { color: var(--accent); }
+.card.wide { width: min(100% - 2rem, 36rem); }
+section { margin-top: 1.75rem; }
+h2 { margin: 0 0 .5rem; font-size: 1.15rem; }
+.items { list-style: none; margin: 0 0 .75rem; padding: 0; display: grid; gap: .5rem; }
+.items li { display: flex; flex-wrap: wrap; align-items: center; justify-content: space-between; gap: .5rem;
+  padding: .5rem 0; border-bottom: 1px solid var(--border); overflow-wrap: anywhere; }
+form.inline { margin: 0; }
+button.secondary { width: auto; padding: .4rem .8rem; background: transparent; color: inherit; border: 1px solid var(--border); }
+.muted, .hint { color: var(--muted); }
+.notice { margin: 0 0 1rem; padding: .6rem .8rem; border: 1px solid var(--accent); border-radius: 8px; }
 `;

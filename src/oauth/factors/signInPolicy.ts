@@ -37,7 +37,10 @@ export class SignInPolicy {
    */
   async sessionProof(app: ApplicationRecord, request: AuthorizeRequest, session: SessionRecord): Promise<{ ok: boolean; amr: string[] }> {
     let amr = session.amr === undefined ? ["pwd"] : parseAmr(session.amr);
-    if (session.factorId && !(await this.factors.stillEnrolled(session.factorId, session.userId))) amr = withoutSecondFactor(amr);
+    if (session.factorId ? !(await this.factors.stillEnrolled(session.factorId, session.userId)) : amr.includes("mfa") && !(await this.factors.has(session.userId))) {
+      // A recovery code names no factor: it stands for the user's factors, and is void once the last one is gone.
+      amr = withoutSecondFactor(amr);
+    }
     const demanded = app.mfa === "required" || asksForMfa(request);
     return { ok: !demanded || amr.includes("mfa"), amr };
   }

@@ -1,3 +1,4 @@
+import { parseAmr } from "../factors/amr.js";
 import { epochSeconds } from "../../shared/clock.js";
 import { OAuthError } from "../errors.js";
 import { isPublicClient } from "../publicClients.js";
@@ -42,6 +43,7 @@ export const deviceCodeGrant = defineGrant({
       user,
       scopes: record.scope.split(" "),
       authTime: record.authTime ?? epochSeconds(deps.clock),
+      amr: parseAmr(record.amr),
       idToken: true,
       refreshToken: true,
     });

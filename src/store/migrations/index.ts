@@ -24,6 +24,8 @@ import * as clientAssertions from "./040_client_assertions.js";
 import * as deviceCodes from "./041_device_codes.js";
 import * as tokenExchange from "./042_token_exchange.js";
 import * as userFactors from "./050_user_factors.js";
+import * as ownAccount from "./053_own_account.js";
+import * as deviceCodeAmr from "./054_device_code_amr.js";
 import * as selfService from "./060_self_service.js";
 
 interface Migration {
@@ -60,6 +62,8 @@ const all: Migration[] = [
   { name: "041_device_codes", ...deviceCodes },
   { name: "042_token_exchange", ...tokenExchange },
   { name: "050_user_factors", ...userFactors },
+  { name: "053_own_account", ...ownAccount },
+  { name: "054_device_code_amr", ...deviceCodeAmr },
   { name: "060_self_service", ...selfService },
 ];
 
