@@ -55,6 +55,7 @@ export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
   "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa", "signup",
   "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation",
+  "requirePushedAuthorizationRequests",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -91,6 +92,8 @@ export interface ApplicationInput {
   exchangeAudiences?: string[];
   /** Token exchange without an actor token (impersonation); false by default. */
   allowImpersonation?: boolean;
+  /** RFC 9126 §5: refuse its authorize requests that do not come through PAR; false by default. */
+  requirePushedAuthorizationRequests?: boolean;
 }
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field, naming every bad one. */
@@ -141,6 +144,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
       optionalStringList(raw.exchangeAudiences, "exchangeAudiences", (a) => (/^[\x21-\x7e]{1,2048}$/.test(a) ? undefined : "must be 1-2048 printable characters without spaces")),
     ),
     allowImpersonation: check(() => optionalBoolean(raw.allowImpersonation, "allowImpersonation")),
+    requirePushedAuthorizationRequests: check(() => optionalBoolean(raw.requirePushedAuthorizationRequests, "requirePushedAuthorizationRequests")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -207,6 +211,7 @@ export class ApplicationAdmin {
       clientSecretSealed: this.sealed(auth.tokenEndpointAuthMethod, id, clientSecret),
       exchangeAudiences: input.exchangeAudiences ?? [],
       allowImpersonation: input.allowImpersonation ?? false,
+      requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
       createdAt: now,
       updatedAt: now,
     };
@@ -244,6 +249,7 @@ export class ApplicationAdmin {
       clientSecretSealed,
       exchangeAudiences: input.exchangeAudiences ?? current.exchangeAudiences,
       allowImpersonation: input.allowImpersonation ?? current.allowImpersonation,
+      requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? current.requirePushedAuthorizationRequests,
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.

@@ -25,6 +25,7 @@ import * as deviceCodes from "./041_device_codes.js";
 import * as tokenExchange from "./042_token_exchange.js";
 import * as userFactors from "./050_user_factors.js";
 import * as selfService from "./060_self_service.js";
+import * as pushedAuthorizationRequests from "./070_pushed_authorization_requests.js";
 
 interface Migration {
   name: string;
@@ -61,6 +62,7 @@ const all: Migration[] = [
   { name: "042_token_exchange", ...tokenExchange },
   { name: "050_user_factors", ...userFactors },
   { name: "060_self_service", ...selfService },
+  { name: "070_pushed_authorization_requests", ...pushedAuthorizationRequests },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

@@ -63,6 +63,7 @@ export const anApplication = (over: Partial<ApplicationRecord> = {}): Applicatio
   clientSecretSealed: "",
   exchangeAudiences: ["client-b", "https://api.example"],
   allowImpersonation: true,
+  requirePushedAuthorizationRequests: true,
   createdAt: T0,
   updatedAt: T0,
   ...over,
