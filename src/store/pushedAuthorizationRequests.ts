@@ -35,11 +35,10 @@ export class PushedAuthorizationRequestRepository {
 
   /** Delete the live row of `clientId` with this hash and return its parameters; undefined for every other caller. */
   async take(requestUriHash: string, clientId: string, now: number): Promise<string | undefined> {
-    const rows: { params: string }[] = await this.db("pushed_authorization_requests")
-      .where({ request_uri_hash: requestUriHash, client_id: clientId })
-      .andWhere("expires_at", ">", now)
-      .delete()
-      .returning("params");
-    return rows.length === 1 ? rows[0]!.params : undefined;
+    const live = () => this.db("pushed_authorization_requests").where({ request_uri_hash: requestUriHash, client_id: clientId }).andWhere("expires_at", ">", now);
+    // A row is never changed, so the parameters read first are the deleted row's; the DELETE alone decides who wins.
+    const row: { params: string } | undefined = await live().first("params");
+    if (!row) return undefined;
+    return (await live().delete()) === 1 ? row.params : undefined;
   }
 }

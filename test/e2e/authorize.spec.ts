@@ -281,7 +281,7 @@ describe("authorize endpoint and login form", () => {
   it("is listed in discovery", async () => {
     const doc = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, any>;
     assert.equal(doc.authorization_endpoint, `${server.issuer}/login/oauth/authorize`);
-    assert.deepEqual(doc.response_types_supported, ["code", "token", "id_token", "id_token token"]);
+    assert.deepEqual(doc.response_types_supported, ["code", "token", "id_token", "id_token token", "code id_token", "code token", "code id_token token"]);
     assert.deepEqual(doc.response_modes_supported, ["query", "fragment", "form_post"]);
     assert.equal(doc.authorization_response_iss_parameter_supported, true);
     assert.ok(doc.grant_types_supported.includes("authorization_code"));
