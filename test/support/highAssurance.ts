@@ -23,8 +23,8 @@ export async function clientKey(alg: RequestObjectAlg, kid = `${alg}-key`): Prom
 }
 
 /** openid-client configured from our discovery document, over plain http on loopback. */
-export function discover(server: Pick<RunningServer, "issuer">, clientId: string, auth: oidc.ClientAuth): Promise<oidc.Configuration> {
-  return oidc.discovery(new URL(server.issuer), clientId, undefined, auth, { execute: [oidc.allowInsecureRequests] });
+export function discover(server: Pick<RunningServer, "issuer">, clientId: string, auth: oidc.ClientAuth, metadata?: Partial<oidc.ClientMetadata>): Promise<oidc.Configuration> {
+  return oidc.discovery(new URL(server.issuer), clientId, metadata, auth, { execute: [oidc.allowInsecureRequests] });
 }
 
 /**
