@@ -58,7 +58,7 @@ describe("authorize endpoint and login form", () => {
   describe("errors go back to the client with error, error_description, state and iss", () => {
     for (const [what, params, error, fragment] of [
       ["a missing state", { state: undefined }, "invalid_request", false],
-      ["an unsupported response_type", { response_type: "code token" }, "unsupported_response_type", false],
+      ["an unsupported response_type", { response_type: "code device" }, "unsupported_response_type", false],
       ["a missing response_type", { response_type: undefined }, "invalid_request", false],
       ["code_challenge_method=plain", { code_challenge: "a".repeat(43), code_challenge_method: "plain" }, "invalid_request", false],
       ["a code_challenge without its method", { code_challenge: pkcePair().challenge }, "invalid_request", false],

@@ -242,7 +242,7 @@ describe("OpenID Connect conformance: the authorization endpoint", () => {
       assert.equal(fields.get("error"), "login_required");
       assert.equal(fields.get("state"), "state-123");
       assert.equal(fields.get("iss"), server.issuer);
-      const unsupported = await formPostPage(await authorize({ response_mode: "form_post", response_type: "code token" }));
+      const unsupported = await formPostPage(await authorize({ response_mode: "form_post", response_type: "code device" }));
       assert.equal(unsupported.fields.get("error"), "unsupported_response_type");
     });
 
