@@ -56,6 +56,7 @@ export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
   "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa", "signup",
   "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation", "consentRequired",
+  "requirePushedAuthorizationRequests",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -94,6 +95,8 @@ export interface ApplicationInput {
   allowImpersonation?: boolean;
   /** Whether users must allow it on the consent page (issue 43 §2); false by default, always true for a registered client. */
   consentRequired?: boolean;
+  /** RFC 9126 §5: refuse its authorize requests that do not come through PAR; false by default. */
+  requirePushedAuthorizationRequests?: boolean;
 }
 
 /**
@@ -159,6 +162,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     ),
     allowImpersonation: check(() => optionalBoolean(raw.allowImpersonation, "allowImpersonation")),
     consentRequired: check(() => optionalBoolean(raw.consentRequired, "consentRequired")),
+    requirePushedAuthorizationRequests: check(() => optionalBoolean(raw.requirePushedAuthorizationRequests, "requirePushedAuthorizationRequests")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -225,6 +229,7 @@ export class ApplicationAdmin {
       clientSecretSealed: this.sealed(auth.tokenEndpointAuthMethod, id, clientSecret),
       exchangeAudiences: input.exchangeAudiences ?? [],
       allowImpersonation: input.allowImpersonation ?? false,
+      requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
       createdAt: now,
       updatedAt: now,
     };
@@ -264,6 +269,7 @@ export class ApplicationAdmin {
       exchangeAudiences: input.exchangeAudiences ?? current.exchangeAudiences,
       allowImpersonation: input.allowImpersonation ?? current.allowImpersonation,
       consentRequired: input.consentRequired ?? current.consentRequired,
+      requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? current.requirePushedAuthorizationRequests,
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.

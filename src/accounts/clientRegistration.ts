@@ -105,6 +105,7 @@ export class ClientRegistrar {
       clientSecretSealed: "",
       exchangeAudiences: [],
       allowImpersonation: false,
+      requirePushedAuthorizationRequests: false,
       consentRequired: true,
       registration: { metadata: { ...metadata }, accessTokenHash: sha256(accessToken) },
       createdAt: now,

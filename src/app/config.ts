@@ -79,6 +79,8 @@ export interface ServeConfig {
   codeTtlSeconds?: number;
   /** How long a device code may be polled (RFC 8628 §3.2 expires_in). */
   deviceCodeTtlSeconds?: number;
+  /** Every client's authorize requests must come through PAR (RFC 9126 §5). */
+  requirePushedAuthorizationRequests?: boolean;
   /** Encrypts provider client secrets at rest; unset stores them as given. */
   secretKey?: string;
   /** Deadline of each call to an upstream login provider. */
@@ -367,6 +369,12 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "deviceCodeTtlSeconds", flag: "device-code-ttl-seconds", env: "IDENTITY_DEVICE_CODE_TTL_SECONDS", default: "600",
     description: "lifetime of a device code (RFC 8628; at least 10)", parse: secondsAtLeast(MIN_DEVICE_CODE_TTL_SECONDS),
+  },
+  {
+    key: "requirePushedAuthorizationRequests", flag: "require-pushed-authorization-requests", env: "IDENTITY_REQUIRE_PUSHED_AUTHORIZATION_REQUESTS",
+    default: "false",
+    description: "refuse every authorize request that does not come through the pushed authorization request endpoint (RFC 9126; docs/high-assurance.md)",
+    parse: bool, boolean: true,
   },
   {
     key: "secretKey", flag: "secret-key", env: "IDENTITY_SECRET_KEY", default: "",

@@ -296,6 +296,7 @@ function domainOptions(
     sessionTtlSeconds: config.sessionTtlSeconds,
     codeTtlSeconds: config.codeTtlSeconds,
     deviceCodeTtlSeconds: config.deviceCodeTtlSeconds,
+    requirePushedAuthorizationRequests: config.requirePushedAuthorizationRequests,
     generateKeyPair: deps.generateKeyPair,
     secretHashCost: deps.secretHashCost,
     secretKey: config.secretKey,

@@ -29,8 +29,14 @@ import { AuthorizationCodes } from "./../oauth/codes.js";
 import { DEFAULT_DEVICE_CODE_TTL_SECONDS, DeviceAuthorizations } from "./../oauth/deviceAuthorization.js";
 import type { GrantDeps } from "./../oauth/grants/types.js";
 import { AccountLookup } from "./../oauth/account.js";
+import type { AuthorizeDeps } from "./../oauth/authorize.js";
 import { Consents } from "./../oauth/consents.js";
 import { AuthorizeEndpoint } from "./../oauth/authorizeEndpoint.js";
+import { validateAuthorizeRequest } from "./../oauth/authorizeRequest.js";
+import { AuthorizeSources } from "./../oauth/authorizeSources.js";
+import { ClientKeys } from "./../oauth/clientKeys.js";
+import { PushedAuthorizations } from "./../oauth/pushedAuthorization.js";
+import { RequestObjects } from "./../oauth/requestObject.js";
 import { SignOut } from "./../oauth/endSession.js";
 import { TokenEndpoint } from "./../oauth/tokenEndpoint.js";
 import { TokenInspector } from "./../oauth/tokenInspector.js";
@@ -61,6 +67,8 @@ export interface Domain {
   tokens: TokenInspector;
   /** The authorize endpoint's rules, for the browser pages. */
   authorize: AuthorizeEndpoint;
+  /** The pushed authorization request endpoint (RFC 9126). */
+  pushedAuthorizations: PushedAuthorizations;
   /** The caller's own account (get-account). */
   account: AccountLookup;
   /** RP-initiated sign-out. */
@@ -147,6 +155,8 @@ export interface DomainOptions {
   codeTtlSeconds?: number;
   /** The config file's trustedIssuers: platforms whose tokens workloads present (RFC 7523 §2.1). */
   trustedIssuers?: TrustedIssuer[];
+  /** --require-pushed-authorization-requests: every client's authorize requests come through PAR (RFC 9126 §5). */
+  requirePushedAuthorizationRequests?: boolean;
   /** --device-code-ttl-seconds: how long a device code may be polled (RFC 8628 §3.2 expires_in). */
   deviceCodeTtlSeconds?: number;
   /** Makes the key pairs of new signing keys (RSA by default; tests reuse one to save its cost). */
@@ -195,6 +205,22 @@ function loginThrottleOf(options: DomainOptions, metrics: Metrics, audit: AuditT
   });
 }
 
+/** The authorize endpoint and PAR, which share the request objects' checks and the pushed requests. */
+function authorizeDoors(options: DomainOptions, clients: ClientAuthenticator, clientKeys: ClientKeys, responses: AuthorizeDeps, resources: ResourceIndicators) {
+  const { store, clock, issuer } = options;
+  const requestObjects = new RequestObjects(issuer, clock, clientKeys);
+  const pushedAuthorizations = new PushedAuthorizations({
+    clock,
+    repo: store.pushedAuthorizationRequests,
+    clients,
+    requestObjects,
+    validate: (params) => validateAuthorizeRequest(params, store.applications, resources),
+  });
+  const sources = new AuthorizeSources(store.applications, requestObjects, pushedAuthorizations);
+  const authorize = new AuthorizeEndpoint(store.applications, clock, responses, resources, store.ownAccounts, sources, options.requirePushedAuthorizationRequests ?? false);
+  return { authorize, pushedAuthorizations };
+}
+
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
   const metrics = options.metrics ?? noMetrics;
@@ -213,13 +239,14 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   const federation = new FederatedLogin(issuer, providerAdmin, new LoginStates(store.federationStates, clock), upstream, new AccountLinker(store.accountLinks, clock), logger, metrics, audit);
   const consoleClient = consoleClientFor(issuer);
   const remoteKeySets = new RemoteKeySets(upstream);
+  const clientKeys = new ClientKeys(remoteKeySets);
   const minter = new TokenMinter(store, keys, clock, issuer);
   const codes = new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds);
   const clients = new ClientAuthenticator(
     store.applications,
     undefined,
     clientThrottleOf(options, audit),
-    new ClientAssertions(issuer, clock, store.clientAssertionJtis, remoteKeySets, secretBox),
+    new ClientAssertions(issuer, clock, store.clientAssertionJtis, clientKeys, secretBox),
   );
   // One budget for passwords and second-factor codes alike (issue #46 §1).
   const loginThrottle = loginThrottleOf(options, metrics, audit);
@@ -257,7 +284,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     tokenEndpoint: new TokenEndpoint(grantDeps),
     tokens: new TokenInspector(store, clock, issuer, metrics, audit),
-    authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit }, resourceServers, store.ownAccounts),
+    ...authorizeDoors(options, clients, clientKeys, { issuer, minter, codes, metrics, audit }, resourceServers),
     account: new AccountLookup({ store, clock, sessions }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
     consents: new Consents(store.consents, clock),

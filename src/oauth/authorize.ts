@@ -47,50 +47,39 @@ export async function authorizationResponse(
   deps: AuthorizeDeps,
   amr?: readonly string[],
 ): Promise<AuthorizationResponse> {
-  const { nonce, claims } = request;
+  const { nonce, claims, resources } = request;
   // The admin scope is dropped here for anyone but an admin at the console; the minter checks again.
   const scopes = grantableScopes(request.scopes, app.clientId, user);
-  let params: Record<string, string>;
-  switch (request.responseType) {
-    case "code": {
-      const code = await deps.codes.issue({
-        clientId: app.clientId,
-        userId: user.id,
-        redirectUri: request.redirectUri,
-        scopes,
-        nonce,
-        codeChallenge: request.codeChallenge,
-        codeChallengeMethod: request.codeChallengeMethod,
-        authTime,
-        claims,
-        amr,
-        resources: request.resources,
-      });
-      params = { code };
-      break;
-    }
-    case "token":
-    case "id_token token": {
-      // RFC 6749 §4.2.2: the implicit grant never issues a refresh token.
-      // With id_token, the ID token carries the access token's at_hash (OIDC Core §3.2.2.10).
-      const idToken = request.responseType === "id_token token";
-      const tokens = await deps.minter.mint({ app, user, scopes, authTime, amr, nonce, claims, resources: request.resources, idToken, refreshToken: false });
-      params = {
-        access_token: tokens.accessToken,
-        token_type: tokens.tokenType,
-        expires_in: String(tokens.expiresIn),
-        scope: tokens.scope,
-        ...(tokens.idToken ? { id_token: tokens.idToken } : {}),
-      };
-      deps.metrics.tokensIssued("implicit");
-      recordImplicit(deps.audit, app, user, scopes, request.responseType);
-      break;
-    }
-    case "id_token":
-      params = { id_token: await deps.minter.mintIdToken({ app, user, scopes, authTime, amr, nonce, claims }) };
-      deps.metrics.tokensIssued("implicit");
-      recordImplicit(deps.audit, app, user, scopes, request.responseType);
-      break;
+  const parts = new Set(request.responseType.split(" "));
+  const params: Record<string, string> = {};
+  if (parts.has("code")) {
+    params.code = await deps.codes.issue({
+      clientId: app.clientId,
+      userId: user.id,
+      redirectUri: request.redirectUri,
+      scopes,
+      nonce,
+      codeChallenge: request.codeChallenge,
+      codeChallengeMethod: request.codeChallengeMethod,
+      authTime,
+      claims,
+      amr,
+      resources,
+    });
+  }
+  if (parts.has("token")) {
+    // RFC 6749 §4.2.2: the authorization endpoint never issues a refresh token.
+    const tokens = await deps.minter.mint({ app, user, scopes, authTime, amr, nonce, claims, resources, idToken: false, refreshToken: false });
+    Object.assign(params, { access_token: tokens.accessToken, token_type: tokens.tokenType, expires_in: String(tokens.expiresIn), scope: tokens.scope });
+  }
+  if (parts.has("id_token")) {
+    // OIDC Core §3.3.2.11: at_hash and c_hash bind the ID token to the token and code beside it; s_hash to the state.
+    const travelling = { accessToken: params.access_token, code: params.code, state: request.state };
+    params.id_token = await deps.minter.mintIdToken({ app, user, scopes, authTime, amr, nonce, claims, ...travelling });
+  }
+  if (parts.has("token") || parts.has("id_token")) {
+    deps.metrics.tokensIssued("implicit");
+    recordImplicit(deps.audit, app, user, scopes, request.responseType);
   }
   return withStateAndIssuer(request, params, deps.issuer);
 }

@@ -1,9 +1,10 @@
 import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import { authorizationResponse, signInSatisfies, type AuthorizationResponse, type AuthorizeDeps } from "./authorize.js";
-import { resolveRedirect, validateAuthorizeRequest, type AuthorizeRequest, type AuthorizeValidation } from "./authorizeRequest.js";
-import type { ResourceIndicators } from "./resourceIndicators.js";
+import { refusedRequest, resolveRedirect, validateAuthorizeRequest, type AuthorizeRequest, type AuthorizeValidation } from "./authorizeRequest.js";
+import type { AuthorizeSources } from "./authorizeSources.js";
 import { OAuthError } from "./errors.js";
+import type { ResourceIndicators } from "./resourceIndicators.js";
 import { ACCOUNT_PAGE_CLIENT_ID, accountPageApplication } from "./ownPageSignIn.js";
 import type { OwnAccountRepository } from "../store/ownAccounts.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
@@ -17,11 +18,28 @@ export class AuthorizeEndpoint {
     private readonly resources?: ResourceIndicators,
     /** Where a sign-in to an `mfa: required` application is noted (the account page asks before the last factor goes). */
     private readonly mfaSignIns?: Pick<OwnAccountRepository, "noteMfaSignIn">,
+    /** Pushed requests and request objects; without them, only plain parameters. */
+    private readonly sources?: AuthorizeSources,
+    /** --require-pushed-authorization-requests: every client must push (RFC 9126 §5). */
+    readonly requirePushed = false,
   ) {}
 
   /** The request checked, with its application; or the error and where it may go. */
-  validate(params: ReadonlyMap<string, string>): Promise<AuthorizeValidation> {
-    return validateAuthorizeRequest(params, this.apps, this.resources);
+  async validate(params: ReadonlyMap<string, string>): Promise<AuthorizeValidation> {
+    let resolved = { params, pushed: false };
+    try {
+      if (this.sources) resolved = await this.sources.resolve(params);
+    } catch (err) {
+      if (err instanceof OAuthError) return refusedRequest(params, this.apps, err);
+      throw err;
+    }
+    const validation = await validateAuthorizeRequest(resolved.params, this.apps, this.resources);
+    // RFC 9126 §5: such a client's requests come through PAR, or not at all.
+    if (validation.ok && !resolved.pushed && (this.requirePushed || validation.app.requirePushedAuthorizationRequests)) {
+      const error = new OAuthError("invalid_request", "this client must push its authorization request first (PAR, RFC 9126)");
+      return refusedRequest(resolved.params, this.apps, error);
+    }
+    return validation;
   }
 
   /** The application a pending request names, while it exists. */

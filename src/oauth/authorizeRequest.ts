@@ -9,8 +9,11 @@ import { parseResourceParam, RESOURCE_PARAM, scopesOfResources, type ResourceInd
 import { grantEnabled } from "./grants/index.js";
 import type { ApplicationRecord } from "../shared/model.js";
 
-/** The response types served; a multi-valued one in its canonical (sorted) order. */
-export const RESPONSE_TYPES = ["code", "token", "id_token", "id_token token"] as const;
+/**
+ * The response types served; a multi-valued one in its canonical (sorted)
+ * order. Those with `code` and more are OIDC Core §3.3's hybrid flow.
+ */
+export const RESPONSE_TYPES = ["code", "token", "id_token", "id_token token", "code id_token", "code token", "code id_token token"] as const;
 export type ResponseType = (typeof RESPONSE_TYPES)[number];
 
 /** `form_post`: OAuth 2.0 Form Post Response Mode. */
@@ -89,6 +92,32 @@ export async function resolveRedirect(
   return app;
 }
 
+/** Where an error about these parameters goes, once their redirect_uri is trusted. */
+function targetOf(get: (name: string) => string | undefined): ResponseTarget {
+  return {
+    redirectUri: get("redirect_uri")!,
+    // An error goes as a form post when one was asked, even before the rest is checked.
+    responseMode: get("response_mode") === "form_post" ? "form_post" : defaultResponseMode(get("response_type")),
+    state: get("state"),
+  };
+}
+
+/**
+ * `error` about a request, sent back to the client when its client_id and
+ * redirect_uri hold (a request object that cannot be trusted, say), else
+ * shown to the user (RFC 6749 §4.1.2.1).
+ */
+export async function refusedRequest(params: ReadonlyMap<string, string>, apps: ApplicationRepository, error: OAuthError): Promise<AuthorizeValidation> {
+  const get = (name: string) => params.get(name) || undefined;
+  try {
+    await resolveRedirect(apps, get("client_id"), get("redirect_uri"));
+  } catch (err) {
+    if (err instanceof OAuthError) return { ok: false, error };
+    throw err;
+  }
+  return { ok: false, error, target: targetOf(get) };
+}
+
 export async function validateAuthorizeRequest(
   params: ReadonlyMap<string, string>,
   apps: ApplicationRepository,
@@ -102,12 +131,7 @@ export async function validateAuthorizeRequest(
     if (err instanceof OAuthError) return { ok: false, error: err };
     throw err;
   }
-  const target: ResponseTarget = {
-    redirectUri: get("redirect_uri")!,
-    // An error goes as a form post when one was asked, even before the rest is checked.
-    responseMode: get("response_mode") === "form_post" ? "form_post" : defaultResponseMode(get("response_type")),
-    state: get("state"),
-  };
+  const target = targetOf(get);
   try {
     // RFC 8707 §2: an unknown or malformed resource is invalid_target, sent back to the client.
     const named = resourceServers ? await resourceServers.fromParam(parseResourceParam(get(RESOURCE_PARAM))) : [];
@@ -129,20 +153,22 @@ function parseRequest(
   const type = parseResponseType(get("response_type"));
   const responseMode = parseResponseMode(get("response_mode"), type);
   target.responseMode = responseMode;
-  // OIDC Core §6: request objects are not supported, and say so rather than being ignored.
-  if (get("request") !== undefined) throw new OAuthError("request_not_supported", "the request parameter is not supported");
-  if (get("request_uri") !== undefined) throw new OAuthError("request_uri_not_supported", "the request_uri parameter is not supported");
+  // A request object or request_uri is opened before (authorizeSources.ts): one inside another is refused.
+  if (get("request") !== undefined) throw new OAuthError("invalid_request_object", "a request object must not contain another");
+  if (get("request_uri") !== undefined) throw new OAuthError("invalid_request", "request_uri cannot be combined with this request");
 
   const state = get("state");
   if (!state) throw new OAuthError("invalid_request", "missing parameter: state");
   if (state.length > MAX_STATE_LENGTH) throw new OAuthError("invalid_request", `state is longer than ${MAX_STATE_LENGTH} characters`);
+  // Hybrid types too (OIDC Core §3.3): they hand tokens to the browser as the implicit grant does.
   if (type !== "code" && !grantEnabled(app.grantTypes, "implicit")) {
     throw new OAuthError("unauthorized_client", "the implicit grant is not enabled for this application");
   }
   const scopes = parseScope(get("scope"), resourceScopes);
   const nonce = get("nonce");
   if (nonce && nonce.length > MAX_NONCE_LENGTH) throw new OAuthError("invalid_request", "nonce is too long");
-  if (type === "id_token" || type === "id_token token") {
+  // OIDC Core §3.2.2.1, §3.3.2.11: an ID token from the authorization endpoint needs openid and a nonce.
+  if (type.split(" ").includes("id_token")) {
     if (!scopes.includes("openid")) throw new OAuthError("invalid_scope", `response_type=${type} needs the openid scope`);
     if (!nonce) throw new OAuthError("invalid_request", `nonce is required for response_type=${type}`);
   }

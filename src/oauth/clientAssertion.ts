@@ -1,9 +1,9 @@
-import { decodeJwt, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
-import { localKeySet, type RemoteKeySets } from "../federation/remoteKeySets.js";
+import { decodeJwt, jwtVerify, type JWTVerifyGetKey } from "jose";
 import type { SecretBox } from "../federation/secretBox.js";
 import type { Clock } from "../shared/clock.js";
 import type { ApplicationRecord, TokenEndpointAuthMethod } from "../shared/model.js";
 import type { ClientAssertionJtiRepository } from "../store/clientAssertionJtis.js";
+import type { ClientKeys } from "./clientKeys.js";
 import { OAuthError } from "./errors.js";
 import { sha256 } from "./secrets.js";
 
@@ -25,6 +25,8 @@ export const CLIENT_AUTH_ENDPOINT_PATHS = {
   introspection: "/api/login/oauth/introspect",
   revocation: "/api/login/oauth/revoke",
   device_authorization: "/api/device-auth",
+  // RFC 9126 §2: the pushed authorization request endpoint.
+  pushed_authorization_request: "/api/oauth/par",
 } as const;
 export type ClientAuthEndpoint = keyof typeof CLIENT_AUTH_ENDPOINT_PATHS;
 
@@ -56,14 +58,11 @@ const refused = (why: string) => new OAuthError("invalid_client", `client authen
  * instance.
  */
 export class ClientAssertions {
-  /** Inline key sets parsed once, by their JSON text. */
-  private readonly inlineKeys = new Map<string, JWTVerifyGetKey>();
-
   constructor(
     private readonly issuer: string,
     private readonly clock: Clock,
     private readonly jtis: Pick<ClientAssertionJtiRepository, "useOnce">,
-    private readonly remoteKeys: Pick<RemoteKeySets, "resolver">,
+    private readonly clientKeys: Pick<ClientKeys, "of">,
     private readonly secrets: Pick<SecretBox, "open">,
   ) {}
 
@@ -98,8 +97,9 @@ export class ClientAssertions {
 
   private keyOf(app: ApplicationRecord): { key: JWTVerifyGetKey | Uint8Array; algorithms: readonly string[] } {
     if (app.tokenEndpointAuthMethod === "private_key_jwt") {
-      if (app.jwksUri) return { key: this.remoteKeys.resolver(app.jwksUri), algorithms: PRIVATE_KEY_JWT_ALGS };
-      return { key: this.inline(app.jwks), algorithms: PRIVATE_KEY_JWT_ALGS };
+      const key = this.clientKeys.of(app);
+      if (!key) throw refused("the client's jwks cannot be read");
+      return { key, algorithms: PRIVATE_KEY_JWT_ALGS };
     }
     if (app.tokenEndpointAuthMethod === "client_secret_jwt" && app.clientSecretSealed) {
       let secret: string;
@@ -111,19 +111,5 @@ export class ClientAssertions {
       return { key: new TextEncoder().encode(secret), algorithms: CLIENT_SECRET_JWT_ALGS };
     }
     throw refused("this client does not authenticate with a client assertion");
-  }
-
-  private inline(jwks: string): JWTVerifyGetKey {
-    let keys = this.inlineKeys.get(jwks);
-    if (!keys) {
-      try {
-        keys = localKeySet(JSON.parse(jwks) as JSONWebKeySet);
-      } catch {
-        throw refused("the client's jwks cannot be read");
-      }
-      if (this.inlineKeys.size >= 1000) this.inlineKeys.clear();
-      this.inlineKeys.set(jwks, keys);
-    }
-    return keys;
   }
 }

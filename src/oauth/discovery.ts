@@ -3,6 +3,7 @@ import { CLIENT_AUTH_ENDPOINT_PATHS, CLIENT_SECRET_JWT_ALGS, PRIVATE_KEY_JWT_ALG
 import { GRANT_TYPES } from "./grants/index.js";
 import { SIGNING_ALG } from "./keys.js";
 import { PKCE_METHOD } from "./pkce.js";
+import { REQUEST_OBJECT_ALGS } from "./requestObject.js";
 import { GRANTABLE_SCOPES, SCOPE_CLAIMS } from "./scopes.js";
 import { CASDOOR_CLAIMS } from "./tokenFormats.js";
 import { ACR_VALUES } from "./factors/amr.js";
@@ -15,7 +16,12 @@ const ASSERTION_ALGS = [...PRIVATE_KEY_JWT_ALGS, ...CLIENT_SECRET_JWT_ALGS];
  * OpenID Provider / RFC 8414 metadata. It lists only what this server really
  * serves, so strict clients configured from it do not fail later.
  */
-export function discoveryDocument(issuer: string, signingAlgs: readonly string[] = [SIGNING_ALG], registration?: RegistrationMetadata) {
+export function discoveryDocument(
+  issuer: string,
+  signingAlgs: readonly string[] = [SIGNING_ALG],
+  registration?: RegistrationMetadata,
+  requirePushedAuthorizationRequests = false,
+) {
   return {
     issuer,
     authorizationEndpoint: `${issuer}/login/oauth/authorize`,
@@ -51,9 +57,14 @@ export function discoveryDocument(issuer: string, signingAlgs: readonly string[]
     revocationEndpointAuthSigningAlgValuesSupported: [...ASSERTION_ALGS],
     codeChallengeMethodsSupported: [PKCE_METHOD],
     authorizationResponseIssParameterSupported: true,
-    // Said outright: a missing request_uri_parameter_supported means true (OIDC Discovery §3).
-    requestParameterSupported: false,
+    // RFC 9101: signed request objects at authorize and PAR, in these algorithms.
+    requestParameterSupported: true,
+    requestObjectSigningAlgValuesSupported: [...REQUEST_OBJECT_ALGS],
+    // Said outright: a missing one means true (OIDC Discovery §3). A request_uri is taken only from PAR, never fetched.
     requestUriParameterSupported: false,
+    // RFC 9126 §5.
+    pushedAuthorizationRequestEndpoint: `${issuer}${CLIENT_AUTH_ENDPOINT_PATHS.pushed_authorization_request}`,
+    requirePushedAuthorizationRequests,
     // RFC 7591 §3 and the Client ID Metadata Document draft, when registration is on.
     ...(registration ? { registrationEndpoint: `${issuer}${REGISTRATION_PATH}` } : {}),
     ...(registration?.metadataDocuments ? { clientIdMetadataDocumentSupported: true } : {}),

@@ -24,6 +24,9 @@ export type OAuthErrorCode =
   | "interaction_required"
   | "request_not_supported"
   | "request_uri_not_supported"
+  // RFC 9101 §6.2, OIDC Core §3.1.2.6: a request object or request_uri that cannot be used.
+  | "invalid_request_object"
+  | "invalid_request_uri"
   // RFC 8707 §2: a resource that is unknown, malformed or wider than granted.
   | "invalid_target"
   // OIDC Core §3.1.2.6: prompt=none, and the user has not consented.

@@ -41,6 +41,7 @@ export function accountPageApplication(): ApplicationRecord {
     clientSecretSealed: "",
     exchangeAudiences: [],
     allowImpersonation: false,
+    requirePushedAuthorizationRequests: false,
     createdAt: 0,
     updatedAt: 0,
   };

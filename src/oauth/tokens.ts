@@ -63,6 +63,10 @@ export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "amr" | "
   user: UserRecord;
   /** The access token issued beside it, whose hash becomes `at_hash`. */
   accessToken?: string;
+  /** The code issued beside it (hybrid flow), whose hash becomes `c_hash`. */
+  code?: string;
+  /** The authorize request's state, whose hash becomes `s_hash` (FAPI 1.0 Advanced §5.2.2.1). */
+  state?: string;
 };
 
 /**
@@ -247,6 +251,8 @@ export class TokenMinter {
       ...authenticationClaims(grant.amr),
       ...(grant.nonce ? { nonce: grant.nonce } : {}),
       ...(grant.accessToken ? { at_hash: idTokenHash(grant.accessToken, app.signingAlg) } : {}),
+      ...(grant.code ? { c_hash: idTokenHash(grant.code, app.signingAlg) } : {}),
+      ...(grant.state ? { s_hash: idTokenHash(grant.state, app.signingAlg) } : {}),
     };
   }
 }

@@ -71,7 +71,7 @@ export function createRestFacade(bindings: readonly ServiceBinding[], options: R
     });
     const impl = (route.binding.impl as Record<string, UnaryHandler>)[route.method.localName]!;
     const response = await impl(request, ctx);
-    sendJson(res, 200, restJson(route.method.output, response), headerFields(ctx.responseHeader));
+    sendJson(res, route.successStatus, restJson(route.method.output, response), headerFields(ctx.responseHeader));
   }
 }
 

@@ -10,7 +10,15 @@ export interface RestRoute {
   method: DescMethod;
   /** `*` when the body maps onto the whole request message. */
   body: string;
+  /** The HTTP status of a success. */
+  successStatus: number;
 }
+
+/** Methods whose success is not 200 OK, by full name. */
+const SUCCESS_STATUS: Readonly<Record<string, number>> = {
+  // RFC 9126 §2.2: a pushed authorization request answers 201 Created.
+  "identity.v1.PushedAuthorizationService.PushAuthorizationRequest": 201,
+};
 
 /** path -> HTTP method -> route. Built from the contract, never listed by hand. */
 export type RouteTable = Map<string, Map<string, RestRoute>>;
@@ -30,7 +38,8 @@ export function buildRouteTable(bindings: readonly ServiceBinding[]): RouteTable
         const httpMethod = verb.toUpperCase();
         const byMethod = table.get(path) ?? new Map<string, RestRoute>();
         if (byMethod.has(httpMethod)) throw new Error(`${method.name}: ${httpMethod} ${path} is bound twice`);
-        byMethod.set(httpMethod, { httpMethod, path, binding, method, body: one.body });
+        const successStatus = SUCCESS_STATUS[`${binding.service.typeName}.${method.name}`] ?? 200;
+        byMethod.set(httpMethod, { httpMethod, path, binding, method, body: one.body, successStatus });
         table.set(path, byMethod);
       }
     }

@@ -65,6 +65,7 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     exchangeAudiences: list(input.exchangeAudiences),
     allowImpersonation: input.allowImpersonation,
     consentRequired: input.consentRequired,
+    requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests,
   });
 }
 

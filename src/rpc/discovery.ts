@@ -18,7 +18,7 @@ export function discoveryService(domain: Domain): ServiceImpl<typeof DiscoverySe
       const { mode } = domain.registration.policy;
       // Client ID metadata documents are not served yet (#43 §4), so never advertised.
       const registration = mode === "off" ? undefined : { metadataDocuments: false };
-      if (built?.algs !== algs) built = { algs, document: discoveryDocument(domain.issuer, algorithms, registration) };
+      if (built?.algs !== algs) built = { algs, document: discoveryDocument(domain.issuer, algorithms, registration, domain.authorize.requirePushed) };
       return built.document;
     },
     async getProtectedResourceMetadata() {

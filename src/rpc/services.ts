@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ApplicationAdminService, KeyAdminService, SessionAdminService, UserAdminService } from "../../gen/identity/v1/admin_pb.js";
+import { PushedAuthorizationService } from "../../gen/identity/v1/authorize_pb.js";
 import { DiscoveryService } from "../../gen/identity/v1/discovery_pb.js";
 import { EventAdminService } from "../../gen/identity/v1/events_pb.js";
 import { FederationService } from "../../gen/identity/v1/federation_pb.js";
@@ -23,6 +24,7 @@ import {
   userAdminService,
 } from "./admin.js";
 import { asAdminCalls } from "./auditedCalls.js";
+import { pushedAuthorizationGuards, pushedAuthorizationService } from "./authorize.js";
 import { discoveryGuards, discoveryService } from "./discovery.js";
 import { eventAdminGuards, eventAdminService } from "./events.js";
 import { federationGuards, federationService } from "./federation.js";
@@ -49,6 +51,7 @@ export function serviceBindings(domain: Domain): ServiceBinding[] {
     ({ service, impl: withGuards(domain, service, asAdminCalls(service, impl, guards), guards), guards }) as unknown as ServiceBinding;
   return [
     bind(TokenService, tokenService(domain), tokenGuards),
+    bind(PushedAuthorizationService, pushedAuthorizationService(domain), pushedAuthorizationGuards),
     bind(IntrospectionService, introspectionService(domain), introspectionGuards),
     bind(DiscoveryService, discoveryService(domain), discoveryGuards),
     bind(ApplicationAdminService, applicationAdminService(domain), applicationAdminGuards),

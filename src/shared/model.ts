@@ -98,6 +98,8 @@ export interface ApplicationRecord {
   exchangeAudiences: string[];
   /** Token exchange without an actor token: a token for the subject alone. */
   allowImpersonation: boolean;
+  /** RFC 9126 §5: its authorize requests come through PAR only. */
+  requirePushedAuthorizationRequests: boolean;
   createdAt: number;
   updatedAt: number;
 }

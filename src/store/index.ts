@@ -12,6 +12,7 @@ import { FederationStateRepository } from "./federationStates.js";
 import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
 import { ClientAssertionJtiRepository } from "./clientAssertionJtis.js";
+import { PushedAuthorizationRequestRepository } from "./pushedAuthorizationRequests.js";
 import { DeviceCodeRepository } from "./deviceCodes.js";
 import { ProviderRepository } from "./providers.js";
 import { ResourceRepository } from "./resources.js";
@@ -48,6 +49,8 @@ export interface Store {
   loginFailures: LoginFailureRepository;
   /** The jti of each accepted client assertion, until it expires (RFC 7523 §3). */
   clientAssertionJtis: ClientAssertionJtiRepository;
+  /** Pushed authorization requests (RFC 9126), each taken once by the client that pushed it. */
+  pushedAuthorizationRequests: PushedAuthorizationRequestRepository;
   /** Device authorizations (RFC 8628), by device code and by user code. */
   deviceCodes: DeviceCodeRepository;
   federationStates: FederationStateRepository;
@@ -126,6 +129,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     authorizationRequests: new AuthorizationRequestRepository(db),
     loginFailures: new LoginFailureRepository(db),
     clientAssertionJtis: new ClientAssertionJtiRepository(db),
+    pushedAuthorizationRequests: new PushedAuthorizationRequestRepository(db),
     deviceCodes: new DeviceCodeRepository(db),
     federationStates: new FederationStateRepository(db),
     federatedIdentities,

@@ -58,7 +58,7 @@ describe("authorize endpoint and login form", () => {
   describe("errors go back to the client with error, error_description, state and iss", () => {
     for (const [what, params, error, fragment] of [
       ["a missing state", { state: undefined }, "invalid_request", false],
-      ["an unsupported response_type", { response_type: "code token" }, "unsupported_response_type", false],
+      ["an unsupported response_type", { response_type: "code device" }, "unsupported_response_type", false],
       ["a missing response_type", { response_type: undefined }, "invalid_request", false],
       ["code_challenge_method=plain", { code_challenge: "a".repeat(43), code_challenge_method: "plain" }, "invalid_request", false],
       ["a code_challenge without its method", { code_challenge: pkcePair().challenge }, "invalid_request", false],
@@ -281,7 +281,7 @@ describe("authorize endpoint and login form", () => {
   it("is listed in discovery", async () => {
     const doc = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, any>;
     assert.equal(doc.authorization_endpoint, `${server.issuer}/login/oauth/authorize`);
-    assert.deepEqual(doc.response_types_supported, ["code", "token", "id_token", "id_token token"]);
+    assert.deepEqual(doc.response_types_supported, ["code", "token", "id_token", "id_token token", "code id_token", "code token", "code id_token token"]);
     assert.deepEqual(doc.response_modes_supported, ["query", "fragment", "form_post"]);
     assert.equal(doc.authorization_response_iss_parameter_supported, true);
     assert.ok(doc.grant_types_supported.includes("authorization_code"));

@@ -174,6 +174,9 @@ describe("command line", function () {
       const shown = await admin("app", "show", "--name", "jwt-app");
       assert.ok(!shown.includes(turned.clientSecret) && !shown.includes("clientSecretSealed"), shown);
       await assert.rejects(admin("app", "update", "--name", "jwt-app", "--token-endpoint-auth-method", "none-such"), /tokenEndpointAuthMethod/);
+      // Issue 45 §1: PAR required of this application, then not.
+      assert.equal((await json("app", "update", "--name", "jwt-app", "--require-pushed-authorization-requests")).requirePushedAuthorizationRequests, true);
+      assert.equal((await json("app", "update", "--name", "jwt-app", "--no-require-pushed-authorization-requests")).requirePushedAuthorizationRequests, false);
       await json("app", "delete", "--name", "jwt-app");
     });
 

@@ -75,16 +75,16 @@ describe("OpenID Connect conformance: the authorization endpoint", () => {
   describe("request objects (OIDCC-6, oidcc-unsigned-request-object-supported-correctly-or-rejected-as-unsupported)", () => {
     const REQUEST_OBJECT = "eyJhbGciOiJub25lIn0.eyJzdGF0ZSI6InMifQ.";
 
-    it("answers request with request_not_supported", async () => {
+    it("answers an unsigned request object with invalid_request_object (signed ones: test/e2e/pushedAuthorization.spec.ts)", async () => {
       const { params, location } = await redirected(await authorize({ request: REQUEST_OBJECT }));
       assert.equal(location.hash, "", "a code-flow error goes in the query");
-      assert.equal(params.get("error"), "request_not_supported");
+      assert.equal(params.get("error"), "invalid_request_object");
       assert.equal(params.get("state"), "state-123");
       assert.equal(params.get("iss"), server.issuer);
       assert.equal(params.get("code"), null);
     });
 
-    it("answers request_uri with request_uri_not_supported, in the fragment for implicit types", async () => {
+    it("answers a request_uri that is a URL with request_uri_not_supported, in the fragment for implicit types: it is never fetched", async () => {
       const { params, location } = await redirected(
         await authorize({ request_uri: "https://client.example/request.jwt", response_type: "id_token token", nonce: "n" }),
       );
@@ -100,9 +100,9 @@ describe("OpenID Connect conformance: the authorization endpoint", () => {
       assert.equal(res.headers.get("location"), null);
     });
 
-    it("says so in discovery, explicitly", async () => {
+    it("says so in discovery, explicitly: request objects yes, request_uri only from PAR", async () => {
       const doc = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-      assert.equal(doc.request_parameter_supported, false);
+      assert.equal(doc.request_parameter_supported, true);
       assert.equal(doc.request_uri_parameter_supported, false);
       assert.ok((doc.response_types_supported as string[]).includes("id_token token"));
       assert.deepEqual(doc.response_modes_supported, ["query", "fragment", "form_post"]);
@@ -242,7 +242,7 @@ describe("OpenID Connect conformance: the authorization endpoint", () => {
       assert.equal(fields.get("error"), "login_required");
       assert.equal(fields.get("state"), "state-123");
       assert.equal(fields.get("iss"), server.issuer);
-      const unsupported = await formPostPage(await authorize({ response_mode: "form_post", response_type: "code token" }));
+      const unsupported = await formPostPage(await authorize({ response_mode: "form_post", response_type: "code device" }));
       assert.equal(unsupported.fields.get("error"), "unsupported_response_type");
     });
 

@@ -27,6 +27,7 @@ import * as userFactors from "./050_user_factors.js";
 import * as ownAccount from "./053_own_account.js";
 import * as deviceCodeAmr from "./054_device_code_amr.js";
 import * as selfService from "./060_self_service.js";
+import * as pushedAuthorizationRequests from "./070_pushed_authorization_requests.js";
 
 interface Migration {
   name: string;
@@ -65,6 +66,7 @@ const all: Migration[] = [
   { name: "053_own_account", ...ownAccount },
   { name: "054_device_code_amr", ...deviceCodeAmr },
   { name: "060_self_service", ...selfService },
+  { name: "070_pushed_authorization_requests", ...pushedAuthorizationRequests },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

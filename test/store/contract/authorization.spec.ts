@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { AuthorizationCodeRecord } from "../../../src/store/authorizationCodes.js";
 import { hash, HOUR, T0 } from "../../support/storeFixtures.js";
 import type { DeviceCodeRecord } from "../../../src/store/deviceCodes.js";
+import type { PushedAuthorizationRequestRecord } from "../../../src/store/pushedAuthorizationRequests.js";
 import { id, assertConflict } from "./fixtures.js";
 import { describeEachBackend } from "../../support/databases.js";
 
@@ -65,6 +66,28 @@ describeEachBackend("storage contract: authorization", (ctx) => {
       const results = await Promise.all(Array.from({ length: 50 }, () => ctx.store.authorizationRequests.take(request.id)));
       assert.equal(results.filter(Boolean).length, 1);
       assert.equal(await ctx.store.authorizationRequests.findById(request.id), undefined);
+    });
+  });
+
+  describe("pushed authorization requests", () => {
+    const aPushedRequest = (over: Partial<PushedAuthorizationRequestRecord> = {}): PushedAuthorizationRequestRecord => ({
+      requestUriHash: hash(), clientId: `client-${id()}`, params: '{"response_type":"code","state":"s"}', expiresAt: T0 + 60_000, ...over,
+    });
+
+    it("lets exactly one of 50 concurrent takes win, and returns the parameters once", async () => {
+      const pushed = aPushedRequest();
+      await ctx.store.pushedAuthorizationRequests.insert(pushed);
+      const results = await Promise.all(Array.from({ length: 50 }, () => ctx.store.pushedAuthorizationRequests.take(pushed.requestUriHash, pushed.clientId, T0)));
+      assert.deepEqual(results.filter((r) => r !== undefined), [pushed.params]);
+      assert.equal(await ctx.store.pushedAuthorizationRequests.take(pushed.requestUriHash, pushed.clientId, T0), undefined);
+    });
+
+    it("refuses another client and an expired row, leaving the row to its own client until it expires", async () => {
+      const pushed = aPushedRequest();
+      await ctx.store.pushedAuthorizationRequests.insert(pushed);
+      assert.equal(await ctx.store.pushedAuthorizationRequests.take(pushed.requestUriHash, "another-client", T0), undefined);
+      assert.equal(await ctx.store.pushedAuthorizationRequests.take(pushed.requestUriHash, pushed.clientId, pushed.expiresAt), undefined);
+      assert.equal(await ctx.store.pushedAuthorizationRequests.take(pushed.requestUriHash, pushed.clientId, pushed.expiresAt - 1), pushed.params);
     });
   });
 

@@ -69,6 +69,17 @@ describeEachBackend("storage contract: cleanup", (ctx) => {
       assert.equal(await ctx.store.clientAssertionJtis.useOnce(`live-${now}`, now + HOUR, clock.now()), false);
     });
 
+    it("deletes a pushed authorization request once it has expired, and keeps a live one", async () => {
+      const now = clock.now();
+      const row = (hashed: string, expiresAt: number) => ({ requestUriHash: hashed, clientId: "client", params: "{}", expiresAt });
+      await ctx.store.pushedAuthorizationRequests.insert(row(`expiring-${now}`, now + 1000));
+      await ctx.store.pushedAuthorizationRequests.insert(row(`live-${now}`, now + HOUR));
+      assert.equal((await job().runOnce()).pushed_authorization_requests, 0);
+      clock.advanceSeconds(1);
+      assert.equal((await job().runOnce()).pushed_authorization_requests, 1);
+      assert.equal(await ctx.store.pushedAuthorizationRequests.take(`live-${now}`, "client", clock.now()), "{}");
+    });
+
     it("keeps an expired refresh token while its family still has a live one", async () => {
       const now = clock.now();
       const familyId = randomUUID();

@@ -24,7 +24,8 @@ export const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.tab
  *   email links;
  * - federation.spec.ts: providers, federation states, federated identities,
  *   account links;
- * - authorization.spec.ts: authorization codes and requests, device codes;
+ * - authorization.spec.ts: authorization codes and requests, device codes,
+ *   pushed authorization requests;
  * - tokens.spec.ts: signing keys, access and refresh tokens, rotation,
  *   family revocation, client assertion jtis;
  * - sessions.spec.ts: sessions, a user's sign-ins for administration;
@@ -63,6 +64,7 @@ export const anApplication = (over: Partial<ApplicationRecord> = {}): Applicatio
   clientSecretSealed: "",
   exchangeAudiences: ["client-b", "https://api.example"],
   allowImpersonation: true,
+  requirePushedAuthorizationRequests: true,
   createdAt: T0,
   updatedAt: T0,
   ...over,
@@ -166,6 +168,7 @@ export const LOOKUP_PATHS: Record<string, string[]> = {
   action_limits: ["key", "window_started_at"],
   client_assertion_jtis: ["key", "expires_at"],
   device_codes: ["device_code_hash", "user_code", "expires_at"],
+  pushed_authorization_requests: ["request_uri_hash", "expires_at"],
   // Found by (provider, external_id_type, external_id), listed by user; users by verified email.
   federated_identities: ["provider", "user_id"],
 };

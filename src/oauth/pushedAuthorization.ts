@@ -1,0 +1,93 @@
+import type { Clock } from "../shared/clock.js";
+import type { ApplicationRecord } from "../shared/model.js";
+import type { PushedAuthorizationRequestRepository } from "../store/pushedAuthorizationRequests.js";
+import type { AuthorizeValidation } from "./authorizeRequest.js";
+import { resolveClient, type BasicCredentials, type ClientAuthenticator, type PresentedClient } from "./clientAuth.js";
+import { OAuthError } from "./errors.js";
+import { isPublicClient } from "./publicClients.js";
+import type { RequestObjects } from "./requestObject.js";
+import { randomToken, sha256 } from "./secrets.js";
+
+/** RFC 9126 §2.2: the request_uri's URN prefix. */
+export const REQUEST_URI_PREFIX = "urn:ietf:params:oauth:request_uri:";
+/** RFC 9126 §2.2 expires_in: long enough for a redirect, short enough to be of no use later. */
+export const PUSHED_REQUEST_TTL_SECONDS = 60;
+/** A request_uri we issued is the prefix and 43 characters; anything longer is no one's. */
+const MAX_REQUEST_URI_LENGTH = REQUEST_URI_PREFIX.length + 64;
+
+/** RFC 9126 §2.2 response. */
+export interface PushedRequestAnswer {
+  requestUri: string;
+  expiresIn: number;
+}
+
+export interface PushedAuthorizationDeps {
+  clock: Clock;
+  repo: Pick<PushedAuthorizationRequestRepository, "insert" | "take">;
+  clients: Pick<ClientAuthenticator, "authenticate" | "identify">;
+  requestObjects: Pick<RequestObjects, "open">;
+  /** The authorize endpoint's own check of a set of parameters. */
+  validate: (params: ReadonlyMap<string, string>) => Promise<AuthorizeValidation>;
+}
+
+/**
+ * Pushed authorization requests (RFC 9126). The client authenticates as at
+ * the token endpoint (a public client names itself), its parameters (or its
+ * request object's, RFC 9101) are checked as the authorize endpoint checks
+ * them, and kept, every one, under a random request_uri: a new parameter
+ * flows through without a change here. The authorize request that names it
+ * takes the row in one conditional DELETE, so it is used once, by that
+ * client, before it expires, whichever instance serves it.
+ */
+export class PushedAuthorizations {
+  constructor(private readonly deps: PushedAuthorizationDeps) {}
+
+  async push(params: ReadonlyMap<string, string>, presented: PresentedClient, basic: BasicCredentials, clientAddress?: string): Promise<PushedRequestAnswer> {
+    const app = await this.authenticate(presented, basic, clientAddress);
+    // RFC 9126 §2.1: a request_uri is what this endpoint answers, never what it takes.
+    if (params.has("request_uri")) throw new OAuthError("invalid_request", "request_uri is not allowed in a pushed authorization request");
+    const request = params.get("request");
+    const pushed = request ? await this.deps.requestObjects.open(app, request) : new Map(params);
+    const named = params.get("client_id");
+    if (named && named !== app.clientId) throw new OAuthError("invalid_request", "client_id is not the authenticated client");
+    pushed.set("client_id", app.clientId);
+    // RFC 9126 §2.1: checked now as at the authorize endpoint, so errors reach the client, not the user.
+    const validation = await this.deps.validate(pushed);
+    if (!validation.ok) throw validation.error;
+    const requestUri = `${REQUEST_URI_PREFIX}${randomToken()}`;
+    await this.deps.repo.insert({
+      requestUriHash: sha256(requestUri),
+      clientId: app.clientId,
+      params: JSON.stringify(Object.fromEntries(pushed)),
+      expiresAt: this.deps.clock.now() + PUSHED_REQUEST_TTL_SECONDS * 1000,
+    });
+    return { requestUri, expiresIn: PUSHED_REQUEST_TTL_SECONDS };
+  }
+
+  /**
+   * The parameters pushed under `requestUri` by `clientId`, removed for good:
+   * one caller gets them; a replay, another client or a late one gets
+   * invalid_request_uri (RFC 9126 §4). Never a URL to fetch (RFC 9101 §5.2 is not served).
+   */
+  async take(clientId: string | undefined, requestUri: string): Promise<Map<string, string>> {
+    if (!requestUri.startsWith(REQUEST_URI_PREFIX)) {
+      throw new OAuthError("request_uri_not_supported", "request_uri is accepted only as returned by the pushed authorization request endpoint");
+    }
+    if (!clientId) throw new OAuthError("invalid_request", "missing parameter: client_id");
+    const found =
+      requestUri.length <= MAX_REQUEST_URI_LENGTH ? await this.deps.repo.take(sha256(requestUri), clientId, this.deps.clock.now()) : undefined;
+    if (found === undefined) throw new OAuthError("invalid_request_uri", "the request_uri is unknown, used, expired or another client's");
+    return new Map(Object.entries(JSON.parse(found) as Record<string, string>));
+  }
+
+  /** RFC 9126 §2: the client authenticates by its registered method; a public client by its client_id alone. */
+  private async authenticate(presented: PresentedClient, basic: BasicCredentials, clientAddress?: string): Promise<ApplicationRecord> {
+    const client = resolveClient(presented, basic);
+    const secretOrAssertion = Boolean(client.clientSecret || client.clientAssertion);
+    const app = secretOrAssertion
+      ? await this.deps.clients.authenticate(client, clientAddress, "pushed_authorization_request")
+      : await this.deps.clients.identify(client);
+    if (!secretOrAssertion && !isPublicClient(app)) throw new OAuthError("invalid_client", "client authentication failed");
+    return app;
+  }
+}

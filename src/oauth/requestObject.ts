@@ -1,0 +1,77 @@
+import { jwtVerify } from "jose";
+import type { Clock } from "../shared/clock.js";
+import type { ApplicationRecord } from "../shared/model.js";
+import type { ClientKeys } from "./clientKeys.js";
+import { OAuthError } from "./errors.js";
+
+/** RFC 9101 §10.2: the algorithms a request object may be signed with; never `none`, never HMAC. Ed25519 is EdDSA's fully specified name. */
+export const REQUEST_OBJECT_ALGS = ["RS256", "PS256", "ES256", "EdDSA"] as const;
+const ACCEPTED_ALGS = [...REQUEST_OBJECT_ALGS, "Ed25519"];
+
+/** A request object's JWT claims that are no authorize parameter. */
+const JWT_CLAIMS = new Set(["iss", "aud", "exp", "iat", "nbf", "jti", "sub"]);
+/** Parameters a request object may carry at most (authorize takes a dozen or so). */
+const MAX_PARAMETERS = 50;
+
+const refused = (why: string) => new OAuthError("invalid_request_object", why);
+
+/**
+ * Signed authorization requests (RFC 9101): a JWT signed with one of the
+ * client's registered keys (its jwks or jwksUri), iss its client_id and aud
+ * this issuer. Its claims are the authorize parameters, and the only ones
+ * used (RFC 9101 §6.3): those sent beside it are dropped, client_id aside.
+ */
+export class RequestObjects {
+  constructor(
+    private readonly issuer: string,
+    private readonly clock: Clock,
+    private readonly clientKeys: Pick<ClientKeys, "of">,
+  ) {}
+
+  /** The authorize parameters `jwt` carries for `app`, client_id included; invalid_request_object when it cannot be trusted. */
+  async open(app: ApplicationRecord, jwt: string): Promise<Map<string, string>> {
+    const keys = this.clientKeys.of(app);
+    if (!keys) throw refused("the client has registered no keys (jwks or jwksUri) to verify a request object with");
+    let payload: Record<string, unknown>;
+    try {
+      // RFC 9101 §6.1: `none` and HMAC are outside ACCEPTED_ALGS, so refused with every other bad signature.
+      ({ payload } = await jwtVerify(jwt, keys, {
+        algorithms: ACCEPTED_ALGS,
+        issuer: app.clientId,
+        audience: this.issuer,
+        currentDate: new Date(this.clock.now()),
+      }));
+    } catch {
+      // Which check failed (signature, key, claim) is not the caller's to learn.
+      throw refused("the request object is not signed by a key of this client, or its iss, aud or exp do not hold");
+    }
+    // RFC 9101 §5: the client_id inside, when there is one, is the one outside.
+    if (payload.client_id !== undefined && payload.client_id !== app.clientId) throw refused("the request object's client_id is not the client's");
+    const params = requestParameters(payload);
+    params.set("client_id", app.clientId);
+    return params;
+  }
+}
+
+/** Its claims as authorize parameters, as a query would carry them. */
+function requestParameters(payload: Record<string, unknown>): Map<string, string> {
+  const params = new Map<string, string>();
+  const entries = Object.entries(payload).filter(([name]) => !JWT_CLAIMS.has(name));
+  if (entries.length > MAX_PARAMETERS) throw refused("the request object carries too many parameters");
+  for (const [name, value] of entries) {
+    // RFC 9101 §4: a request object holds neither of these.
+    if (name === "request" || name === "request_uri") throw refused(`a request object must not contain ${name}`);
+    params.set(name, parameterValue(name, value));
+  }
+  return params;
+}
+
+function parameterValue(name: string, value: unknown): string {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  // RFC 8707 resource, repeatable: joined by spaces as a repeated query parameter is (http/params.ts).
+  if (Array.isArray(value) && value.every((v) => typeof v === "string" && /^\S+$/.test(v))) return value.join(" ");
+  // OIDC Core §5.5: `claims` is a JSON object, which the query carries as JSON text.
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) return JSON.stringify(value);
+  throw refused(`the request object's ${name.slice(0, 64)} is not a usable value`);
+}
