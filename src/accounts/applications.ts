@@ -55,6 +55,7 @@ export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
   "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa", "signup",
   "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation",
+  "dpopBoundAccessTokens",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -91,6 +92,8 @@ export interface ApplicationInput {
   exchangeAudiences?: string[];
   /** Token exchange without an actor token (impersonation); false by default. */
   allowImpersonation?: boolean;
+  /** RFC 9449: refuse token requests without a DPoP proof; false by default. */
+  dpopBoundAccessTokens?: boolean;
 }
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field, naming every bad one. */
@@ -141,6 +144,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
       optionalStringList(raw.exchangeAudiences, "exchangeAudiences", (a) => (/^[\x21-\x7e]{1,2048}$/.test(a) ? undefined : "must be 1-2048 printable characters without spaces")),
     ),
     allowImpersonation: check(() => optionalBoolean(raw.allowImpersonation, "allowImpersonation")),
+    dpopBoundAccessTokens: check(() => optionalBoolean(raw.dpopBoundAccessTokens, "dpopBoundAccessTokens")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -207,6 +211,7 @@ export class ApplicationAdmin {
       clientSecretSealed: this.sealed(auth.tokenEndpointAuthMethod, id, clientSecret),
       exchangeAudiences: input.exchangeAudiences ?? [],
       allowImpersonation: input.allowImpersonation ?? false,
+      ...(input.dpopBoundAccessTokens ? { dpopBoundAccessTokens: true } : {}),
       createdAt: now,
       updatedAt: now,
     };
@@ -223,7 +228,7 @@ export class ApplicationAdmin {
     const grantTypes = input.grantTypes ? withCodeGrant(input.grantTypes) : current.grantTypes;
     checkPublicClient(publicClient, grantTypes, input);
     // Present only when on, as the store reads it back.
-    const { signup: _signup, ...unchanged } = current;
+    const { signup: _signup, dpopBoundAccessTokens: _dpop, ...unchanged } = current;
     const { clientSecret, clientSecretHash, clientSecretSealed } = await this.secretOnUpdate(current, auth.tokenEndpointAuthMethod, input.clientSecret);
     const app: ApplicationRecord = {
       ...unchanged,
@@ -244,6 +249,7 @@ export class ApplicationAdmin {
       clientSecretSealed,
       exchangeAudiences: input.exchangeAudiences ?? current.exchangeAudiences,
       allowImpersonation: input.allowImpersonation ?? current.allowImpersonation,
+      ...((input.dpopBoundAccessTokens ?? current.dpopBoundAccessTokens) ? { dpopBoundAccessTokens: true } : {}),
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.

@@ -65,6 +65,7 @@ export async function authorizationResponse(
         claims,
         amr,
         resources: request.resources,
+        dpopJkt: request.dpopJkt,
       });
       params = { code };
       break;

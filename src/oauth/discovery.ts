@@ -1,5 +1,6 @@
 import { RESPONSE_MODES, RESPONSE_TYPES } from "./authorizeRequest.js";
 import { CLIENT_AUTH_ENDPOINT_PATHS, CLIENT_SECRET_JWT_ALGS, PRIVATE_KEY_JWT_ALGS } from "./clientAssertion.js";
+import { DPOP_SIGNING_ALGS } from "./dpop.js";
 import { GRANT_TYPES } from "./grants/index.js";
 import { SIGNING_ALG } from "./keys.js";
 import { PKCE_METHOD } from "./pkce.js";
@@ -50,6 +51,8 @@ export function discoveryDocument(issuer: string, signingAlgs: readonly string[]
     introspectionEndpointAuthSigningAlgValuesSupported: [...ASSERTION_ALGS],
     revocationEndpointAuthSigningAlgValuesSupported: [...ASSERTION_ALGS],
     codeChallengeMethodsSupported: [PKCE_METHOD],
+    // RFC 9449 §5.1.
+    dpopSigningAlgValuesSupported: [...DPOP_SIGNING_ALGS],
     authorizationResponseIssParameterSupported: true,
     // Said outright: a missing request_uri_parameter_supported means true (OIDC Discovery §3).
     requestParameterSupported: false,

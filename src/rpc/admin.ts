@@ -64,6 +64,7 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     jwksUri: input.jwksUri,
     exchangeAudiences: list(input.exchangeAudiences),
     allowImpersonation: input.allowImpersonation,
+    dpopBoundAccessTokens: input.dpopBoundAccessTokens,
   });
 }
 

@@ -98,6 +98,8 @@ export interface ApplicationRecord {
   exchangeAudiences: string[];
   /** Token exchange without an actor token: a token for the subject alone. */
   allowImpersonation: boolean;
+  /** RFC 9449: every token request must carry a DPoP proof, so every access token is bound to a key. Absent is false. */
+  dpopBoundAccessTokens?: boolean;
   createdAt: number;
   updatedAt: number;
 }

@@ -33,6 +33,7 @@ interface Row {
   client_secret_sealed: string;
   exchange_audiences: string;
   allow_impersonation: boolean | number;
+  dpop_bound_access_tokens?: boolean | number;
   created_at: number;
   updated_at: number;
 }
@@ -64,6 +65,7 @@ const fromRow = (r: Row): ApplicationRecord => ({
   clientSecretSealed: r.client_secret_sealed ?? "",
   exchangeAudiences: JSON.parse(r.exchange_audiences ?? "[]"),
   allowImpersonation: Boolean(r.allow_impersonation),
+  ...(r.dpop_bound_access_tokens ? { dpopBoundAccessTokens: true } : {}),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -93,6 +95,7 @@ const toRow = (a: ApplicationRecord): Row => ({
   client_secret_sealed: a.clientSecretSealed,
   exchange_audiences: JSON.stringify(a.exchangeAudiences),
   allow_impersonation: a.allowImpersonation,
+  dpop_bound_access_tokens: a.dpopBoundAccessTokens ?? false,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });

@@ -13,6 +13,7 @@ import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
 import { ClientAssertionJtiRepository } from "./clientAssertionJtis.js";
 import { DeviceCodeRepository } from "./deviceCodes.js";
+import { DPoPNonceSecretRepository, DPoPProofJtiRepository } from "./dpopProofs.js";
 import { ProviderRepository } from "./providers.js";
 import { ResourceRepository } from "./resources.js";
 import { RegistrationCountRepository } from "./registrationCounts.js";
@@ -48,6 +49,10 @@ export interface Store {
   loginFailures: LoginFailureRepository;
   /** The jti of each accepted client assertion, until it expires (RFC 7523 §3). */
   clientAssertionJtis: ClientAssertionJtiRepository;
+  /** The jti of each accepted DPoP proof, until its iat window ends (RFC 9449 §11.1). */
+  dpopProofJtis: DPoPProofJtiRepository;
+  /** The secret every instance makes DPoP nonces with (RFC 9449 §8). */
+  dpopNonceSecret: DPoPNonceSecretRepository;
   /** Device authorizations (RFC 8628), by device code and by user code. */
   deviceCodes: DeviceCodeRepository;
   federationStates: FederationStateRepository;
@@ -120,6 +125,8 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     authorizationRequests: new AuthorizationRequestRepository(db),
     loginFailures: new LoginFailureRepository(db),
     clientAssertionJtis: new ClientAssertionJtiRepository(db),
+    dpopProofJtis: new DPoPProofJtiRepository(db),
+    dpopNonceSecret: new DPoPNonceSecretRepository(db),
     deviceCodes: new DeviceCodeRepository(db),
     federationStates: new FederationStateRepository(db),
     federatedIdentities,
