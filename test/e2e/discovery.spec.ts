@@ -34,6 +34,8 @@ describe("discovery lists exactly what is supported: each advertised feature ans
     "acr_values_supported", "request_parameter_supported", "request_uri_parameter_supported", "response_modes_supported",
     "token_endpoint_auth_signing_alg_values_supported", "introspection_endpoint_auth_signing_alg_values_supported",
     "revocation_endpoint_auth_signing_alg_values_supported", "device_authorization_endpoint",
+    // DPoP proofs of every algorithm listed: test/oauth/dpop.spec.ts; bound tokens: test/e2e/dpop.spec.ts.
+    "dpop_signing_alg_values_supported",
   ];
   /** JWT client authentication, which test/e2e/clientAssertion.spec.ts proves at every endpoint with openid-client. */
   const JWT_METHODS = ["client_secret_jwt", "private_key_jwt"];
