@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 
-const USAGE = `usage: npm run bench -- [--quick] [--seconds S] [--workers N] [--fast-paths | --audit | --admin-context]
+const USAGE = `usage: npm run bench -- [--quick] [--seconds S] [--workers N] [--fast-paths | --audit | --admin-context | --dpop]
 
   --quick       every row, shorter runs and smaller data sets (about 3 minutes)
   --seconds S   measured seconds of each load, split into turns (default 10, or 3 with --quick)
@@ -8,6 +8,7 @@ const USAGE = `usage: npm run bench -- [--quick] [--seconds S] [--workers N] [--
   --fast-paths  only our server with every fast path against itself with each off (IDENTITY_PLAIN_PATHS)
   --audit       only the audit rows: audit events on against --audit-events false
   --admin-context  only REST introspection after an admin call against a server that never had one
+  --dpop        only the DPoP row: userinfo with a DPoP-bound token against a Bearer token
 `;
 
 const { values: flags } = parseArgs({
@@ -18,6 +19,7 @@ const { values: flags } = parseArgs({
     "fast-paths": { type: "boolean", default: false },
     audit: { type: "boolean", default: false },
     "admin-context": { type: "boolean", default: false },
+    dpop: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -30,6 +32,7 @@ export const quick = flags.quick;
 export const fastPathsOnly = flags["fast-paths"];
 export const auditOnly = flags.audit;
 export const adminContextOnly = flags["admin-context"];
+export const dpopOnly = flags.dpop;
 export const workers = Number(flags.workers);
 if (!Number.isInteger(workers) || workers < 2) throw new Error(`--workers: a whole number of at least 2, not ${flags.workers}`);
 

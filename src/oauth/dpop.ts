@@ -1,6 +1,6 @@
-import { calculateJwkThumbprint, importJWK, jwtVerify, type CryptoKey, type JWK, type JWTHeaderParameters, type JWTPayload } from "jose";
 import type { Clock } from "../shared/clock.js";
 import type { DPoPProofJtiRepository } from "../store/dpopProofs.js";
+import { PROOF_ALGORITHMS, ProofFormatError, ProofKeys } from "./dpopKeys.js";
 import type { DPoPNonces } from "./dpopNonces.js";
 import { OAuthError } from "./errors.js";
 import { sha256 } from "./secrets.js";
@@ -10,7 +10,7 @@ import { sha256 } from "./secrets.js";
  * only, never `none` or a MAC); discovery lists them (§5.1). Ed25519 is
  * EdDSA's fully specified name.
  */
-export const DPOP_SIGNING_ALGS = ["ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA", "Ed25519"] as const;
+export const DPOP_SIGNING_ALGS: readonly string[] = Object.keys(PROOF_ALGORITHMS);
 
 /** `--dpop-nonce`: no server nonces, nonces offered in answers, or nonces required in every proof (RFC 9449 §8). */
 export const DPOP_NONCE_MODES = ["off", "offer", "required"] as const;
@@ -27,8 +27,6 @@ export const DPOP_CLOCK_SKEW_SECONDS = 10;
 
 const MAX_PROOF_LENGTH = 8192;
 const MAX_JTI_LENGTH = 256;
-const PRIVATE_JWK_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] as const;
-const KEY_CACHE_LIMIT = 10_000;
 
 /** A request's DPoP header and what its proof must say of the request (RFC 9449 §4.2). */
 export interface ProofContext {
@@ -67,8 +65,7 @@ export function proofError(site: ProofSite, code: "invalid_dpop_proof" | "use_dp
  * is the key's JWK SHA-256 thumbprint (RFC 7638), which tokens are bound to.
  */
 export class DPoPProofs {
-  /** Public keys imported once, by algorithm and thumbprint. */
-  private readonly keys = new Map<string, CryptoKey | Uint8Array>();
+  private readonly keys = new ProofKeys();
 
   constructor(
     private readonly jtis: Pick<DPoPProofJtiRepository, "useOnce">,
@@ -97,18 +94,13 @@ export class DPoPProofs {
     if (proof.length > MAX_PROOF_LENGTH || !/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(proof)) {
       throw refuse("the DPoP header must hold exactly one compact JWT");
     }
-    let jkt = "";
-    let payload: JWTPayload;
+    let jkt: string;
+    let payload: Record<string, unknown>;
     try {
-      ({ payload } = await jwtVerify(proof, async (header) => {
-        const found = await this.keyOf(header);
-        jkt = found.jkt;
-        return found.key;
-      }, { typ: "dpop+jwt", algorithms: [...DPOP_SIGNING_ALGS], currentDate: new Date(this.clock.now()) }));
+      ({ jkt, payload } = this.keys.verify(proof));
     } catch (err) {
-      if (err instanceof OAuthError) throw refuse(err.description);
-      // Which check of the JWS failed is not worth more to the caller than this.
-      throw refuse("the DPoP proof is not a valid dpop+jwt signed with the key in its jwk header");
+      if (err instanceof ProofFormatError) throw refuse(err.message);
+      throw err;
     }
     this.checkClaims(payload, context, site, accessToken);
     // §11.1: used once. Kept until the iat window ends, after which the proof is refused as stale anyway.
@@ -120,9 +112,9 @@ export class DPoPProofs {
   }
 
   /** RFC 9449 §4.3 checks 3 and 8-12: the claims say what this request is, now. */
-  private checkClaims(payload: JWTPayload, context: ProofContext, site: ProofSite, accessToken: string | undefined): void {
+  private checkClaims(payload: Record<string, unknown>, context: ProofContext, site: ProofSite, accessToken: string | undefined): void {
     const refuse = (why: string) => proofError(site, "invalid_dpop_proof", why);
-    const { jti, htm, htu, iat, ath, nonce } = payload as Record<string, unknown>;
+    const { jti, htm, htu, iat, ath, nonce } = payload;
     if (typeof jti !== "string" || jti.length === 0 || jti.length > MAX_JTI_LENGTH) throw refuse("the DPoP proof needs a jti of 1-256 characters");
     if (typeof htm !== "string" || htm !== context.htm) throw refuse(`the DPoP proof's htm must be ${context.htm}`);
     if (typeof htu !== "string" || !sameTarget(htu, context.htu)) throw refuse(`the DPoP proof's htu must be ${context.htu}`);
@@ -141,22 +133,6 @@ export class DPoPProofs {
     }
     // §4.3 check 12 (§7.1): the proof is for this very access token.
     if (accessToken !== undefined && ath !== sha256(accessToken)) throw refuse("the DPoP proof's ath is not the hash of this access token");
-  }
-
-  /** §4.3 checks 5-7: a public key of an allowed kind, in the header; its thumbprint. */
-  private async keyOf(header: JWTHeaderParameters): Promise<{ key: CryptoKey | Uint8Array; jkt: string }> {
-    const jwk = header.jwk as JWK | undefined;
-    if (typeof jwk !== "object" || jwk === null || Array.isArray(jwk)) throw new OAuthError("invalid_dpop_proof", "the DPoP proof's header needs its public key as jwk");
-    if (PRIVATE_JWK_MEMBERS.some((member) => member in jwk)) throw new OAuthError("invalid_dpop_proof", "the DPoP proof's jwk must be a public key");
-    const jkt = await calculateJwkThumbprint(jwk, "sha256");
-    const cacheKey = `${header.alg} ${jkt}`;
-    let key = this.keys.get(cacheKey);
-    if (!key) {
-      key = await importJWK(jwk, header.alg);
-      if (this.keys.size >= KEY_CACHE_LIMIT) this.keys.clear();
-      this.keys.set(cacheKey, key);
-    }
-    return { key, jkt };
   }
 }
 

@@ -3,7 +3,7 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type Crypt
 
 /** A DPoP key pair as a client holds it, with its public JWK and thumbprint (RFC 7638). */
 export interface DPoPKey {
-  keyPair: CryptoKeyPair;
+  keyPair: { publicKey: CryptoKey; privateKey: CryptoKey };
   alg: string;
   publicJwk: JWK;
   jkt: string;
@@ -13,7 +13,7 @@ export interface DPoPKey {
 export async function dpopKey(alg = "ES256"): Promise<DPoPKey> {
   const { publicKey, privateKey } = await generateKeyPair(alg, { extractable: true });
   const publicJwk = await exportJWK(publicKey);
-  return { keyPair: { publicKey, privateKey } as CryptoKeyPair, alg, publicJwk, jkt: await calculateJwkThumbprint(publicJwk, "sha256") };
+  return { keyPair: { publicKey, privateKey }, alg, publicJwk, jkt: await calculateJwkThumbprint(publicJwk, "sha256") };
 }
 
 /** What a hand-made proof says; anything may be overridden, or dropped with undefined, to make a bad one. */
@@ -40,5 +40,5 @@ export async function dpopProof(key: DPoPKey, claims: ProofClaims, header: Recor
   for (const [k, v] of Object.entries(payload)) if (v === undefined) delete payload[k];
   return new SignJWT(payload)
     .setProtectedHeader({ typ: "dpop+jwt", alg: key.alg, jwk: key.publicJwk, ...header } as never)
-    .sign(key.keyPair.privateKey as CryptoKey);
+    .sign(key.keyPair.privateKey);
 }
