@@ -4,13 +4,14 @@ import { join } from "node:path";
 import { measureAdminContext } from "./adminContext.js";
 import { auditCostRows } from "./auditCost.js";
 import { clientCredentialsRows } from "./clientCredentials.js";
+import { dpopRow } from "./dpop.js";
 import { measureFastPaths } from "./fastPaths.js";
 import { delegationRows } from "./delegation.js";
 import { latencyRow } from "./latency.js";
 import { startOurs } from "./ours.js";
 import { startService } from "./processes.js";
 import { passes, ratioOf, writeReport, type Report } from "./report.js";
-import { adminContextOnly, auditOnly, delegationOnly, fastPathsOnly, log, quick, settings, TSX } from "./settings.js";
+import { adminContextOnly, auditOnly, delegationOnly, dpopOnly, fastPathsOnly, log, quick, settings, TSX } from "./settings.js";
 import { largeStoreRow, memoryRow } from "./storage.js";
 import { verificationRows } from "./verification.js";
 import { workersRows } from "./workers.js";
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
     if (fastPathsOnly) return await measureFastPaths(dir);
     if (adminContextOnly) return await measureAdminContext(dir);
     if (delegationOnly) return await measureDelegation(dir);
+    if (dpopOnly) return await measureDPoPOnly(dir);
     if (auditOnly) {
       const report: Report = { mode: quick ? "quick" : "full", rows: await auditCostRows(dir), figures: [], notes: [] };
       process.stdout.write(`\n${writeReport(report, "bench/results/audit")}\n`);
@@ -51,6 +53,7 @@ async function main(): Promise<void> {
     const verification = await verificationRows(ours, { bare: bare.ready[1]!, bare2: bare2.ready[1]!, oidc: oidc.ready[1]! }, dir);
     report.rows.push(...verification.rows);
     report.figures.push(...verification.figures);
+    report.rows.push(await dpopRow(ours));
     await Promise.all([oidc.stop(), bare2.stop()]);
     const latency = await latencyRow(ours.url, bare.ready[1]!, verification.tokens[0]!, dir);
     report.rows.push(latency.row);
@@ -79,6 +82,17 @@ async function measureDelegation(dir: string): Promise<void> {
   try {
     const report: Report = { mode: quick ? "quick" : "full", rows: await delegationRows(ours), figures: [], notes: [] };
     process.stdout.write(`\n${writeReport(report, "bench/results/delegation")}\n`);
+  } finally {
+    await ours.stop();
+  }
+}
+
+/** --dpop: the DPoP row alone, on a server of its own; written to bench/results/dpop. */
+async function measureDPoPOnly(dir: string): Promise<void> {
+  const ours = await startOurs(dir, "dpop");
+  try {
+    const report: Report = { mode: quick ? "quick" : "full", rows: [await dpopRow(ours)], figures: [], notes: [] };
+    process.stdout.write(`\n${writeReport(report, "bench/results/dpop")}\n`);
   } finally {
     await ours.stop();
   }

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 
-const USAGE = `usage: npm run bench -- [--quick] [--seconds S] [--workers N] [--fast-paths | --audit | --admin-context | --delegation]
+const USAGE = `usage: npm run bench -- [--quick] [--seconds S] [--workers N] [--fast-paths | --audit | --admin-context | --delegation | --dpop]
 
   --quick       every row, shorter runs and smaller data sets (about 3 minutes)
   --seconds S   measured seconds of each load, split into turns (default 10, or 3 with --quick)
@@ -9,6 +9,7 @@ const USAGE = `usage: npm run bench -- [--quick] [--seconds S] [--workers N] [--
   --audit       only the audit rows: audit events on against --audit-events false
   --admin-context  only REST introspection after an admin call against a server that never had one
   --delegation  only client_credentials by private_key_jwt against client_secret_basic, and token exchange against client_credentials
+  --dpop        only the DPoP row: userinfo with a DPoP-bound token against a Bearer token
 `;
 
 const { values: flags } = parseArgs({
@@ -20,6 +21,7 @@ const { values: flags } = parseArgs({
     audit: { type: "boolean", default: false },
     "admin-context": { type: "boolean", default: false },
     delegation: { type: "boolean", default: false },
+    dpop: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -33,6 +35,7 @@ export const fastPathsOnly = flags["fast-paths"];
 export const auditOnly = flags.audit;
 export const adminContextOnly = flags["admin-context"];
 export const delegationOnly = flags.delegation;
+export const dpopOnly = flags.dpop;
 export const workers = Number(flags.workers);
 if (!Number.isInteger(workers) || workers < 2) throw new Error(`--workers: a whole number of at least 2, not ${flags.workers}`);
 

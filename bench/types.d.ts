@@ -6,6 +6,8 @@ declare module "autocannon" {
     path?: string;
     headers?: Record<string, string>;
     body?: string;
+    /** Called before each request is sent; its answer is the request sent. */
+    setupRequest?: (request: any) => any;
   }
 
   interface Options {

@@ -56,7 +56,7 @@ export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
   "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa", "signup",
   "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation", "consentRequired",
-  "requirePushedAuthorizationRequests",
+  "requirePushedAuthorizationRequests", "dpopBoundAccessTokens",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -97,6 +97,8 @@ export interface ApplicationInput {
   consentRequired?: boolean;
   /** RFC 9126 §5: refuse its authorize requests that do not come through PAR; false by default. */
   requirePushedAuthorizationRequests?: boolean;
+  /** RFC 9449: refuse token requests without a DPoP proof; false by default. */
+  dpopBoundAccessTokens?: boolean;
 }
 
 /**
@@ -163,6 +165,7 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     allowImpersonation: check(() => optionalBoolean(raw.allowImpersonation, "allowImpersonation")),
     consentRequired: check(() => optionalBoolean(raw.consentRequired, "consentRequired")),
     requirePushedAuthorizationRequests: check(() => optionalBoolean(raw.requirePushedAuthorizationRequests, "requirePushedAuthorizationRequests")),
+    dpopBoundAccessTokens: check(() => optionalBoolean(raw.dpopBoundAccessTokens, "dpopBoundAccessTokens")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -230,6 +233,7 @@ export class ApplicationAdmin {
       exchangeAudiences: input.exchangeAudiences ?? [],
       allowImpersonation: input.allowImpersonation ?? false,
       requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
+      ...(input.dpopBoundAccessTokens ? { dpopBoundAccessTokens: true } : {}),
       createdAt: now,
       updatedAt: now,
     };
@@ -247,7 +251,7 @@ export class ApplicationAdmin {
     const grantTypes = input.grantTypes ? withCodeGrant(input.grantTypes) : current.grantTypes;
     checkPublicClient(publicClient, grantTypes, input);
     // Present only when on, as the store reads it back.
-    const { signup: _signup, ...unchanged } = current;
+    const { signup: _signup, dpopBoundAccessTokens: _dpop, ...unchanged } = current;
     const { clientSecret, clientSecretHash, clientSecretSealed } = await this.secretOnUpdate(current, auth.tokenEndpointAuthMethod, input.clientSecret);
     const app: ApplicationRecord = {
       ...unchanged,
@@ -270,6 +274,7 @@ export class ApplicationAdmin {
       allowImpersonation: input.allowImpersonation ?? current.allowImpersonation,
       consentRequired: input.consentRequired ?? current.consentRequired,
       requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? current.requirePushedAuthorizationRequests,
+      ...((input.dpopBoundAccessTokens ?? current.dpopBoundAccessTokens) ? { dpopBoundAccessTokens: true } : {}),
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.

@@ -44,6 +44,8 @@ const ADMIN_FLAGS = {
   // RFC 9126 §5 (docs/high-assurance.md).
   "require-pushed-authorization-requests": { type: "boolean" },
   "no-require-pushed-authorization-requests": { type: "boolean" },
+  "dpop-bound-access-tokens": { type: "boolean" },
+  "no-dpop-bound-access-tokens": { type: "boolean" },
   // `user verify-email` mails through the same settings as `serve` (docs/mail.md).
   "smtp-url": { type: "string" },
   "mail-from": { type: "string" },
@@ -119,6 +121,7 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
       "signing-alg", "access-token-strategy", "expire-in-hours", "refresh-expire-in-hours", "public-client", "no-public-client", "mfa",
       "signup", "no-signup", "token-endpoint-auth-method", "jwks", "jwks-uri", "exchange-audience", "allow-impersonation", "no-allow-impersonation",
       "require-pushed-authorization-requests", "no-require-pushed-authorization-requests",
+      "dpop-bound-access-tokens", "no-dpop-bound-access-tokens",
     ],
   },
   user: {

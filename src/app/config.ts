@@ -13,6 +13,7 @@ import { POSTGRES_DEFAULTS } from "./../store/db.js";
 import { CLIENT_REGISTRATION_MODES, DEFAULT_REGISTRATIONS_PER_HOUR, type ClientRegistrationMode } from "./../accounts/clientRegistration.js";
 import { DEFAULT_QUERY_TIMEOUT_MS } from "./../store/deadlines.js";
 import { LOG_LEVELS, type LogLevel } from "./../shared/log.js";
+import { DPOP_NONCE_MODES, type DPoPNonceMode } from "./../oauth/dpop.js";
 import { smtpOptions } from "./../accounts/mailer.js";
 import { SELF_SERVICE_DEFAULTS } from "./../accounts/selfService.js";
 
@@ -116,6 +117,8 @@ export interface ServeConfig {
   passwordMinLength?: number;
   emailLinkTtlSeconds?: number;
   signupMaxPerHour?: number;
+  /** DPoP server nonces (RFC 9449 §8): `off`, `offer` (in answers) or `required` (in every proof). */
+  dpopNonce?: DPoPNonceMode;
 }
 
 interface OptionSpec {
@@ -170,6 +173,10 @@ const secretKey = (raw: string) => {
 const registrationMode = (raw: string) => {
   if (!(CLIENT_REGISTRATION_MODES as readonly string[]).includes(raw)) throw new Error(`must be one of ${CLIENT_REGISTRATION_MODES.join(", ")}: ${raw}`);
   return raw as ClientRegistrationMode;
+};
+const dpopNonceMode = (raw: string) => {
+  if (!(DPOP_NONCE_MODES as readonly string[]).includes(raw)) throw new Error(`must be one of ${DPOP_NONCE_MODES.join(", ")}: ${raw}`);
+  return raw as DPoPNonceMode;
 };
 const ipList = (raw: string) =>
   raw.split(",").map((entry) => {
@@ -389,6 +396,11 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     key: "clientRegistration", flag: "client-registration", env: "IDENTITY_CLIENT_REGISTRATION", default: "off",
     description: "dynamic client registration (RFC 7591) at /api/oauth/register: `off`, `token` (needs --registration-token as a Bearer token) or `open`",
     parse: registrationMode,
+  },
+  {
+    key: "dpopNonce", flag: "dpop-nonce", env: "IDENTITY_DPOP_NONCE", default: "off",
+    description: "DPoP server nonces (RFC 9449 §8): `off`, `offer` (answers to DPoP requests carry a DPoP-Nonce) or `required` (every proof must carry a fresh one)",
+    parse: dpopNonceMode,
   },
   {
     key: "registrationToken", flag: "registration-token", env: "IDENTITY_REGISTRATION_TOKEN", default: "",

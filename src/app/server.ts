@@ -300,6 +300,7 @@ function domainOptions(
     generateKeyPair: deps.generateKeyPair,
     secretHashCost: deps.secretHashCost,
     secretKey: config.secretKey,
+    dpopNonce: config.dpopNonce,
     federationTimeoutMs: config.federationTimeoutMs,
     clientRegistration: { mode: config.clientRegistration!, token: config.registrationToken, maxPerHour: config.registrationMaxPerHour! },
     auditEvents: config.auditEvents,

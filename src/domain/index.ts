@@ -41,13 +41,15 @@ import { SignOut } from "./../oauth/endSession.js";
 import { TokenEndpoint } from "./../oauth/tokenEndpoint.js";
 import { TokenInspector } from "./../oauth/tokenInspector.js";
 import { KeyRing, type KeyPairGenerator } from "./../oauth/keys.js";
-import { SCRYPT_COST, type ScryptCost } from "./../oauth/secrets.js";
+import { randomToken, SCRYPT_COST, type ScryptCost } from "./../oauth/secrets.js";
 import { LoginThrottle, type LoginPolicy, type Lockout } from "./../oauth/loginThrottle.js";
 import { noMetrics, type Metrics } from "./../oauth/metrics.js";
 import { PendingAuthorizations } from "./../oauth/pendingAuthorizations.js";
 import { ResourceIndicators } from "./../oauth/resourceIndicators.js";
 import { SessionManager } from "./../oauth/sessions.js";
 import { TokenMinter } from "./../oauth/tokens.js";
+import { DPoPProofs, type DPoPNonceMode } from "./../oauth/dpop.js";
+import { DPoPNonces } from "./../oauth/dpopNonces.js";
 import { UserAuthenticator } from "./../oauth/userAuth.js";
 import { SecondFactors } from "./../oauth/factors/secondFactors.js";
 import { SignInPolicy } from "./../oauth/factors/signInPolicy.js";
@@ -121,6 +123,8 @@ export interface Domain {
   readiness: Readiness;
   /** Sign-up, password reset and email verification by mail (accounts/selfService.ts). */
   selfService: SelfService;
+  /** DPoP proofs (RFC 9449) and the server's nonces, which the doors offer in answers. */
+  dpop: DPoPProofs;
 }
 
 /** Whether this instance can serve: its database answers and a signing key is loaded. */
@@ -175,6 +179,8 @@ export interface DomainOptions {
   auditEvents?: boolean;
   /** Mail settings and the rules of sign-up and password reset; no mail when absent. */
   selfService?: SelfServiceOptions;
+  /** --dpop-nonce: server nonces in DPoP proofs (RFC 9449 §8); off when absent. */
+  dpopNonce?: DPoPNonceMode;
 }
 
 const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
@@ -221,6 +227,14 @@ function authorizeDoors(options: DomainOptions, clients: ClientAuthenticator, cl
   return { authorize, pushedAuthorizations };
 }
 
+/** DPoP proofs, with nonces made from the secret every instance shares when --dpop-nonce is not off. */
+async function dpopProofsOf(options: DomainOptions): Promise<DPoPProofs> {
+  const { store, clock } = options;
+  const mode = options.dpopNonce ?? "off";
+  const nonces = mode === "off" ? undefined : new DPoPNonces(await store.dpopNonceSecret.secret(randomToken(), clock.now()), clock);
+  return new DPoPProofs(store.dpopProofJtis, clock, nonces, mode);
+}
+
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
   const metrics = options.metrics ?? noMetrics;
@@ -262,6 +276,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     ttlSeconds: options.deviceCodeTtlSeconds ?? DEFAULT_DEVICE_CODE_TTL_SECONDS,
   });
   const sessions = new SessionManager(store, clock, options.sessionTtlSeconds);
+  const dpop = await dpopProofsOf(options);
   const resourceServers = new ResourceIndicators(store.resources);
   const grantDeps: GrantDeps = {
     store,
@@ -277,15 +292,16 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     issuer,
     keys,
     trustedIssuers: new TrustedIssuers(options.trustedIssuers ?? [], clock, remoteKeySets, upstream),
+    dpop,
   };
   return {
     issuer,
     clock,
     keys,
     tokenEndpoint: new TokenEndpoint(grantDeps),
-    tokens: new TokenInspector(store, clock, issuer, metrics, audit),
+    tokens: new TokenInspector(store, clock, issuer, metrics, audit, dpop),
     ...authorizeDoors(options, clients, clientKeys, { issuer, minter, codes, metrics, audit }, resourceServers),
-    account: new AccountLookup({ store, clock, sessions }),
+    account: new AccountLookup({ store, clock, sessions, dpop }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
     consents: new Consents(store.consents, clock),
     userConsents: new UserConsents(store, clock, audit),
@@ -317,5 +333,6 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
       { issuer, clock, audit, logger, hashCost: options.secretHashCost ?? SCRYPT_COST, clearLockout: (name) => loginThrottle.clearName(name), checkPassword: (user, password, address) => users.checkPassword(user, password, address) },
       options.selfService,
     ),
+    dpop,
   };
 }

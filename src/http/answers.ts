@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { asOAuthError, worthLogging, httpStatusOf, RETRY_AFTER_SECONDS } from "../oauth/errors.js";
+import { asOAuthError, worthLogging, httpStatusOf, RETRY_AFTER_SECONDS, type OAuthError } from "../oauth/errors.js";
 import { annotateRequest, requestContextOf, type LogUnexpected } from "./requestContext.js";
 
 /** Write a JSON body with the headers every API response carries. */
@@ -16,6 +16,12 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 
 /** Quote a value for a WWW-Authenticate parameter (RFC 9110 quoted-string). */
 const quoted = (s: string) => `"${s.replace(/[\\"]/g, "\\$&").replace(/[^\x20-\x7e]/g, "")}"`;
+
+/** A DPoP challenge (RFC 9449 §7.1): the error, and the proof algorithms taken. */
+export function dpopChallenge(err: OAuthError, metadata = ""): string {
+  const algs = err.answer?.algs?.length ? `, algs=${quoted(err.answer.algs.join(" "))}` : "";
+  return `DPoP realm="identity", error=${quoted(err.code)}, error_description=${quoted(err.description)}${algs}${metadata}`;
+}
 
 /**
  * The REST front door's one mapping of errors: RFC 6749 §5.2 / RFC 6750 §3
@@ -42,5 +48,8 @@ export function sendError(res: ServerResponse, failure: unknown, log: LogUnexpec
   if (err.code === "invalid_token") {
     headers["www-authenticate"] = `Bearer realm="identity", error="invalid_token", error_description=${quoted(err.description)}${metadata}`;
   }
+  // RFC 9449 §7.1: a protected resource's refusal of a DPoP presentation challenges with DPoP; §8: a nonce to retry with.
+  if (err.answer?.challenge === "DPoP") headers["www-authenticate"] = dpopChallenge(err, metadata);
+  if (err.answer?.dpopNonce) headers["dpop-nonce"] = err.answer.dpopNonce;
   sendJson(res, err.status ?? httpStatusOf(err.code), { error: err.code, error_description: err.description }, headers);
 }

@@ -33,7 +33,7 @@ export interface CrossOriginOptions {
 }
 
 /** Request headers a cross-origin script may send besides the CORS-safelisted ones. */
-const CORS_ALLOWED_HEADERS: readonly string[] = [...connectCors.allowedHeaders, "Authorization", "X-Request-Id"];
+const CORS_ALLOWED_HEADERS: readonly string[] = [...connectCors.allowedHeaders, "Authorization", "X-Request-Id", "DPoP"];
 
 /** Response headers a cross-origin script may read besides the CORS-safelisted ones. */
 const CORS_EXPOSED_HEADERS: readonly string[] = [
@@ -43,6 +43,8 @@ const CORS_EXPOSED_HEADERS: readonly string[] = [
   "Retry-After",
   "X-Request-Id",
   "X-OAuth-Error",
+  // RFC 9449 §8: a browser client reads the nonce to retry with.
+  "DPoP-Nonce",
 ];
 
 const CORS_ALLOWED_METHODS: readonly string[] = connectCors.allowedMethods;

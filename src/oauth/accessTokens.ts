@@ -2,6 +2,7 @@ import { decodeJwt, type JWTPayload } from "jose";
 import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import type { AccessTokenRecord } from "../store/tokens.js";
+import { proofError, type DPoPProofs, type PresentedToken } from "./dpop.js";
 import { OAuthError } from "./errors.js";
 import { audienceOf } from "./resourceIndicators.js";
 import { sha256 } from "./secrets.js";
@@ -92,28 +93,43 @@ const isLive = (record: AccessTokenRecord, now: number) =>
 
 /**
  * The live access token of an enabled user, for the APIs that act for a user
- * (userinfo, account), whose application still exists. Anything else is
- * `invalid_token` (RFC 6750 §3.1). Token, user and application come from
- * one read, as of one moment.
+ * (userinfo, account, admin calls), whose application still exists, presented
+ * as its binding asks (RFC 9449 §7.1): a DPoP-bound token with
+ * `Authorization: DPoP` and a proof of its key for this request, any other
+ * as Bearer. Anything else is `invalid_token` (RFC 6750 §3.1), or the proof's
+ * own error. Token, user and application come from one read, as of one moment.
  */
 export async function requireUserToken(
   store: Store,
   clock: Clock,
-  token: string | undefined,
+  presented: PresentedToken | undefined,
+  dpop: Pick<DPoPProofs, "verify">,
 ): Promise<{ record: AccessTokenRecord; user: UserRecord; hash: string }> {
-  if (!token) throw new OAuthError("invalid_token", "an access token is required");
+  const invalid = (why: string) => (presented?.scheme === "DPoP" ? proofError("resource", "invalid_token", why) : new OAuthError("invalid_token", why));
+  const token = presented?.token;
+  if (!token) throw invalid("an access token is required");
   const hash = hasOurShape(token) ? sha256(token) : undefined;
   const found = hash ? await store.accessTokens.findWithUserByHash(hash) : undefined;
-  if (!found) throw new OAuthError("invalid_token", "the access token is invalid, expired or revoked");
+  if (!found) throw invalid("the access token is invalid, expired or revoked");
   // What ended the token, before the revocation that came with it (revocations.ts), when that says more.
-  if (!found.applicationExists) throw new OAuthError("invalid_token", "the application of this access token was deleted");
+  if (!found.applicationExists) throw invalid("the application of this access token was deleted");
   const { token: record, user } = found;
-  if (record.userId !== null && (!user || user.disabled)) {
-    throw new OAuthError("invalid_token", "the user of this access token is disabled or deleted");
-  }
-  if (!isLive(record, clock.now())) throw new OAuthError("invalid_token", "the access token is invalid, expired or revoked");
-  if (!user) throw new OAuthError("invalid_token", "no user is bound to this access token (it stands for a client)");
+  if (record.userId !== null && (!user || user.disabled)) throw invalid("the user of this access token is disabled or deleted");
+  if (!isLive(record, clock.now())) throw invalid("the access token is invalid, expired or revoked");
+  if (!user) throw invalid("no user is bound to this access token (it stands for a client)");
+  await checkPossession(record, presented!, dpop);
   return { record, user, hash: hash! };
+}
+
+/** RFC 9449 §7.1, §7.2: a bound token only with a proof of its key, and the DPoP scheme only for a bound token. */
+async function checkPossession(record: AccessTokenRecord, presented: PresentedToken, dpop: Pick<DPoPProofs, "verify">): Promise<void> {
+  if (presented.scheme === "Bearer") {
+    if (record.dpopJkt === undefined) return;
+    throw proofError("resource", "invalid_token", "this access token is DPoP-bound: present it with Authorization: DPoP and a DPoP proof of its key");
+  }
+  if (record.dpopJkt === undefined) throw proofError("resource", "invalid_token", "this access token is not DPoP-bound: present it as a Bearer token");
+  const jkt = await dpop.verify(presented.dpop ?? { proof: undefined, htm: "", htu: "" }, "resource", presented.token);
+  if (jkt !== record.dpopJkt) throw proofError("resource", "invalid_dpop_proof", "the DPoP proof is signed by another key than the one this access token is bound to");
 }
 
 /** A found JWT's payload, from the same per-instance cache introspection uses; undefined for an opaque token. */

@@ -1,15 +1,24 @@
 import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import { requireUserToken } from "./accessTokens.js";
+import type { DPoPProofs, PresentedToken } from "./dpop.js";
 import { OAuthError } from "./errors.js";
 import { accountFieldsForScopes, ALL_ACCOUNT_FIELDS, type AccountField } from "./scopes.js";
 import type { SessionManager } from "./sessions.js";
 import type { FederatedIdentityRecord, UserRecord } from "../shared/model.js";
 
-/** How a caller may prove who they are: a Bearer access token or a session cookie. */
+/** How a caller may prove who they are: an access token (Bearer, or DPoP with a proof) or a session cookie. */
 export interface Caller {
-  accessToken?: string;
+  accessToken?: PresentedToken;
   sessionCookie?: string;
+}
+
+/** What finding the caller's account takes. */
+interface AccountDeps {
+  store: Store;
+  clock: Clock;
+  sessions: SessionManager;
+  dpop: Pick<DPoPProofs, "verify">;
 }
 
 /** The user behind a call, and which get-account fields the caller may see. */
@@ -24,11 +33,11 @@ export interface SignedInAccount {
  * is `invalid_token` even if a session cookie rides along.
  */
 export async function signedInAccount(
-  deps: { store: Store; clock: Clock; sessions: SessionManager },
+  deps: AccountDeps,
   caller: Caller,
 ): Promise<SignedInAccount> {
   if (caller.accessToken !== undefined) {
-    const { record, user } = await requireUserToken(deps.store, deps.clock, caller.accessToken);
+    const { record, user } = await requireUserToken(deps.store, deps.clock, caller.accessToken, deps.dpop);
     return { user, fields: accountFieldsForScopes(record.scope.split(" ")) };
   }
   const found = await deps.sessions.find(caller.sessionCookie);
@@ -41,7 +50,7 @@ export async function signedInAccount(
 
 /** The account of whoever calls: a token's user or the browser's, and the external accounts linked to it. */
 export class AccountLookup {
-  constructor(private readonly deps: { store: Store; clock: Clock; sessions: SessionManager }) {}
+  constructor(private readonly deps: AccountDeps) {}
 
   signedIn(caller: Caller): Promise<SignedInAccount> {
     return signedInAccount(this.deps, caller);

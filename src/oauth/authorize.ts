@@ -65,6 +65,7 @@ export async function authorizationResponse(
       claims,
       amr,
       resources,
+      dpopJkt: request.dpopJkt,
     });
   }
   if (parts.has("token")) {

@@ -45,6 +45,8 @@ export interface AuthorizeRequest {
   resources?: string[];
   /** Set only for a sign-in the service's own pages start (oauth/ownPageSignIn.ts): it ends at this path, with no code. */
   returnPath?: string;
+  /** RFC 9449 §10 `dpop_jkt`: the thumbprint of the DPoP key the code is bound to. */
+  dpopJkt?: string;
 }
 
 /** Where an authorization response or error goes. */
@@ -194,7 +196,15 @@ function parseRequest(
     ...(loginHint ? { loginHint } : {}),
     ...(claims ? { claims } : {}),
     ...acrValues(get("acr_values")),
+    ...dpopJkt(get("dpop_jkt")),
   };
+}
+
+/** RFC 9449 §10: a JWK SHA-256 thumbprint (RFC 7638), base64url. */
+function dpopJkt(raw: string | undefined): { dpopJkt?: string } {
+  if (raw === undefined) return {};
+  if (!/^[A-Za-z0-9_-]{43}$/.test(raw)) throw new OAuthError("invalid_request", "dpop_jkt must be a JWK SHA-256 thumbprint (RFC 7638), base64url");
+  return { dpopJkt: raw };
 }
 
 /** OIDC Core §3.1.2.1 acr_values: space-separated, in order of preference; unknown values are ignored. */

@@ -26,6 +26,8 @@ export interface CodeGrant {
   amr?: readonly string[];
   /** RFC 8707: the resources the authorize request named. */
   resources?: readonly string[];
+  /** RFC 9449 §10: the authorize request's dpop_jkt, the key whose proof must redeem the code. */
+  dpopJkt?: string;
 }
 
 /** What the token request presents with a code. */
@@ -34,6 +36,8 @@ export interface CodeRedemption {
   /** Optional, as the spec's token request omits it; when sent it must match. */
   redirectUri: string;
   codeVerifier: string;
+  /** The thumbprint of the key of the token request's DPoP proof, when it sent one. */
+  dpopJkt?: string;
 }
 
 export const MAX_CODE_TTL_SECONDS = 600;
@@ -72,6 +76,7 @@ export class AuthorizationCodes {
       claims: storedClaimsRequest(grant.claims),
       ...(grant.amr?.length ? { amr: grant.amr.join(" ") } : {}),
       ...(grant.resources?.length ? { resources: [...grant.resources] } : {}),
+      ...(grant.dpopJkt ? { dpopJkt: grant.dpopJkt } : {}),
       createdAt: now,
       expiresAt: now + this.ttlSeconds * 1000,
       consumedAt: null,
@@ -96,6 +101,10 @@ export class AuthorizationCodes {
     if (!record) throw new OAuthError("invalid_grant", "authorization code is invalid");
     if (record.clientId !== app.clientId) throw new OAuthError("invalid_grant", "authorization code was issued to another client");
     verifyPkce(record.codeChallenge, presented.codeVerifier);
+    // RFC 9449 §10: a code bound by dpop_jkt is redeemed only with a proof of that key; like PKCE, checked before the code is burnt.
+    if (record.dpopJkt !== undefined && record.dpopJkt !== presented.dpopJkt) {
+      throw new OAuthError("invalid_grant", "this authorization code is bound to a DPoP key (dpop_jkt): the token request needs a DPoP proof signed with it");
+    }
     if (record.consumedAt !== null) await this.replayed(record);
     if (record.expiresAt <= this.clock.now()) throw new OAuthError("invalid_grant", "authorization code has expired");
     if (presented.redirectUri && presented.redirectUri !== record.redirectUri) {

@@ -1,5 +1,6 @@
 import { RESPONSE_MODES, RESPONSE_TYPES } from "./authorizeRequest.js";
 import { CLIENT_AUTH_ENDPOINT_PATHS, CLIENT_SECRET_JWT_ALGS, PRIVATE_KEY_JWT_ALGS } from "./clientAssertion.js";
+import { DPOP_SIGNING_ALGS } from "./dpop.js";
 import { GRANT_TYPES } from "./grants/index.js";
 import { SIGNING_ALG } from "./keys.js";
 import { PKCE_METHOD } from "./pkce.js";
@@ -56,6 +57,8 @@ export function discoveryDocument(
     introspectionEndpointAuthSigningAlgValuesSupported: [...ASSERTION_ALGS],
     revocationEndpointAuthSigningAlgValuesSupported: [...ASSERTION_ALGS],
     codeChallengeMethodsSupported: [PKCE_METHOD],
+    // RFC 9449 §5.1.
+    dpopSigningAlgValuesSupported: [...DPOP_SIGNING_ALGS],
     authorizationResponseIssParameterSupported: true,
     // RFC 9101: signed request objects at authorize and PAR, in these algorithms.
     requestParameterSupported: true,

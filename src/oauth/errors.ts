@@ -41,7 +41,23 @@ export type OAuthErrorCode =
   // RFC 8628 §3.5: a device's poll before the user decided, or too soon, or too late.
   | "authorization_pending"
   | "slow_down"
-  | "expired_token";
+  | "expired_token"
+  // RFC 9449 §5, §7.1: a DPoP proof that is missing, malformed or replayed; a proof without the server's fresh nonce (§8).
+  | "invalid_dpop_proof"
+  | "use_dpop_nonce";
+
+/**
+ * What an error's answer carries besides its code (RFC 9449): the scheme of
+ * its WWW-Authenticate challenge at a protected resource, and a fresh
+ * DPoP-Nonce for the client to retry with.
+ */
+export interface ErrorAnswer {
+  /** `DPoP`: the resource challenges with DPoP (§7.1) instead of Bearer, naming the proof algorithms it takes. */
+  challenge?: "DPoP";
+  algs?: readonly string[];
+  /** The server nonce the next proof must carry (§8). */
+  dpopNonce?: string;
+}
 
 export class OAuthError extends Error {
   constructor(
@@ -49,6 +65,8 @@ export class OAuthError extends Error {
     readonly description: string,
     /** Overrides the code's usual HTTP status (for example 413 for a body too large). */
     readonly status?: number,
+    /** A DPoP challenge or nonce the answer carries. */
+    readonly answer?: ErrorAnswer,
   ) {
     super(`${code}: ${description}`);
     this.name = "OAuthError";

@@ -22,6 +22,8 @@ export interface Introspection {
   amr?: string[];
   /** RFC 8693 §4.1: who acts for the subject of a delegated token. */
   act?: Actor;
+  /** RFC 9449 §6.2: the key a DPoP-bound token is bound to, for a JWT and an opaque token alike. */
+  cnf?: { jkt: string };
 }
 
 /** An `act` claim (RFC 8693 §4.1), nested for a chain of delegations. */
@@ -53,7 +55,8 @@ export async function introspectToken(store: Store, clock: Clock, token: string,
     active: true,
     clientId: record.clientId,
     username: username ?? "",
-    tokenType: "Bearer",
+    // RFC 9449 §6.2: a bound token's type is DPoP.
+    tokenType: record.dpopJkt ? "DPoP" : "Bearer",
     exp: claims.exp,
     iat: claims.iat,
     nbf: claims.nbf,
@@ -64,6 +67,7 @@ export async function introspectToken(store: Store, clock: Clock, token: string,
     jti: record.jti,
     ...authenticationOf(claims as Record<string, unknown>),
     ...(claims.act ? { act: actorOf(claims.act) } : {}),
+    ...(record.dpopJkt ? { cnf: { jkt: record.dpopJkt } } : {}),
   };
 }
 

@@ -19,6 +19,19 @@ function withoutSecret<P extends GrantParam>(app: ApplicationRecord, grant: Gran
   throw new OAuthError("invalid_client", "client authentication failed");
 }
 
+/**
+ * The thumbprint of the key of the request's DPoP proof (RFC 9449 §5), once
+ * checked; undefined when it sent none and the application does not ask for
+ * one (dpopBoundAccessTokens).
+ */
+async function proofOfPossession(app: ApplicationRecord, origin: RequestOrigin, deps: Pick<GrantDeps, "dpop">): Promise<string | undefined> {
+  if (origin.dpop?.proof !== undefined) return deps.dpop.verify(origin.dpop, "token");
+  if (app.dpopBoundAccessTokens) {
+    throw new OAuthError("invalid_dpop_proof", "this application's tokens are DPoP-bound: the token request needs a DPoP proof (RFC 9449)");
+  }
+  return undefined;
+}
+
 /** The token endpoint (RFC 6749 §3.2): authenticate, check the grant, dispatch. */
 export async function exchangeToken(
   params: TokenParams,
@@ -40,7 +53,9 @@ export async function exchangeToken(
   if (!grantEnabled(app.grantTypes, grant.grantType)) {
     throw new OAuthError("unauthorized_client", `the ${grant.grantType} grant is not enabled for this application`);
   }
-  const { user, ...tokens } = await grant.handle(app, grantParams, deps, origin);
+  const dpopJkt = await proofOfPossession(app, origin, deps);
+  const bound = dpopJkt === undefined ? { deps, origin } : { deps: { ...deps, minter: deps.minter.boundTo(dpopJkt) }, origin: { ...origin, dpopJkt } };
+  const { user, ...tokens } = await grant.handle(app, grantParams, bound.deps, bound.origin);
   deps.metrics.tokensIssued(grant.grantType);
   deps.audit.record({
     event: "token_issued",

@@ -2,6 +2,7 @@ import type { AuditTrail } from "../shared/audit.js";
 import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import { requireUserToken } from "./accessTokens.js";
+import type { DPoPProofs, PresentedToken } from "./dpop.js";
 import { introspectToken, type Introspection } from "./introspection.js";
 import type { Metrics } from "./metrics.js";
 import { revokeToken } from "./revocation.js";
@@ -17,6 +18,8 @@ export class TokenInspector {
     private readonly issuer: string,
     private readonly metrics: Metrics,
     private readonly audit: AuditTrail,
+    /** DPoP proofs (RFC 9449), which a bound token's presentation needs. */
+    readonly dpop: DPoPProofs,
   ) {}
 
   /** RFC 7662 §2.2, for an authenticated client. */
@@ -27,13 +30,13 @@ export class TokenInspector {
   }
 
   /** OIDC Core §5.3: the claims the token's scopes release. */
-  userInfo(accessToken: string | undefined): Promise<UserInfo> {
-    return userInfo(this.store, this.clock, this.issuer, accessToken);
+  userInfo(presented: PresentedToken | undefined): Promise<UserInfo> {
+    return userInfo(this.store, this.clock, this.issuer, presented, this.dpop);
   }
 
-  /** The live token of an enabled user and that user; `invalid_token` otherwise (RFC 6750 §3.1). */
-  userToken(token: string | undefined): Promise<{ record: AccessTokenRecord; user: UserRecord }> {
-    return requireUserToken(this.store, this.clock, token);
+  /** The live token of an enabled user, presented as its binding asks, and that user; `invalid_token` otherwise (RFC 6750 §3.1). */
+  userToken(presented: PresentedToken | undefined): Promise<{ record: AccessTokenRecord; user: UserRecord }> {
+    return requireUserToken(this.store, this.clock, presented, this.dpop);
   }
 
   /** RFC 7009: `app` revokes one of its own tokens; anything else is left alone, silently. */

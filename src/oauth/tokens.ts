@@ -13,6 +13,7 @@ import { casdoorUserClaims, usesCasdoorClaims } from "./tokenFormats.js";
 import { storedUserinfoClaims, USERINFO_CLAIMS_CLAIM, userinfoClaimNames } from "./userinfoClaims.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 import { acrOf } from "./factors/amr.js";
+import { isPublicClient } from "./publicClients.js";
 
 /** What a grant hands to the minter. */
 export interface Grant {
@@ -88,7 +89,8 @@ export interface TokenSet {
   accessToken: string;
   idToken?: string;
   refreshToken?: string;
-  tokenType: "Bearer";
+  /** `DPoP` for a token bound to the key of the request's DPoP proof (RFC 9449 §5). */
+  tokenType: "Bearer" | "DPoP";
   /** Seconds. */
   expiresIn: number;
   scope: string;
@@ -113,7 +115,19 @@ export class TokenMinter {
     private readonly keys: KeyRing,
     private readonly clock: Clock,
     private readonly issuer: string,
+    /** RFC 9449: the thumbprint of the DPoP key every token minted is bound to. */
+    private readonly dpopJkt?: string,
   ) {}
+
+  /**
+   * The minter of one token request whose DPoP proof was signed by the key
+   * `jkt`: its access tokens carry `cnf.jkt` (RFC 9449 §6), and a public
+   * client's refresh token is bound too (§5). Every grant mints through it,
+   * so none can leave a token unbound.
+   */
+  boundTo(jkt: string | undefined): TokenMinter {
+    return jkt === undefined ? this : new TokenMinter(this.store, this.keys, this.clock, this.issuer, jkt);
+  }
 
   /**
    * Mints a grant's tokens and records them. With `rotating`, the SHA-256 of
@@ -149,6 +163,8 @@ export class TokenMinter {
       nbf: now,
       jti,
       scope,
+      // RFC 9449 §6.1: the key the token is bound to.
+      ...(this.dpopJkt ? { cnf: { jkt: this.dpopJkt } } : {}),
     };
     // OIDC Core §5.5: what the grant asked userinfo for travels in the token (userinfoClaims.ts).
     const userinfoClaims = user ? userinfoClaimNames(grant.claims) : [];
@@ -190,6 +206,7 @@ export class TokenMinter {
         ...(grant.resources?.length ? { resources: grant.resources } : {}),
         // An opaque token has no payload to carry them (userinfoClaims.ts).
         ...(opaque && userinfoClaims.length > 0 ? { userinfoClaims: storedUserinfoClaims(grant.claims) } : {}),
+        ...(this.dpopJkt ? { dpopJkt: this.dpopJkt } : {}),
       },
       refresh: refresh
         ? {
@@ -209,13 +226,15 @@ export class TokenMinter {
             // OIDC Core §5.5: what the grant asked the ID token for outlives the refresh too.
             ...(idTokenClaims ? { idTokenClaims } : {}),
             resources: grant.refreshTokenResources ?? grant.resources,
+            // RFC 9449 §5: a public client's refresh token is bound to its key; a confidential client's to its credentials.
+            ...(this.dpopJkt && isPublicClient(app) ? { dpopJkt: this.dpopJkt } : {}),
           }
         : undefined,
     };
     if (rotating === undefined) await this.store.issuedTokens.add(rows);
     else if (!(await this.store.refreshTokens.rotate(rotating, this.clock.now(), rows))) return undefined;
 
-    const issued = { accessToken, idToken, refreshToken: refresh?.token, tokenType: "Bearer" as const, expiresIn, scope, user: user && { id: user.id, name: user.name } };
+    const issued = { accessToken, idToken, refreshToken: refresh?.token, tokenType: this.dpopJkt ? ("DPoP" as const) : ("Bearer" as const), expiresIn, scope, user: user && { id: user.id, name: user.name } };
     return grant.issuedTokenType ? { ...issued, issuedTokenType: grant.issuedTokenType } : issued;
   }
 

@@ -2,6 +2,7 @@ import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import { jwtClaimsOf, requireUserToken } from "./accessTokens.js";
 import { requestedClaims } from "./claimsRequest.js";
+import type { DPoPProofs, PresentedToken } from "./dpop.js";
 import { claimsForScopes } from "./scopes.js";
 import { authenticationOf } from "./introspection.js";
 import { loadUserinfoClaims, userinfoClaimsOfPayload } from "./userinfoClaims.js";
@@ -24,9 +25,9 @@ export interface UserInfo extends Record<string, unknown> {
  * and the standard claims its grant's `claims` request asked userinfo for
  * (§5.5), whatever the scope.
  */
-export async function userInfo(store: Store, clock: Clock, issuer: string, accessToken: string | undefined): Promise<UserInfo> {
-  const { record, user, hash } = await requireUserToken(store, clock, accessToken);
-  const payload = jwtClaimsOf(hash, accessToken!);
+export async function userInfo(store: Store, clock: Clock, issuer: string, presented: PresentedToken | undefined, dpop: Pick<DPoPProofs, "verify">): Promise<UserInfo> {
+  const { record, user, hash } = await requireUserToken(store, clock, presented, dpop);
+  const payload = jwtClaimsOf(hash, presented!.token!);
   // Not `{ ...claims, sub, ... }`: on Node 20's V8, an object made by a
   // spread and then given keys the source lacks survives every
   // young-generation collection until the next full one.

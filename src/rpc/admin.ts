@@ -66,6 +66,7 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     allowImpersonation: input.allowImpersonation,
     consentRequired: input.consentRequired,
     requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests,
+    dpopBoundAccessTokens: input.dpopBoundAccessTokens,
   });
 }
 

@@ -3,7 +3,8 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { FieldViolationSchema } from "../../gen/identity/v1/admin_pb.js";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
 import { InvalidInputError } from "../accounts/validation.js";
-import { asOAuthError, wellFormed, worthLogging, type OAuthErrorCode } from "../oauth/errors.js";
+import { asOAuthError, OAuthError, wellFormed, worthLogging, type OAuthErrorCode } from "../oauth/errors.js";
+import { dpopChallenge } from "../http/answers.js";
 import { annotateRequest, type LogUnexpected, type RequestContext } from "../http/requestContext.js";
 import { REQUEST_CONTEXT } from "./headers.js";
 
@@ -41,9 +42,18 @@ export function toConnectError(failure: unknown, log: LogUnexpected, context?: R
       err instanceof InvalidInputError
         ? err.problems.map((p) => ({ desc: FieldViolationSchema, value: create(FieldViolationSchema, { field: p.field, description: wellFormed(p.problem) }) }))
         : [];
-    return new ConnectError(description, CONNECT_CODES[err.code] ?? Code.InvalidArgument, { "x-oauth-error": err.code }, [oauthDetail, ...fieldDetails]);
+    const code = err.answer?.challenge ? Code.Unauthenticated : (CONNECT_CODES[err.code] ?? Code.InvalidArgument);
+    return new ConnectError(description, code, errorMetadata(err), [oauthDetail, ...fieldDetails]);
   }
   return new ConnectError("internal error", Code.Internal);
+}
+
+/** The `x-oauth-error` header, and a DPoP refusal's challenge and nonce (RFC 9449 §7.1, §8). */
+function errorMetadata(err: OAuthError): Record<string, string> {
+  const metadata: Record<string, string> = { "x-oauth-error": err.code };
+  if (err.answer?.challenge === "DPoP") metadata["www-authenticate"] = dpopChallenge(new OAuthError(err.code, wellFormed(err.description), err.status, err.answer));
+  if (err.answer?.dpopNonce) metadata["dpop-nonce"] = err.answer.dpopNonce;
+  return metadata;
 }
 
 export function oauthErrorInterceptor(log: LogUnexpected): Interceptor {

@@ -1,6 +1,7 @@
 import { createContextKey, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { ClientAddressOf, RequestSource } from "../http/clientAddress.js";
 import { readBasicAuth, type BasicCredentials } from "../oauth/clientAuth.js";
+import type { DPoPProofs, PresentedToken, ProofContext } from "../oauth/dpop.js";
 import { OAuthError } from "../oauth/errors.js";
 import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { annotateRequest, type RequestContext } from "../http/requestContext.js";
@@ -16,12 +17,40 @@ function authorizationOf(ctx: HandlerContext): string | null {
 }
 
 /**
- * The token of an `authorization: Bearer` header (RFC 6750 §2.1), which gRPC
- * callers send as metadata. Other schemes do not count.
+ * What a DPoP proof sent with this call must name (RFC 9449 §4.2): over REST
+ * the request's method and the issuer's URL with the request's path; for an
+ * RPC, on every protocol, POST and `<issuer>/identity.v1.<Service>/<Method>`.
+ * The issuer, not the Host header, so that it holds behind a load balancer.
  */
-export function bearerTokenOf(ctx: HandlerContext): string | undefined {
-  const match = /^Bearer +(\S*)\s*$/i.exec(authorizationOf(ctx) ?? "");
-  return match ? match[1] : undefined;
+export function proofTarget(ctx: HandlerContext, issuer: string): { htm: string; htu: string } {
+  if (ctx.protocolName === "rest") return { htm: ctx.requestMethod, htu: `${issuer}${new URL(ctx.url).pathname}` };
+  return { htm: "POST", htu: `${issuer}/${ctx.service.typeName}/${ctx.method.name}` };
+}
+
+/** The call's DPoP header and what its proof must name; undefined when it sent none. */
+export function proofContextOf(ctx: HandlerContext, issuer: string): ProofContext | undefined {
+  const proof = ctx.requestHeader.get("dpop");
+  return proof === null ? undefined : { proof, ...proofTarget(ctx, issuer) };
+}
+
+/**
+ * The access token of an `authorization: Bearer` header (RFC 6750 §2.1) or
+ * an `authorization: DPoP` header with the call's DPoP proof (RFC 9449 §7.1),
+ * which gRPC callers send as metadata. Other schemes do not count.
+ */
+export function presentedTokenOf(ctx: HandlerContext, issuer: string): PresentedToken | undefined {
+  const match = /^(Bearer|DPoP) +(\S*)\s*$/i.exec(authorizationOf(ctx) ?? "");
+  if (!match) return undefined;
+  const token = match[2];
+  if (match[1]!.toLowerCase() === "bearer") return { token, scheme: "Bearer" };
+  return { token, scheme: "DPoP", dpop: proofContextOf(ctx, issuer) ?? { proof: undefined, ...proofTarget(ctx, issuer) } };
+}
+
+/** RFC 9449 §8: an answer to a call that sent a DPoP proof carries a fresh nonce, where nonces are in use. */
+export function offerDPoPNonce(ctx: HandlerContext, dpop: Pick<DPoPProofs, "nonce">): void {
+  if (!ctx.requestHeader.has("dpop")) return;
+  const nonce = dpop.nonce();
+  if (nonce) ctx.responseHeader.set("dpop-nonce", nonce);
 }
 
 /** The request's log line, which each front door puts in the call's context values. */

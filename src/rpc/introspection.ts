@@ -7,15 +7,16 @@ import { OAuthError } from "../oauth/errors.js";
 import { CLEARED_SESSION_COOKIE } from "../oauth/sessions.js";
 import { accountOf } from "./account.js";
 import { everyMethod } from "./guards.js";
-import { bearerTokenOf, clientAddressOf, noteClient, presentedCredentials, sessionCookieOf } from "./headers.js";
+import type { PresentedToken } from "../oauth/dpop.js";
+import { clientAddressOf, noteClient, offerDPoPNonce, presentedCredentials, presentedTokenOf, sessionCookieOf } from "./headers.js";
 
 /** RFC 6750 §2: a token in the message and another in the header is one method too many. */
-function oneAccessToken(fromMessage: string, ctx: HandlerContext): string | undefined {
-  const fromHeader = bearerTokenOf(ctx);
+function oneAccessToken(fromMessage: string, ctx: HandlerContext, issuer: string): PresentedToken | undefined {
+  const fromHeader = presentedTokenOf(ctx, issuer);
   if (fromMessage && fromHeader !== undefined) {
-    throw new OAuthError("invalid_request", "send the access token either as accessToken or as a Bearer header, not both");
+    throw new OAuthError("invalid_request", "send the access token either as accessToken or in the authorization header, not both");
   }
-  return fromMessage || fromHeader;
+  return fromMessage ? { token: fromMessage, scheme: "Bearer" } : fromHeader;
 }
 
 // Answers about tokens, users and sessions are never cached.
@@ -38,14 +39,16 @@ export function introspectionService(domain: Domain): ServiceImpl<typeof Introsp
       return {};
     },
     async getUserInfo(req, ctx) {
-      const claims = await domain.tokens.userInfo(oneAccessToken(req.accessToken, ctx));
+      const claims = await domain.tokens.userInfo(oneAccessToken(req.accessToken, ctx, domain.issuer));
+      offerDPoPNonce(ctx, domain.dpop);
       // No client authenticates here; the log line names the client the token was issued to.
       noteClient(claims.aud, ctx);
       // Claim names are the proto field names, so a claim the message lacks fails loudly in tests.
       return fromJson(GetUserInfoResponseSchema, claims as JsonObject);
     },
     async getAccount(_req, ctx) {
-      const { user, fields } = await domain.account.signedIn({ accessToken: bearerTokenOf(ctx), sessionCookie: sessionCookieOf(ctx) });
+      const { user, fields } = await domain.account.signedIn({ accessToken: presentedTokenOf(ctx, domain.issuer), sessionCookie: sessionCookieOf(ctx) });
+      offerDPoPNonce(ctx, domain.dpop);
       const links = fields.has("linkedIdentities") ? await domain.account.linkedIdentities(user.id) : [];
       return { status: "ok", msg: "", data: accountOf(user, links, fields) };
     },

@@ -3,7 +3,7 @@ import { AccountService } from "../../gen/identity/v1/account_pb.js";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
 import { everyMethod } from "./guards.js";
-import { bearerTokenOf, clientAddressOf } from "./headers.js";
+import { clientAddressOf, presentedTokenOf } from "./headers.js";
 
 // Answers about a user's own account are never cached.
 export const accountGuards = everyMethod(AccountService, ["noStore"]);
@@ -19,8 +19,8 @@ const description = (sentence: string) => `${sentence[0]!.toLowerCase()}${senten
 export function accountService(domain: Domain): ServiceImpl<typeof AccountService> {
   return {
     async changePassword(req, ctx) {
-      const accessToken = bearerTokenOf(ctx);
-      // RFC 6750 §3.1: no token, no account.
+      // A Bearer token, or a DPoP-bound one with its proof (RFC 9449 §7.1); RFC 6750 §3.1: no token, no account.
+      const accessToken = presentedTokenOf(ctx, domain.issuer);
       if (accessToken === undefined) throw new OAuthError("invalid_token", "send the user's access token as a Bearer header", 401);
       const { user } = await domain.account.signedIn({ accessToken });
       const result = await domain.selfService.passwordChange.change(user, req.currentPassword, req.newPassword, req.newPassword, { clientAddress: clientAddressOf(ctx) });

@@ -6,9 +6,13 @@ import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
 import type { TokenSet } from "../oauth/tokens.js";
 import { everyMethod } from "./guards.js";
-import { clientAddressOf, presentedCredentials, REQUEST_CONTEXT } from "./headers.js";
+import { clientAddressOf, offerDPoPNonce, presentedCredentials, proofContextOf, REQUEST_CONTEXT } from "./headers.js";
 
-const requestOrigin = (ctx: HandlerContext) => ({ clientAddress: clientAddressOf(ctx), logLine: ctx.values.get(REQUEST_CONTEXT) });
+const requestOrigin = (ctx: HandlerContext, issuer: string) => ({
+  clientAddress: clientAddressOf(ctx),
+  logLine: ctx.values.get(REQUEST_CONTEXT),
+  dpop: proofContextOf(ctx, issuer),
+});
 
 // The contract carries every parameter the domain's grants read: this fails to compile when one is missing.
 const _everyParameterInTheContract = (req: TokenRequest): TokenParams => req;
@@ -23,7 +27,9 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
   return {
     async token(req, ctx) {
       const basic = presentedCredentials(req, ctx);
-      return tokenResponse(await domain.tokenEndpoint.exchange(req, basic, requestOrigin(ctx)));
+      const tokens = await domain.tokenEndpoint.exchange(req, basic, requestOrigin(ctx, domain.issuer));
+      offerDPoPNonce(ctx, domain.dpop);
+      return tokenResponse(tokens);
     },
     // The refresh endpoint is the token endpoint pinned to one grant type.
     async refresh(req, ctx) {
@@ -33,7 +39,9 @@ export function tokenService(domain: Domain): ServiceImpl<typeof TokenService> {
       }
       const { refreshToken, scope, clientId, clientSecret, resource, clientAssertionType, clientAssertion } = req;
       const params = create(TokenRequestSchema, { grantType: "refresh_token", refreshToken, scope, clientId, clientSecret, resource, clientAssertionType, clientAssertion });
-      return tokenResponse(await domain.tokenEndpoint.exchange(params, basic, requestOrigin(ctx)));
+      const tokens = await domain.tokenEndpoint.exchange(params, basic, requestOrigin(ctx, domain.issuer));
+      offerDPoPNonce(ctx, domain.dpop);
+      return tokenResponse(tokens);
     },
     async deviceAuthorization(req, ctx) {
       const basic = presentedCredentials(req, ctx);

@@ -100,6 +100,8 @@ export interface ApplicationRecord {
   allowImpersonation: boolean;
   /** RFC 9126 §5: its authorize requests come through PAR only. */
   requirePushedAuthorizationRequests: boolean;
+  /** RFC 9449: every token request must carry a DPoP proof, so every access token is bound to a key. Absent is false. */
+  dpopBoundAccessTokens?: boolean;
   createdAt: number;
   updatedAt: number;
 }

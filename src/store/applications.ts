@@ -34,6 +34,7 @@ interface Row {
   exchange_audiences: string;
   allow_impersonation: boolean | number;
   require_pushed_authorization_requests: boolean | number;
+  dpop_bound_access_tokens?: boolean | number;
   created_at: number;
   updated_at: number;
 }
@@ -66,6 +67,7 @@ const fromRow = (r: Row): ApplicationRecord => ({
   exchangeAudiences: JSON.parse(r.exchange_audiences ?? "[]"),
   allowImpersonation: Boolean(r.allow_impersonation),
   requirePushedAuthorizationRequests: Boolean(r.require_pushed_authorization_requests),
+  ...(r.dpop_bound_access_tokens ? { dpopBoundAccessTokens: true } : {}),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -96,6 +98,7 @@ const toRow = (a: ApplicationRecord): Row => ({
   exchange_audiences: JSON.stringify(a.exchangeAudiences),
   allow_impersonation: a.allowImpersonation,
   require_pushed_authorization_requests: a.requirePushedAuthorizationRequests,
+  dpop_bound_access_tokens: a.dpopBoundAccessTokens ?? false,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });

@@ -21,6 +21,8 @@ export interface AuthorizationCodeRecord {
   amr?: string;
   /** The resource URIs (RFC 8707) the authorize request named; absent for none. */
   resources?: string[];
+  /** RFC 9449 §10: the thumbprint of the key the authorize request's dpop_jkt bound the code to. */
+  dpopJkt?: string;
   createdAt: number;
   expiresAt: number;
   consumedAt: number | null;
@@ -60,6 +62,7 @@ export class AuthorizationCodeRepository {
       claims: c.claims,
       amr: c.amr ?? null,
       resources: storedResources(c.resources),
+      dpop_jkt: c.dpopJkt ?? null,
       created_at: c.createdAt,
       expires_at: c.expiresAt,
       consumed_at: c.consumedAt,
@@ -84,6 +87,7 @@ export class AuthorizationCodeRepository {
       claims: r.claims ?? null,
       ...(r.amr ? { amr: r.amr as string } : {}),
       ...loadedResources(r.resources),
+      ...(r.dpop_jkt ? { dpopJkt: r.dpop_jkt as string } : {}),
       createdAt: Number(r.created_at),
       expiresAt: Number(r.expires_at),
       consumedAt: num(r.consumed_at),

@@ -57,6 +57,8 @@ export const SWEEPS: readonly Sweep[] = [
   { table: "client_assertion_jtis", key: "key", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
   // A pushed request that outlived its expires_in can no longer be used (RFC 9126 §2.2).
   { table: "pushed_authorization_requests", key: "request_uri_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+  // A proof's jti is needed only while the proof's iat is fresh (dpopProofs.ts).
+  { table: "dpop_proof_jtis", key: "key", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
   // An expired device code is kept a day, so a device still polling hears expired_token (RFC 8628 §3.5).
   { table: "device_codes", key: "device_code_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now - DAY_MS) },
 ];

@@ -14,6 +14,7 @@ import { LoginFailureRepository } from "./loginFailures.js";
 import { ClientAssertionJtiRepository } from "./clientAssertionJtis.js";
 import { PushedAuthorizationRequestRepository } from "./pushedAuthorizationRequests.js";
 import { DeviceCodeRepository } from "./deviceCodes.js";
+import { DPoPNonceSecretRepository, DPoPProofJtiRepository } from "./dpopProofs.js";
 import { ProviderRepository } from "./providers.js";
 import { ResourceRepository } from "./resources.js";
 import { RegistrationCountRepository } from "./registrationCounts.js";
@@ -51,6 +52,10 @@ export interface Store {
   clientAssertionJtis: ClientAssertionJtiRepository;
   /** Pushed authorization requests (RFC 9126), each taken once by the client that pushed it. */
   pushedAuthorizationRequests: PushedAuthorizationRequestRepository;
+  /** The jti of each accepted DPoP proof, until its iat window ends (RFC 9449 §11.1). */
+  dpopProofJtis: DPoPProofJtiRepository;
+  /** The secret every instance makes DPoP nonces with (RFC 9449 §8). */
+  dpopNonceSecret: DPoPNonceSecretRepository;
   /** Device authorizations (RFC 8628), by device code and by user code. */
   deviceCodes: DeviceCodeRepository;
   federationStates: FederationStateRepository;
@@ -130,6 +135,8 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     loginFailures: new LoginFailureRepository(db),
     clientAssertionJtis: new ClientAssertionJtiRepository(db),
     pushedAuthorizationRequests: new PushedAuthorizationRequestRepository(db),
+    dpopProofJtis: new DPoPProofJtiRepository(db),
+    dpopNonceSecret: new DPoPNonceSecretRepository(db),
     deviceCodes: new DeviceCodeRepository(db),
     federationStates: new FederationStateRepository(db),
     federatedIdentities,

@@ -26,6 +26,8 @@ export interface AccessTokenRecord {
   userinfoClaims?: string;
   /** The resource URIs (RFC 8707) it is meant for, its `aud`; absent for a token meant for its client. */
   resources?: string[];
+  /** RFC 9449: the JWK SHA-256 thumbprint of the key it is bound to (its cnf.jkt); absent for a Bearer token. */
+  dpopJkt?: string;
 }
 
 /** An issued refresh token, stored by the SHA-256 of its value. */
@@ -51,6 +53,8 @@ export interface RefreshTokenRecord {
   idTokenClaims?: string;
   /** The resource URIs (RFC 8707) its grant named: the most a refreshed access token may name. */
   resources?: string[];
+  /** RFC 9449 §5: a public client's refresh token is bound to the key of its DPoP proof; absent when unbound. */
+  dpopJkt?: string;
 }
 
 /** Resource URIs in one column, space-separated (a URI has no space); NULL for none. */
@@ -76,6 +80,7 @@ interface AccessTokenRow {
   kid: string | null;
   userinfo_claims?: string | null;
   resources?: string | null;
+  dpop_jkt?: string | null;
 }
 
 const accessTokenRow = (t: AccessTokenRecord): AccessTokenRow => ({
@@ -92,6 +97,7 @@ const accessTokenRow = (t: AccessTokenRecord): AccessTokenRow => ({
   // Always present, so rows written together have the same columns.
   userinfo_claims: t.userinfoClaims ?? null,
   resources: storedResources(t.resources),
+  dpop_jkt: t.dpopJkt ?? null,
 });
 
 const refreshTokenRow = (t: RefreshTokenRecord) => ({
@@ -110,6 +116,7 @@ const refreshTokenRow = (t: RefreshTokenRecord) => ({
   id_token_claims: t.idTokenClaims ?? null,
   amr: t.amr ?? null,
   resources: storedResources(t.resources),
+  dpop_jkt: t.dpopJkt ?? null,
 });
 
 /** The rows behind one token response: its access token and, for user grants, its refresh token. */
@@ -291,6 +298,7 @@ function accessTokenFromRow(r: AccessTokenRow): AccessTokenRecord {
     kid: r.kid ?? null,
     ...(r.userinfo_claims ? { userinfoClaims: r.userinfo_claims } : {}),
     ...loadedResources(r.resources),
+    ...(r.dpop_jkt ? { dpopJkt: r.dpop_jkt } : {}),
   };
 }
 
@@ -353,6 +361,7 @@ export class RefreshTokenRepository {
       ...(r.id_token_claims ? { idTokenClaims: r.id_token_claims as string } : {}),
       ...(r.amr ? { amr: r.amr as string } : {}),
       ...loadedResources(r.resources),
+      ...(r.dpop_jkt ? { dpopJkt: r.dpop_jkt as string } : {}),
     };
   }
 }

@@ -162,14 +162,15 @@ describe("command line", function () {
       const created = await json(
         "app", "create", "--name", "jwt-app", "--grant-type", "client_credentials", "--token-endpoint-auth-method", "private_key_jwt", "--jwks", jwks,
         "--exchange-audience", "client-b", "--exchange-audience", "https://api.example", "--allow-impersonation",
+        "--dpop-bound-access-tokens",
       );
       assert.deepEqual(
-        [created.tokenEndpointAuthMethod, JSON.parse(created.jwks).keys[0].kid, created.exchangeAudiences, created.allowImpersonation],
-        ["private_key_jwt", "k1", ["client-b", "https://api.example"], true],
+        [created.tokenEndpointAuthMethod, JSON.parse(created.jwks).keys[0].kid, created.exchangeAudiences, created.allowImpersonation, created.dpopBoundAccessTokens],
+        ["private_key_jwt", "k1", ["client-b", "https://api.example"], true, true],
       );
       assert.equal(created.clientSecretSealed, undefined);
-      const turned = await json("app", "update", "--name", "jwt-app", "--token-endpoint-auth-method", "client_secret_jwt", "--no-allow-impersonation");
-      assert.deepEqual([turned.tokenEndpointAuthMethod, turned.allowImpersonation], ["client_secret_jwt", false]);
+      const turned = await json("app", "update", "--name", "jwt-app", "--token-endpoint-auth-method", "client_secret_jwt", "--no-allow-impersonation", "--no-dpop-bound-access-tokens");
+      assert.deepEqual([turned.tokenEndpointAuthMethod, turned.allowImpersonation, turned.dpopBoundAccessTokens ?? false], ["client_secret_jwt", false, false]);
       assert.match(turned.clientSecret, /^[A-Za-z0-9_-]{22,}$/, "a kept secret for HS256, printed once");
       const shown = await admin("app", "show", "--name", "jwt-app");
       assert.ok(!shown.includes(turned.clientSecret) && !shown.includes("clientSecretSealed"), shown);

@@ -36,6 +36,8 @@ describe("discovery lists exactly what is supported: each advertised feature ans
     "revocation_endpoint_auth_signing_alg_values_supported", "device_authorization_endpoint",
     // PAR and request objects: test/e2e/pushedAuthorization.spec.ts.
     "pushed_authorization_request_endpoint", "require_pushed_authorization_requests", "request_object_signing_alg_values_supported",
+    // DPoP proofs of every algorithm listed: test/oauth/dpop.spec.ts; bound tokens: test/e2e/dpop.spec.ts.
+    "dpop_signing_alg_values_supported",
   ];
   /** JWT client authentication, which test/e2e/clientAssertion.spec.ts proves at every endpoint with openid-client. */
   const JWT_METHODS = ["client_secret_jwt", "private_key_jwt"];

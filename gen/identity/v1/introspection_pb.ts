@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/introspection.proto.
  */
 export const file_identity_v1_introspection: GenFile = /*@__PURE__*/
-  fileDesc("Ch9pZGVudGl0eS92MS9pbnRyb3NwZWN0aW9uLnByb3RvEgtpZGVudGl0eS52MSKeAQoRSW50cm9zcGVjdFJlcXVlc3QSDQoFdG9rZW4YASABKAkSFwoPdG9rZW5fdHlwZV9oaW50GAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCRIVCg1jbGllbnRfc2VjcmV0GAQgASgJEh0KFWNsaWVudF9hc3NlcnRpb25fdHlwZRgeIAEoCRIYChBjbGllbnRfYXNzZXJ0aW9uGB8gASgJIqUCChJJbnRyb3NwZWN0UmVzcG9uc2USEwoGYWN0aXZlGAEgASgISACIAQESEQoJY2xpZW50X2lkGAIgASgJEhAKCHVzZXJuYW1lGAMgASgJEhIKCnRva2VuX3R5cGUYBCABKAkSCwoDZXhwGAUgASgDEgsKA2lhdBgGIAEoAxILCgNuYmYYByABKAMSCwoDc3ViGAggASgJEgsKA2F1ZBgJIAMoCRILCgNpc3MYCiABKAkSDQoFc2NvcGUYCyABKAkSCwoDanRpGAwgASgJEhEKCWF1dGhfdGltZRgNIAEoAxILCgNhY3IYDiABKAkSCwoDYW1yGA8gAygJEh8KA2FjdBgeIAEoCzISLmlkZW50aXR5LnYxLkFjdG9yQgkKB19hY3RpdmUiSAoFQWN0b3ISCwoDc3ViGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIfCgNhY3QYAyABKAsyEi5pZGVudGl0eS52MS5BY3RvciKaAQoNUmV2b2tlUmVxdWVzdBINCgV0b2tlbhgBIAEoCRIXCg90b2tlbl90eXBlX2hpbnQYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJEhUKDWNsaWVudF9zZWNyZXQYBCABKAkSHQoVY2xpZW50X2Fzc2VydGlvbl90eXBlGB4gASgJEhgKEGNsaWVudF9hc3NlcnRpb24YHyABKAkiEAoOUmV2b2tlUmVzcG9uc2UiKgoSR2V0VXNlckluZm9SZXF1ZXN0EhQKDGFjY2Vzc190b2tlbhgBIAEoCSKlAgoTR2V0VXNlckluZm9SZXNwb25zZRILCgNzdWIYASABKAkSCwoDaXNzGAIgASgJEgsKA2F1ZBgDIAEoCRIMCgRuYW1lGAQgASgJEhoKEnByZWZlcnJlZF91c2VybmFtZRgFIAEoCRIPCgdwaWN0dXJlGAYgASgJEg0KBWVtYWlsGAcgASgJEhsKDmVtYWlsX3ZlcmlmaWVkGAggASgISACIAQESKgoHYWRkcmVzcxgJIAEoCzIZLmlkZW50aXR5LnYxLkFkZHJlc3NDbGFpbRIUCgxwaG9uZV9udW1iZXIYCiABKAkSEQoJYXV0aF90aW1lGAsgASgDEgsKA2FjchgMIAEoCRILCgNhbXIYDSADKAlCEQoPX2VtYWlsX3ZlcmlmaWVkIiEKDEFkZHJlc3NDbGFpbRIRCglmb3JtYXR0ZWQYASABKAkiEwoRR2V0QWNjb3VudFJlcXVlc3QiXwoSR2V0QWNjb3VudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRILCgNtc2cYAiABKAkSIgoEZGF0YRgDIAEoCzIULmlkZW50aXR5LnYxLkFjY291bnQ6CILOGAQIARABIvMCCgdBY2NvdW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJEg0KBWVtYWlsGAQgASgJEhYKDmVtYWlsX3ZlcmlmaWVkGAUgASgIEg4KBmF2YXRhchgGIAEoCRINCgVwaG9uZRgHIAEoCRIPCgdhZGRyZXNzGAggAygJEhQKDGNyZWF0ZWRfdGltZRgJIAEoCRIUCgx1cGRhdGVkX3RpbWUYCiABKAkSEAoIaXNfYWRtaW4YCyABKAgSNgoRbGlua2VkX2lkZW50aXRpZXMYDCADKAsyGy5pZGVudGl0eS52MS5MaW5rZWRJZGVudGl0eRI4Cgpwcm9wZXJ0aWVzGA0gAygLMiQuaWRlbnRpdHkudjEuQWNjb3VudC5Qcm9wZXJ0aWVzRW50cnkaMQoPUHJvcGVydGllc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiSQoOTGlua2VkSWRlbnRpdHkSEAoIcHJvdmlkZXIYASABKAkSEwoLZXh0ZXJuYWxfaWQYAiABKAkSEAoIdXNlcm5hbWUYAyABKAkibgoRRW5kU2Vzc2lvblJlcXVlc3QSFQoNaWRfdG9rZW5faGludBgBIAEoCRIgChhwb3N0X2xvZ291dF9yZWRpcmVjdF91cmkYAiABKAkSDQoFc3RhdGUYAyABKAkSEQoJY2xpZW50X2lkGAQgASgJIioKEkVuZFNlc3Npb25SZXNwb25zZRIUCgxyZWRpcmVjdF91cmkYASABKAkyqQQKFEludHJvc3BlY3Rpb25TZXJ2aWNlEnUKCkludHJvc3BlY3QSHi5pZGVudGl0eS52MS5JbnRyb3NwZWN0UmVxdWVzdBofLmlkZW50aXR5LnYxLkludHJvc3BlY3RSZXNwb25zZSImgtPkkwIgOgEqIhsvYXBpL2xvZ2luL29hdXRoL2ludHJvc3BlY3QSZQoGUmV2b2tlEhouaWRlbnRpdHkudjEuUmV2b2tlUmVxdWVzdBobLmlkZW50aXR5LnYxLlJldm9rZVJlc3BvbnNlIiKC0+STAhw6ASoiFy9hcGkvbG9naW4vb2F1dGgvcmV2b2tlEnsKC0dldFVzZXJJbmZvEh8uaWRlbnRpdHkudjEuR2V0VXNlckluZm9SZXF1ZXN0GiAuaWRlbnRpdHkudjEuR2V0VXNlckluZm9SZXNwb25zZSIpgtPkkwIjWhI6ASoiDS9hcGkvdXNlcmluZm8SDS9hcGkvdXNlcmluZm8SZwoKR2V0QWNjb3VudBIeLmlkZW50aXR5LnYxLkdldEFjY291bnRSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuR2V0QWNjb3VudFJlc3BvbnNlIhiC0+STAhISEC9hcGkvZ2V0LWFjY291bnQSTQoKRW5kU2Vzc2lvbhIeLmlkZW50aXR5LnYxLkVuZFNlc3Npb25SZXF1ZXN0Gh8uaWRlbnRpdHkudjEuRW5kU2Vzc2lvblJlc3BvbnNlYgZwcm90bzM", [file_google_api_annotations, file_identity_v1_rest]);
+  fileDesc("Ch9pZGVudGl0eS92MS9pbnRyb3NwZWN0aW9uLnByb3RvEgtpZGVudGl0eS52MSKeAQoRSW50cm9zcGVjdFJlcXVlc3QSDQoFdG9rZW4YASABKAkSFwoPdG9rZW5fdHlwZV9oaW50GAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCRIVCg1jbGllbnRfc2VjcmV0GAQgASgJEh0KFWNsaWVudF9hc3NlcnRpb25fdHlwZRgeIAEoCRIYChBjbGllbnRfYXNzZXJ0aW9uGB8gASgJIs0CChJJbnRyb3NwZWN0UmVzcG9uc2USEwoGYWN0aXZlGAEgASgISACIAQESEQoJY2xpZW50X2lkGAIgASgJEhAKCHVzZXJuYW1lGAMgASgJEhIKCnRva2VuX3R5cGUYBCABKAkSCwoDZXhwGAUgASgDEgsKA2lhdBgGIAEoAxILCgNuYmYYByABKAMSCwoDc3ViGAggASgJEgsKA2F1ZBgJIAMoCRILCgNpc3MYCiABKAkSDQoFc2NvcGUYCyABKAkSCwoDanRpGAwgASgJEhEKCWF1dGhfdGltZRgNIAEoAxILCgNhY3IYDiABKAkSCwoDYW1yGA8gAygJEh8KA2FjdBgeIAEoCzISLmlkZW50aXR5LnYxLkFjdG9yEiYKA2NuZhgoIAEoCzIZLmlkZW50aXR5LnYxLkNvbmZpcm1hdGlvbkIJCgdfYWN0aXZlIhsKDENvbmZpcm1hdGlvbhILCgNqa3QYASABKAkiSAoFQWN0b3ISCwoDc3ViGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIfCgNhY3QYAyABKAsyEi5pZGVudGl0eS52MS5BY3RvciKaAQoNUmV2b2tlUmVxdWVzdBINCgV0b2tlbhgBIAEoCRIXCg90b2tlbl90eXBlX2hpbnQYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJEhUKDWNsaWVudF9zZWNyZXQYBCABKAkSHQoVY2xpZW50X2Fzc2VydGlvbl90eXBlGB4gASgJEhgKEGNsaWVudF9hc3NlcnRpb24YHyABKAkiEAoOUmV2b2tlUmVzcG9uc2UiKgoSR2V0VXNlckluZm9SZXF1ZXN0EhQKDGFjY2Vzc190b2tlbhgBIAEoCSKlAgoTR2V0VXNlckluZm9SZXNwb25zZRILCgNzdWIYASABKAkSCwoDaXNzGAIgASgJEgsKA2F1ZBgDIAEoCRIMCgRuYW1lGAQgASgJEhoKEnByZWZlcnJlZF91c2VybmFtZRgFIAEoCRIPCgdwaWN0dXJlGAYgASgJEg0KBWVtYWlsGAcgASgJEhsKDmVtYWlsX3ZlcmlmaWVkGAggASgISACIAQESKgoHYWRkcmVzcxgJIAEoCzIZLmlkZW50aXR5LnYxLkFkZHJlc3NDbGFpbRIUCgxwaG9uZV9udW1iZXIYCiABKAkSEQoJYXV0aF90aW1lGAsgASgDEgsKA2FjchgMIAEoCRILCgNhbXIYDSADKAlCEQoPX2VtYWlsX3ZlcmlmaWVkIiEKDEFkZHJlc3NDbGFpbRIRCglmb3JtYXR0ZWQYASABKAkiEwoRR2V0QWNjb3VudFJlcXVlc3QiXwoSR2V0QWNjb3VudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRILCgNtc2cYAiABKAkSIgoEZGF0YRgDIAEoCzIULmlkZW50aXR5LnYxLkFjY291bnQ6CILOGAQIARABIvMCCgdBY2NvdW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJEg0KBWVtYWlsGAQgASgJEhYKDmVtYWlsX3ZlcmlmaWVkGAUgASgIEg4KBmF2YXRhchgGIAEoCRINCgVwaG9uZRgHIAEoCRIPCgdhZGRyZXNzGAggAygJEhQKDGNyZWF0ZWRfdGltZRgJIAEoCRIUCgx1cGRhdGVkX3RpbWUYCiABKAkSEAoIaXNfYWRtaW4YCyABKAgSNgoRbGlua2VkX2lkZW50aXRpZXMYDCADKAsyGy5pZGVudGl0eS52MS5MaW5rZWRJZGVudGl0eRI4Cgpwcm9wZXJ0aWVzGA0gAygLMiQuaWRlbnRpdHkudjEuQWNjb3VudC5Qcm9wZXJ0aWVzRW50cnkaMQoPUHJvcGVydGllc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiSQoOTGlua2VkSWRlbnRpdHkSEAoIcHJvdmlkZXIYASABKAkSEwoLZXh0ZXJuYWxfaWQYAiABKAkSEAoIdXNlcm5hbWUYAyABKAkibgoRRW5kU2Vzc2lvblJlcXVlc3QSFQoNaWRfdG9rZW5faGludBgBIAEoCRIgChhwb3N0X2xvZ291dF9yZWRpcmVjdF91cmkYAiABKAkSDQoFc3RhdGUYAyABKAkSEQoJY2xpZW50X2lkGAQgASgJIioKEkVuZFNlc3Npb25SZXNwb25zZRIUCgxyZWRpcmVjdF91cmkYASABKAkyqQQKFEludHJvc3BlY3Rpb25TZXJ2aWNlEnUKCkludHJvc3BlY3QSHi5pZGVudGl0eS52MS5JbnRyb3NwZWN0UmVxdWVzdBofLmlkZW50aXR5LnYxLkludHJvc3BlY3RSZXNwb25zZSImgtPkkwIgOgEqIhsvYXBpL2xvZ2luL29hdXRoL2ludHJvc3BlY3QSZQoGUmV2b2tlEhouaWRlbnRpdHkudjEuUmV2b2tlUmVxdWVzdBobLmlkZW50aXR5LnYxLlJldm9rZVJlc3BvbnNlIiKC0+STAhw6ASoiFy9hcGkvbG9naW4vb2F1dGgvcmV2b2tlEnsKC0dldFVzZXJJbmZvEh8uaWRlbnRpdHkudjEuR2V0VXNlckluZm9SZXF1ZXN0GiAuaWRlbnRpdHkudjEuR2V0VXNlckluZm9SZXNwb25zZSIpgtPkkwIjWhI6ASoiDS9hcGkvdXNlcmluZm8SDS9hcGkvdXNlcmluZm8SZwoKR2V0QWNjb3VudBIeLmlkZW50aXR5LnYxLkdldEFjY291bnRSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuR2V0QWNjb3VudFJlc3BvbnNlIhiC0+STAhISEC9hcGkvZ2V0LWFjY291bnQSTQoKRW5kU2Vzc2lvbhIeLmlkZW50aXR5LnYxLkVuZFNlc3Npb25SZXF1ZXN0Gh8uaWRlbnRpdHkudjEuRW5kU2Vzc2lvblJlc3BvbnNlYgZwcm90bzM", [file_google_api_annotations, file_identity_v1_rest]);
 
 /**
  * IntrospectRequest is the RFC 7662 request.
@@ -151,6 +151,14 @@ export type IntrospectResponse = Message<"identity.v1.IntrospectResponse"> & {
    * @generated from field: identity.v1.Actor act = 30;
    */
   act?: Actor | undefined;
+
+  /**
+   * The key a DPoP-bound token is bound to (RFC 9449 section 6.2); unset for
+   * a Bearer token.
+   *
+   * @generated from field: identity.v1.Confirmation cnf = 40;
+   */
+  cnf?: Confirmation | undefined;
 };
 
 /**
@@ -159,6 +167,26 @@ export type IntrospectResponse = Message<"identity.v1.IntrospectResponse"> & {
  */
 export const IntrospectResponseSchema: GenMessage<IntrospectResponse> = /*@__PURE__*/
   messageDesc(file_identity_v1_introspection, 1);
+
+/**
+ * Confirmation is a `cnf` claim (RFC 7800): here the JWK SHA-256 thumbprint
+ * (RFC 7638) of a DPoP key.
+ *
+ * @generated from message identity.v1.Confirmation
+ */
+export type Confirmation = Message<"identity.v1.Confirmation"> & {
+  /**
+   * @generated from field: string jkt = 1;
+   */
+  jkt: string;
+};
+
+/**
+ * Describes the message identity.v1.Confirmation.
+ * Use `create(ConfirmationSchema)` to create a new message.
+ */
+export const ConfirmationSchema: GenMessage<Confirmation> = /*@__PURE__*/
+  messageDesc(file_identity_v1_introspection, 2);
 
 /**
  * Actor is an `act` claim: who acts for the subject, and who acted for them.
@@ -187,7 +215,7 @@ export type Actor = Message<"identity.v1.Actor"> & {
  * Use `create(ActorSchema)` to create a new message.
  */
 export const ActorSchema: GenMessage<Actor> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 2);
+  messageDesc(file_identity_v1_introspection, 3);
 
 /**
  * RevokeRequest is the RFC 7009 request.
@@ -235,7 +263,7 @@ export type RevokeRequest = Message<"identity.v1.RevokeRequest"> & {
  * Use `create(RevokeRequestSchema)` to create a new message.
  */
 export const RevokeRequestSchema: GenMessage<RevokeRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 3);
+  messageDesc(file_identity_v1_introspection, 4);
 
 /**
  * RevokeResponse is empty (RFC 7009 section 2.2).
@@ -250,7 +278,7 @@ export type RevokeResponse = Message<"identity.v1.RevokeResponse"> & {
  * Use `create(RevokeResponseSchema)` to create a new message.
  */
 export const RevokeResponseSchema: GenMessage<RevokeResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 4);
+  messageDesc(file_identity_v1_introspection, 5);
 
 /**
  * GetUserInfoRequest takes the access token as `authorization: Bearer` or,
@@ -271,7 +299,7 @@ export type GetUserInfoRequest = Message<"identity.v1.GetUserInfoRequest"> & {
  * Use `create(GetUserInfoRequestSchema)` to create a new message.
  */
 export const GetUserInfoRequestSchema: GenMessage<GetUserInfoRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 5);
+  messageDesc(file_identity_v1_introspection, 6);
 
 /**
  * GetUserInfoResponse holds OpenID Connect standard claims. `sub`, `iss` and
@@ -363,7 +391,7 @@ export type GetUserInfoResponse = Message<"identity.v1.GetUserInfoResponse"> & {
  * Use `create(GetUserInfoResponseSchema)` to create a new message.
  */
 export const GetUserInfoResponseSchema: GenMessage<GetUserInfoResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 6);
+  messageDesc(file_identity_v1_introspection, 7);
 
 /**
  * AddressClaim is the OpenID Connect address claim (Core 1.0 section 5.1.1).
@@ -382,7 +410,7 @@ export type AddressClaim = Message<"identity.v1.AddressClaim"> & {
  * Use `create(AddressClaimSchema)` to create a new message.
  */
 export const AddressClaimSchema: GenMessage<AddressClaim> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 7);
+  messageDesc(file_identity_v1_introspection, 8);
 
 /**
  * GetAccountRequest takes no parameters: the caller is the Bearer token's
@@ -398,7 +426,7 @@ export type GetAccountRequest = Message<"identity.v1.GetAccountRequest"> & {
  * Use `create(GetAccountRequestSchema)` to create a new message.
  */
 export const GetAccountRequestSchema: GenMessage<GetAccountRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 8);
+  messageDesc(file_identity_v1_introspection, 9);
 
 /**
  * GetAccountResponse is Casdoor's envelope. Over REST it is written with
@@ -432,7 +460,7 @@ export type GetAccountResponse = Message<"identity.v1.GetAccountResponse"> & {
  * Use `create(GetAccountResponseSchema)` to create a new message.
  */
 export const GetAccountResponseSchema: GenMessage<GetAccountResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 9);
+  messageDesc(file_identity_v1_introspection, 10);
 
 /**
  * Account is the user object of get-account. It never carries password
@@ -518,7 +546,7 @@ export type Account = Message<"identity.v1.Account"> & {
  * Use `create(AccountSchema)` to create a new message.
  */
 export const AccountSchema: GenMessage<Account> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 10);
+  messageDesc(file_identity_v1_introspection, 11);
 
 /**
  * LinkedIdentity is the user's account at one external login provider.
@@ -553,7 +581,7 @@ export type LinkedIdentity = Message<"identity.v1.LinkedIdentity"> & {
  * Use `create(LinkedIdentitySchema)` to create a new message.
  */
 export const LinkedIdentitySchema: GenMessage<LinkedIdentity> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 11);
+  messageDesc(file_identity_v1_introspection, 12);
 
 /**
  * EndSessionRequest holds the OpenID Connect RP-Initiated Logout 1.0
@@ -597,7 +625,7 @@ export type EndSessionRequest = Message<"identity.v1.EndSessionRequest"> & {
  * Use `create(EndSessionRequestSchema)` to create a new message.
  */
 export const EndSessionRequestSchema: GenMessage<EndSessionRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 12);
+  messageDesc(file_identity_v1_introspection, 13);
 
 /**
  * EndSessionResponse says where to send the browser.
@@ -618,7 +646,7 @@ export type EndSessionResponse = Message<"identity.v1.EndSessionResponse"> & {
  * Use `create(EndSessionResponseSchema)` to create a new message.
  */
 export const EndSessionResponseSchema: GenMessage<EndSessionResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_introspection, 13);
+  messageDesc(file_identity_v1_introspection, 14);
 
 /**
  * IntrospectionService verifies and revokes tokens and tells a token's or a

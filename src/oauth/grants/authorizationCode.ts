@@ -15,11 +15,12 @@ export const authorizationCodeGrant = defineGrant({
   // The spec lets a PKCE client leave client_secret out; the code must then
   // carry a challenge, which redeem() enforces.
   allowsPublicClient: (params) => params.codeVerifier !== "",
-  async handle(app, params, deps: Pick<GrantDeps, "codes" | "store" | "minter">) {
+  async handle(app, params, deps: Pick<GrantDeps, "codes" | "store" | "minter">, origin) {
     const code = await deps.codes.redeem(app, {
       code: requireParam(params.code, "code"),
       redirectUri: params.redirectUri,
       codeVerifier: params.codeVerifier,
+      dpopJkt: origin.dpopJkt,
     });
     // RFC 8707 §2.2: the token may name fewer of the resources the authorize request named, never others.
     const resources = narrowResources(code.resources ?? [], parseResourceValues(params.resource));

@@ -40,6 +40,10 @@ export const refreshTokenGrant = defineGrant({
     const record = await deps.store.refreshTokens.findByHash(tokenHash);
     // A token issued to another client is as good as unknown to this one (§10.4).
     if (!record || record.clientId !== app.clientId) throw new OAuthError("invalid_grant", "the refresh token is invalid");
+    // RFC 9449 §5: a public client's bound refresh token is used only with a proof of the same key.
+    if (record.dpopJkt !== undefined && record.dpopJkt !== origin.dpopJkt) {
+      throw new OAuthError("invalid_grant", "this refresh token is bound to a DPoP key: the request needs a DPoP proof signed with it");
+    }
     await rejectUnusable(record, deps, app, origin);
 
     const granted = record.scope.split(" ").filter((s) => s.length > 0);

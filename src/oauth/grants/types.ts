@@ -5,6 +5,7 @@ import type { ClientAuthenticator, PresentedClient } from "../clientAuth.js";
 import type { TrustedIssuers } from "../trustedIssuers.js";
 import type { KeyRing } from "../keys.js";
 import type { AuthorizationCodes } from "../codes.js";
+import type { DPoPProofs, ProofContext } from "../dpop.js";
 import type { Metrics } from "../metrics.js";
 import type { ResourceIndicators } from "../resourceIndicators.js";
 import type { TokenMinter, TokenSet } from "../tokens.js";
@@ -51,6 +52,10 @@ export interface RequestOrigin {
   clientAddress?: string;
   /** The request's log line, which carries the token_issued event. */
   logLine?: EventCarrier;
+  /** The request's DPoP header and target (RFC 9449 §5), when the door saw one. */
+  dpop?: ProofContext;
+  /** The thumbprint of the key of the request's checked DPoP proof: set by the token endpoint, for the grants that check a binding. */
+  dpopJkt?: string;
 }
 
 /** What grants may use; each grant's handler names the part it takes. */
@@ -74,6 +79,8 @@ export interface GrantDeps {
   keys: KeyRing;
   /** Platforms whose tokens workloads present (the JWT bearer grant). */
   trustedIssuers: TrustedIssuers;
+  /** DPoP proofs (RFC 9449): checked by the token endpoint before any grant runs. */
+  dpop: DPoPProofs;
 }
 
 /** The parameters the token endpoint reads itself: which grant, and the client's credentials. */

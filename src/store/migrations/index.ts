@@ -28,6 +28,8 @@ import * as ownAccount from "./053_own_account.js";
 import * as deviceCodeAmr from "./054_device_code_amr.js";
 import * as selfService from "./060_self_service.js";
 import * as pushedAuthorizationRequests from "./070_pushed_authorization_requests.js";
+import * as dpopBinding from "./072_dpop_binding.js";
+import * as dpopProofs from "./073_dpop_proofs.js";
 
 interface Migration {
   name: string;
@@ -67,6 +69,8 @@ const all: Migration[] = [
   { name: "054_device_code_amr", ...deviceCodeAmr },
   { name: "060_self_service", ...selfService },
   { name: "070_pushed_authorization_requests", ...pushedAuthorizationRequests },
+  { name: "072_dpop_binding", ...dpopBinding },
+  { name: "073_dpop_proofs", ...dpopProofs },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

@@ -80,6 +80,16 @@ describeEachBackend("storage contract: cleanup", (ctx) => {
       assert.equal(await ctx.store.pushedAuthorizationRequests.take(`live-${now}`, "client", clock.now()), "{}");
     });
 
+    it("deletes a DPoP proof's jti once the proof's iat window has ended, and keeps a live one", async () => {
+      const now = clock.now();
+      await ctx.store.dpopProofJtis.useOnce(`expiring-${now}`, now + 1000, now);
+      await ctx.store.dpopProofJtis.useOnce(`live-${now}`, now + HOUR, now);
+      assert.equal((await job().runOnce()).dpop_proof_jtis, 0);
+      clock.advanceSeconds(1);
+      assert.equal((await job().runOnce()).dpop_proof_jtis, 1);
+      assert.equal(await ctx.store.dpopProofJtis.useOnce(`live-${now}`, now + HOUR, clock.now()), false);
+    });
+
     it("keeps an expired refresh token while its family still has a live one", async () => {
       const now = clock.now();
       const familyId = randomUUID();

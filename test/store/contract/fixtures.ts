@@ -28,6 +28,7 @@ export const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.tab
  *   pushed authorization requests;
  * - tokens.spec.ts: signing keys, access and refresh tokens, rotation,
  *   family revocation, client assertion jtis;
+ * - dpop.spec.ts: DPoP proof jtis, the DPoP nonce secret, tokens and codes bound to a key;
  * - sessions.spec.ts: sessions, a user's sign-ins for administration;
  * - cleanup.spec.ts: the cleanup of expired rows.
  *
@@ -167,6 +168,8 @@ export const LOOKUP_PATHS: Record<string, string[]> = {
   email_links: ["token_hash", "user_id", "expires_at"],
   action_limits: ["key", "window_started_at"],
   client_assertion_jtis: ["key", "expires_at"],
+  dpop_proof_jtis: ["key", "expires_at"],
+  dpop_nonce_secrets: ["name"],
   device_codes: ["device_code_hash", "user_code", "expires_at"],
   pushed_authorization_requests: ["request_uri_hash", "expires_at"],
   // Found by (provider, external_id_type, external_id), listed by user; users by verified email.
