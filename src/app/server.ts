@@ -294,6 +294,7 @@ function domainOptions(
     secretKey: config.secretKey,
     federationTimeoutMs: config.federationTimeoutMs,
     clientRegistration: { mode: config.clientRegistration!, token: config.registrationToken, maxPerHour: config.registrationMaxPerHour! },
+    allowInsecureClientMetadata: config.allowInsecureClientMetadata,
     auditEvents: config.auditEvents,
     selfService: {
       mail: config.smtpUrl && config.mailFrom ? { smtpUrl: config.smtpUrl, from: config.mailFrom, policy: deps.mailPolicy } : undefined,

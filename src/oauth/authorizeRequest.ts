@@ -73,7 +73,7 @@ const PROMPTS = new Set(["none", "login", "consent", "select_account"]);
  * before this succeeds (RFC 6749 §4.1.2.1).
  */
 export async function resolveRedirect(
-  apps: ApplicationRepository,
+  apps: Pick<ApplicationRepository, "findByClientId">,
   clientId: string | undefined,
   redirectUri: string | undefined,
 ): Promise<ApplicationRecord> {
@@ -89,7 +89,7 @@ export async function resolveRedirect(
 
 export async function validateAuthorizeRequest(
   params: ReadonlyMap<string, string>,
-  apps: ApplicationRepository,
+  apps: Pick<ApplicationRepository, "findByClientId">,
   resourceServers?: ResourceIndicators,
 ): Promise<AuthorizeValidation> {
   const get = (name: string) => params.get(name) || undefined;

@@ -106,8 +106,10 @@ export interface ApplicationRecord {
 export interface ClientRegistration {
   /** Its client metadata (RFC 7591 §2) as accepted, by the RFC's names. */
   metadata: Record<string, unknown>;
-  /** SHA-256 of its registration access token (RFC 7592 §1), which alone reads, changes or deletes it. */
+  /** SHA-256 of its registration access token (RFC 7592 §1), which alone reads, changes or deletes it; "" for a metadata document's client. */
   accessTokenHash: string;
+  /** Read from its client ID metadata document, whose URL is its client_id (accounts/clientMetadataDocuments.ts); no RFC 7592 access. */
+  metadataDocument?: true;
 }
 
 export interface UserRecord {
