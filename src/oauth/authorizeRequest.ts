@@ -24,7 +24,8 @@ export interface AuthorizeRequest {
   responseType: ResponseType;
   responseMode: ResponseMode;
   scopes: string[];
-  state: string;
+  /** Absent only for a code request with PKCE. */
+  state?: string;
   nonce?: string;
   codeChallenge?: string;
   codeChallengeMethod?: typeof PKCE_METHOD;
@@ -132,8 +133,10 @@ function parseRequest(
   if (get("request_uri") !== undefined) throw new OAuthError("request_uri_not_supported", "the request_uri parameter is not supported");
 
   const state = get("state");
-  if (!state) throw new OAuthError("invalid_request", "missing parameter: state");
-  if (state.length > MAX_STATE_LENGTH) throw new OAuthError("invalid_request", `state is longer than ${MAX_STATE_LENGTH} characters`);
+  // RFC 9700 §2.1.1 (OAuth 2.1 §7.5.1): PKCE protects a code request against CSRF, as MCP clients rely on; anything else needs state.
+  const pkce = type === "code" && get("code_challenge") !== undefined;
+  if (!state && !pkce) throw new OAuthError("invalid_request", "missing parameter: state (it may be left out only by a code request with PKCE)");
+  if (state && state.length > MAX_STATE_LENGTH) throw new OAuthError("invalid_request", `state is longer than ${MAX_STATE_LENGTH} characters`);
   if (type !== "code" && !grantEnabled(app.grantTypes, "implicit")) {
     throw new OAuthError("unauthorized_client", "the implicit grant is not enabled for this application");
   }
@@ -158,7 +161,7 @@ function parseRequest(
     responseType: type,
     responseMode,
     scopes,
-    state,
+    ...(state ? { state } : {}),
     nonce,
     ...(codeChallenge ? { codeChallenge, codeChallengeMethod: PKCE_METHOD } : {}),
     prompt: parsePrompt(get("prompt")),

@@ -129,6 +129,21 @@ describe("client ID metadata documents", () => {
     assert.match(error.searchParams.get("error_description") ?? "", /PKCE|code_challenge/);
   });
 
+  it("lets a code request with PKCE leave state out (RFC 9700 §2.1.1), as MCP clients do; without PKCE state is required", async () => {
+    const url = serve("/stateless.json");
+    const page = await browse(authorize(url, { state: undefined, code_challenge: pkcePair().challenge, code_challenge_method: "S256" }), jar);
+    assert.equal(page.status, 200);
+    const allowed = await submit(`${server.url}/login/oauth/consent`, { ...hidden(await page.text()), decision: "allow" }, jar);
+    const location = new URL(allowed.headers.get("location")!);
+    assert.ok(location.searchParams.get("code"));
+    assert.equal(location.searchParams.has("state"), false);
+    const confidential = await browse(authorizeUrl(server.url, { state: undefined }), jar);
+    assert.equal(confidential.status, 303);
+    const error = new URL(confidential.headers.get("location")!).searchParams;
+    assert.equal(error.get("error"), "invalid_request");
+    assert.match(error.get("error_description")!, /missing parameter: state/);
+  });
+
   it("refuses documents that break the rules, shown to the user and never redirected, and does not fetch them again at once", async () => {
     const cases: [string, Record<string, unknown> | string, RegExp, Record<string, string>?, number?][] = [
       ["/other-id.json", { client_id: "https://elsewhere.example/agent.json" }, /is not the URL it was fetched from/],

@@ -1,6 +1,9 @@
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 
 /** One answer the document server gives at a path. */
 export interface ServedDocument {
@@ -45,4 +48,17 @@ export async function startDocumentServer(tls?: { cert: string; key: string }): 
     fetches: (path) => counts.get(path) ?? 0,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+/** A fresh self-signed P-256 certificate for 127.0.0.1 (by openssl), in `dir`; `certFile` can be NODE_EXTRA_CA_CERTS. */
+export function loopbackCertificate(dir: string): { cert: string; key: string; certFile: string } {
+  const certFile = join(dir, "loopback.crt");
+  const keyFile = join(dir, "loopback.key");
+  execFileSync(
+    "openssl",
+    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+      "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", keyFile, "-out", certFile],
+    { stdio: "ignore" },
+  );
+  return { cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8"), certFile };
 }
