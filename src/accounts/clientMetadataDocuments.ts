@@ -112,9 +112,8 @@ export class ClientMetadataDocuments {
   private async resolve(url: string, newFrom: string | undefined, fromDatabase = false): Promise<ApplicationRecord | undefined> {
     const problem = clientIdUrlProblem(url, this.policy.allowInsecure);
     if (problem) throw refused(`the client_id ${problem}`);
-    const period = this.periods.get(url);
-    const now = this.clock.now();
-    if (period && period.until > now) {
+    const period = this.fresh(url);
+    if (period) {
       if (period.refusal) throw period.refusal;
       const app = await this.apps.findByClientId(url, fromDatabase);
       if (app || newFrom === undefined) return app;
@@ -123,12 +122,20 @@ export class ClientMetadataDocuments {
     // An application an administrator made with this client_id is theirs, never read from a document.
     if (known && !known.registration?.metadataDocument) return known;
     if (!known && newFrom === undefined) return undefined;
+    // A fetch may have run and ended while the row was read: its period answers.
+    const settled = this.fresh(url);
+    if (settled && settled !== period) return this.resolve(url, newFrom, fromDatabase);
     let running = this.fetching.get(url);
     if (!running) {
       running = this.refresh(url, known, newFrom).finally(() => this.fetching.delete(url));
       this.fetching.set(url, running);
     }
     return running;
+  }
+
+  private fresh(url: string): Period | undefined {
+    const period = this.periods.get(url);
+    return period && period.until > this.clock.now() ? period : undefined;
   }
 
   private async refresh(url: string, known: ApplicationRecord | undefined, newFrom: string | undefined): Promise<ApplicationRecord> {
