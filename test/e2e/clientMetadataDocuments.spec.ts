@@ -47,7 +47,9 @@ describe("client ID metadata documents", () => {
     const pkce = pkcePair();
     const page = await browse(authorize(clientId, { code_challenge: pkce.challenge, code_challenge_method: "S256" }), jar);
     assert.equal(page.status, 200, "the consent page, never a code at once");
-    const allowed = await submit(`${server.url}/login/oauth/consent`, { ...hidden(await page.text()), decision: "allow" }, jar);
+    const html = await page.text();
+    assert.ok(html.includes(`Client ID: <code>${clientId}</code>`), "the page shows the URL, not only the name the document claims");
+    const allowed = await submit(`${server.url}/login/oauth/consent`, { ...hidden(html), decision: "allow" }, jar);
     assert.equal(allowed.status, 303);
     return { code: new URL(allowed.headers.get("location")!).searchParams.get("code")!, verifier: pkce.verifier };
   };

@@ -82,6 +82,10 @@ describe("the MCP proof: the SDK's client, unchanged, through examples/mcp-serve
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.getByRole("heading", { name: clientName }).waitFor();
     assert.match((await page.textContent("body")) ?? "", /Use the example tools/);
+    // The consent page fits a 375 px screen, the client's URL and the resource's included.
+    await page.setViewportSize({ width: 375, height: 800 });
+    const width = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+    assert.ok(width <= 375, `the page is ${width} px wide`);
     await page.getByRole("button", { name: "Allow", exact: true }).click();
     await page.waitForURL((landed) => landed.href.startsWith(callback.url));
     return new URL(page.url()).searchParams.get("code")!;
