@@ -33,7 +33,12 @@ export type RegistrationResponse = ClientMetadata & {
 
 const HOUR_MS = 3600_000;
 /** A registered client's refresh tokens live this long; its access tokens an hour. */
-const REGISTERED_REFRESH_HOURS = 24 * 14;
+export const REGISTERED_REFRESH_HOURS = 24 * 14;
+
+/** The registration budget's key for a client address; a client first seen by its metadata document counts against it too. */
+export function registrationBudgetKey(clientAddress: string | undefined): string {
+  return `registration:${clientAddress ?? "unknown"}`.slice(0, 100);
+}
 const invalidToken = () => new OAuthError("invalid_token", "the registration access token is missing, wrong or of another client");
 
 /**
@@ -68,7 +73,7 @@ export class ClientRegistrar {
    * stop at the limit.
    */
   async register(raw: unknown, clientAddress: string | undefined): Promise<RegistrationResponse> {
-    const key = `registration:${clientAddress ?? "unknown"}`.slice(0, 100);
+    const key = registrationBudgetKey(clientAddress);
     if (!(await this.counts.reserve(key, this.policy.maxPerHour, this.clock.now(), HOUR_MS))) {
       throw new OAuthError("temporarily_unavailable", `too many client registrations from this address: at most ${this.policy.maxPerHour} an hour`, 429);
     }

@@ -106,6 +106,8 @@ export interface ServeConfig {
   registrationToken?: string;
   /** Successful registrations per client address per hour. */
   registrationMaxPerHour?: number;
+  /** Tests only: client ID metadata documents may be fetched from loopback, over https or http. */
+  allowInsecureClientMetadata?: boolean;
   /** Longest a request (HTTP/1.1 or HTTP/2) may take to arrive, body included. */
   requestTimeoutSeconds?: number;
   /** HTTP/2 sessions idle this long are closed. */
@@ -409,6 +411,11 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   {
     key: "registrationMaxPerHour", flag: "registration-max-per-hour", env: "IDENTITY_REGISTRATION_MAX_PER_HOUR", default: String(DEFAULT_REGISTRATIONS_PER_HOUR),
     description: "successful client registrations per client address (as --trusted-proxies sees it) per hour; beyond, 429", parse: positiveInt,
+  },
+  {
+    key: "allowInsecureClientMetadata", flag: "allow-insecure-client-metadata", env: "IDENTITY_ALLOW_INSECURE_CLIENT_METADATA", default: "false",
+    description: "tests only: fetch client ID metadata documents (`--client-registration open`) from loopback addresses, over https or http",
+    parse: bool, boolean: true,
   },
   {
     key: "metrics", flag: "metrics", env: "IDENTITY_METRICS", default: String(OPS_DEFAULTS.metrics),

@@ -303,6 +303,7 @@ function domainOptions(
     dpopNonce: config.dpopNonce,
     federationTimeoutMs: config.federationTimeoutMs,
     clientRegistration: { mode: config.clientRegistration!, token: config.registrationToken, maxPerHour: config.registrationMaxPerHour! },
+    allowInsecureClientMetadata: config.allowInsecureClientMetadata,
     auditEvents: config.auditEvents,
     selfService: {
       mail: config.smtpUrl && config.mailFrom ? { smtpUrl: config.smtpUrl, from: config.mailFrom, policy: deps.mailPolicy } : undefined,

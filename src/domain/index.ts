@@ -2,6 +2,7 @@ import { ApplicationAdmin, originAllowList } from "./../accounts/applications.js
 import { UserAdmin } from "./../accounts/users.js";
 import { ResourceAdmin } from "./../accounts/resources.js";
 import { ClientRegistrar, DEFAULT_REGISTRATIONS_PER_HOUR, type ClientRegistrationPolicy } from "./../accounts/clientRegistration.js";
+import { ClientMetadataDocuments, METADATA_DOCUMENT_BOUNDS } from "./../accounts/clientMetadataDocuments.js";
 import { REGISTRATION_PATH } from "./../oauth/discovery.js";
 import { listUsersPage, type UserPage, type UserPageRequest } from "./../accounts/userPages.js";
 import { UserSessions } from "./../accounts/userSessions.js";
@@ -175,6 +176,8 @@ export interface DomainOptions {
   logger?: Logger;
   /** --client-registration and its limits; off when absent. */
   clientRegistration?: ClientRegistrationPolicy;
+  /** --allow-insecure-client-metadata (tests only): client ID metadata documents on loopback, over https or http. */
+  allowInsecureClientMetadata?: boolean;
   /** Record security events (docs/audit.md) in the log and the database; default true. */
   auditEvents?: boolean;
   /** Mail settings and the rules of sign-up and password reset; no mail when absent. */
@@ -191,6 +194,18 @@ function clientRegistrarOf(options: DomainOptions, audit: AuditTrail): ClientReg
   const policy = options.clientRegistration ?? { mode: "off" as const, maxPerHour: DEFAULT_REGISTRATIONS_PER_HOUR };
   const clientUri = (clientId: string) => `${issuer}${REGISTRATION_PATH}/${encodeURIComponent(clientId)}`;
   return new ClientRegistrar(store.applications, store.registrationCounts, clock, policy, clientUri, audit);
+}
+
+/**
+ * Client ID metadata documents, read under `--client-registration open`
+ * with their own bounded outbound client (5 KB, a short deadline).
+ */
+function metadataDocumentsOf(options: DomainOptions, registration: ClientRegistrar, audit: AuditTrail): ClientMetadataDocuments {
+  const { store, clock } = options;
+  const upstream = new UpstreamClient({ timeoutMs: METADATA_DOCUMENT_BOUNDS.timeoutMs, maxBodyBytes: METADATA_DOCUMENT_BOUNDS.maxBytes, clock });
+  const { mode, maxPerHour } = registration.policy;
+  const policy = { enabled: mode === "open", allowInsecure: options.allowInsecureClientMetadata ?? false, maxPerHour };
+  return new ClientMetadataDocuments(store.applications, store.registrationCounts, clock, upstream, policy, audit);
 }
 
 /** Client authentication's failure budgets, when a policy is given; each lockout audited and told. */
@@ -212,18 +227,20 @@ function loginThrottleOf(options: DomainOptions, metrics: Metrics, audit: AuditT
 }
 
 /** The authorize endpoint and PAR, which share the request objects' checks and the pushed requests. */
-function authorizeDoors(options: DomainOptions, clients: ClientAuthenticator, clientKeys: ClientKeys, responses: AuthorizeDeps, resources: ResourceIndicators) {
+function authorizeDoors(options: DomainOptions, clients: ClientAuthenticator, clientKeys: ClientKeys, responses: AuthorizeDeps, resources: ResourceIndicators, documents: ClientMetadataDocuments) {
   const { store, clock, issuer } = options;
+  // Every client lookup of the authorize endpoint and PAR, metadata documents in front.
+  const apps = documents.lookup(store.applications);
   const requestObjects = new RequestObjects(issuer, clock, clientKeys);
   const pushedAuthorizations = new PushedAuthorizations({
     clock,
     repo: store.pushedAuthorizationRequests,
     clients,
     requestObjects,
-    validate: (params) => validateAuthorizeRequest(params, store.applications, resources),
+    validate: (params) => validateAuthorizeRequest(params, apps, resources),
   });
-  const sources = new AuthorizeSources(store.applications, requestObjects, pushedAuthorizations);
-  const authorize = new AuthorizeEndpoint(store.applications, clock, responses, resources, store.ownAccounts, sources, options.requirePushedAuthorizationRequests ?? false);
+  const sources = new AuthorizeSources(apps, requestObjects, pushedAuthorizations);
+  const authorize = new AuthorizeEndpoint(apps, clock, responses, resources, store.ownAccounts, sources, options.requirePushedAuthorizationRequests ?? false, documents);
   return { authorize, pushedAuthorizations };
 }
 
@@ -256,8 +273,12 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   const clientKeys = new ClientKeys(remoteKeySets);
   const minter = new TokenMinter(store, keys, clock, issuer);
   const codes = new AuthorizationCodes(store, clock, metrics, options.codeTtlSeconds);
+  const registration = clientRegistrarOf(options, audit);
+  const documents = metadataDocumentsOf(options, registration, audit);
+  // Every client lookup of the authorize and token endpoints, metadata documents in front.
+  const clientLookup = documents.lookup(store.applications);
   const clients = new ClientAuthenticator(
-    store.applications,
+    clientLookup,
     undefined,
     clientThrottleOf(options, audit),
     new ClientAssertions(issuer, clock, store.clientAssertionJtis, clientKeys, secretBox),
@@ -300,7 +321,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     tokenEndpoint: new TokenEndpoint(grantDeps),
     tokens: new TokenInspector(store, clock, issuer, metrics, audit, dpop),
-    ...authorizeDoors(options, clients, clientKeys, { issuer, minter, codes, metrics, audit }, resourceServers),
+    ...authorizeDoors(options, clients, clientKeys, { issuer, minter, codes, metrics, audit }, resourceServers, documents),
     account: new AccountLookup({ store, clock, sessions, dpop }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
     consents: new Consents(store.consents, clock),
@@ -313,7 +334,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     devices,
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit, secretBox),
     resourceAdmin: new ResourceAdmin(store.resources, clock, audit),
-    registration: clientRegistrarOf(options, audit),
+    registration,
     allowsOrigin: originAllowList(store.applications),
     userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
     userPage: (request) => listUsersPage(store.users, request),

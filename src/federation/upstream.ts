@@ -1,5 +1,5 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
-import http, { type IncomingMessage } from "node:http";
+import http, { type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { systemClock, type Clock } from "../shared/clock.js";
@@ -7,7 +7,7 @@ import { span, tracing, type SpanAttributes } from "../shared/tracing.js";
 import { namesPrivateHost, PRIVATE_TARGET_PROBLEM, isPublicAddress } from "./urlRule.js";
 
 /** Which call to the provider failed. */
-export type UpstreamStep = "token" | "userinfo" | "emails" | "discovery" | "jwks" | "id_token";
+export type UpstreamStep = "token" | "userinfo" | "emails" | "discovery" | "jwks" | "id_token" | "client_metadata";
 
 const STEP_NAMES: Record<UpstreamStep, string> = {
   token: "token endpoint",
@@ -16,6 +16,7 @@ const STEP_NAMES: Record<UpstreamStep, string> = {
   discovery: "discovery document",
   jwks: "JWKS",
   id_token: "ID token",
+  client_metadata: "client ID metadata document",
 };
 
 /**
@@ -129,22 +130,31 @@ export class UpstreamClient {
 
   /** One request whose answer must be a 2xx JSON object (or a form, read as an object of strings). */
   async requestJson(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<Record<string, unknown>> {
-    const body = await this.request(step, url, init);
+    const { body } = await this.request(step, url, init);
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       throw new UpstreamError(step, "answered with something other than a JSON object");
     }
     return body as Record<string, unknown>;
   }
 
+  /** One request whose answer must be a 2xx JSON object, with the answer's headers (for its Cache-Control). */
+  async requestJsonWithHeaders(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<{ body: Record<string, unknown>; headers: IncomingHttpHeaders }> {
+    const { body, headers } = await this.request(step, url, init);
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      throw new UpstreamError(step, "answered with something other than a JSON object");
+    }
+    return { body: body as Record<string, unknown>, headers };
+  }
+
   /** One request whose answer must be a 2xx JSON array (GitHub's /user/emails). */
   async requestJsonArray(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<unknown[]> {
-    const body = await this.request(step, url, init);
+    const { body } = await this.request(step, url, init);
     if (!Array.isArray(body)) throw new UpstreamError(step, "answered with something other than a JSON array");
     return body;
   }
 
-  /** The parsed body of a 2xx answer, in a span when tracing (the step and the host, never the URL's query). */
-  private request(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<unknown> {
+  /** The parsed body of a 2xx answer and its headers, in a span when tracing (the step and the host, never the URL's query). */
+  private request(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<UpstreamAnswer> {
     if (!tracing()) return this.call(step, url, init);
     const attributes: SpanAttributes = { "identity.upstream.step": step, "http.request.method": init.method };
     try {
@@ -157,8 +167,8 @@ export class UpstreamClient {
     return span(`upstream ${step}`, "client", attributes, () => this.call(step, url, init));
   }
 
-  /** The parsed body of a 2xx answer; undefined when it is neither JSON nor a form. */
-  private async call(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<unknown> {
+  /** The parsed body of a 2xx answer (undefined when it is neither JSON nor a form), and its headers. */
+  private async call(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<UpstreamAnswer> {
     const { timeoutMs, maxBodyBytes } = this.options;
     const signal = AbortSignal.timeout(timeoutMs);
     let res: IncomingMessage;
@@ -195,7 +205,7 @@ export class UpstreamClient {
       const code = typeof object?.error === "string" ? ` (${errorCode(object.error)})` : "";
       throw new UpstreamError(step, `answered HTTP ${status}${code}`);
     }
-    return body;
+    return { body, headers: res.headers };
   }
 
   /** The request, its answer's head once it arrives; never a redirect followed (node:http follows none). */
@@ -216,6 +226,11 @@ export class UpstreamClient {
 }
 
 const PRIVATE_TARGET_CODE = "ERR_PRIVATE_TARGET";
+
+interface UpstreamAnswer {
+  body: unknown;
+  headers: IncomingHttpHeaders;
+}
 
 /** `lookup`, refusing a host any of whose addresses is not public (one bad answer is enough: the connection may try each). */
 function publicOnlyLookup(lookup: LookupFunction): LookupFunction {

@@ -12,7 +12,7 @@ import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 /** The authorize endpoint's rules (RFC 6749 §3.1, OIDC Core §3.1.2), as the browser door asks them. */
 export class AuthorizeEndpoint {
   constructor(
-    private readonly apps: ApplicationRepository,
+    private readonly apps: Pick<ApplicationRepository, "findByClientId">,
     private readonly clock: Clock,
     private readonly responses: AuthorizeDeps,
     private readonly resources?: ResourceIndicators,
@@ -22,10 +22,20 @@ export class AuthorizeEndpoint {
     private readonly sources?: AuthorizeSources,
     /** --require-pushed-authorization-requests: every client must push (RFC 9126 §5). */
     readonly requirePushed = false,
+    /** Client ID metadata documents: a client named by one is fetched (or made) here, before the request is checked. */
+    private readonly documents?: { admit(clientId: string, clientAddress: string | undefined): Promise<void> },
   ) {}
 
-  /** The request checked, with its application; or the error and where it may go. */
-  async validate(params: ReadonlyMap<string, string>): Promise<AuthorizeValidation> {
+  /** The request checked, with its application; or the error and where it may go. `clientAddress`: the browser's. */
+  async validate(params: ReadonlyMap<string, string>, clientAddress?: string): Promise<AuthorizeValidation> {
+    const clientId = params.get("client_id");
+    try {
+      if (clientId && this.documents) await this.documents.admit(clientId, clientAddress);
+    } catch (err) {
+      // No redirect_uri is trusted yet: the user is told, the client is not.
+      if (err instanceof OAuthError) return { ok: false, error: err };
+      throw err;
+    }
     let resolved = { params, pushed: false };
     try {
       if (this.sources) resolved = await this.sources.resolve(params);

@@ -27,7 +27,8 @@ export interface AuthorizeRequest {
   responseType: ResponseType;
   responseMode: ResponseMode;
   scopes: string[];
-  state: string;
+  /** Absent only for a code request with PKCE. */
+  state?: string;
   nonce?: string;
   codeChallenge?: string;
   codeChallengeMethod?: typeof PKCE_METHOD;
@@ -80,7 +81,7 @@ const PROMPTS = new Set(["none", "login", "consent", "select_account"]);
  * before this succeeds (RFC 6749 §4.1.2.1).
  */
 export async function resolveRedirect(
-  apps: ApplicationRepository,
+  apps: Pick<ApplicationRepository, "findByClientId">,
   clientId: string | undefined,
   redirectUri: string | undefined,
 ): Promise<ApplicationRecord> {
@@ -109,7 +110,7 @@ function targetOf(get: (name: string) => string | undefined): ResponseTarget {
  * redirect_uri hold (a request object that cannot be trusted, say), else
  * shown to the user (RFC 6749 §4.1.2.1).
  */
-export async function refusedRequest(params: ReadonlyMap<string, string>, apps: ApplicationRepository, error: OAuthError): Promise<AuthorizeValidation> {
+export async function refusedRequest(params: ReadonlyMap<string, string>, apps: Pick<ApplicationRepository, "findByClientId">, error: OAuthError): Promise<AuthorizeValidation> {
   const get = (name: string) => params.get(name) || undefined;
   try {
     await resolveRedirect(apps, get("client_id"), get("redirect_uri"));
@@ -122,7 +123,7 @@ export async function refusedRequest(params: ReadonlyMap<string, string>, apps: 
 
 export async function validateAuthorizeRequest(
   params: ReadonlyMap<string, string>,
-  apps: ApplicationRepository,
+  apps: Pick<ApplicationRepository, "findByClientId">,
   resourceServers?: ResourceIndicators,
 ): Promise<AuthorizeValidation> {
   const get = (name: string) => params.get(name) || undefined;
@@ -160,8 +161,10 @@ function parseRequest(
   if (get("request_uri") !== undefined) throw new OAuthError("invalid_request", "request_uri cannot be combined with this request");
 
   const state = get("state");
-  if (!state) throw new OAuthError("invalid_request", "missing parameter: state");
-  if (state.length > MAX_STATE_LENGTH) throw new OAuthError("invalid_request", `state is longer than ${MAX_STATE_LENGTH} characters`);
+  // RFC 9700 §2.1.1 (OAuth 2.1 §7.5.1): PKCE protects a code request against CSRF, as MCP clients rely on; anything else needs state.
+  const pkce = type === "code" && get("code_challenge") !== undefined;
+  if (!state && !pkce) throw new OAuthError("invalid_request", "missing parameter: state (it may be left out only by a code request with PKCE)");
+  if (state && state.length > MAX_STATE_LENGTH) throw new OAuthError("invalid_request", `state is longer than ${MAX_STATE_LENGTH} characters`);
   // Hybrid types too (OIDC Core §3.3): they hand tokens to the browser as the implicit grant does.
   if (type !== "code" && !grantEnabled(app.grantTypes, "implicit")) {
     throw new OAuthError("unauthorized_client", "the implicit grant is not enabled for this application");
@@ -188,7 +191,7 @@ function parseRequest(
     responseType: type,
     responseMode,
     scopes,
-    state,
+    ...(state ? { state } : {}),
     nonce,
     ...(codeChallenge ? { codeChallenge, codeChallengeMethod: PKCE_METHOD } : {}),
     prompt: parsePrompt(get("prompt")),

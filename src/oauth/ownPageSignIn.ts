@@ -41,7 +41,6 @@ export function accountPageApplication(): ApplicationRecord {
     clientSecretSealed: "",
     exchangeAudiences: [],
     allowImpersonation: false,
-    requirePushedAuthorizationRequests: false,
     createdAt: 0,
     updatedAt: 0,
   };

@@ -16,8 +16,8 @@ export function discoveryService(domain: Domain): ServiceImpl<typeof DiscoverySe
       const algorithms = await domain.keys.algorithms();
       const algs = algorithms.join(" ");
       const { mode } = domain.registration.policy;
-      // Client ID metadata documents are not served yet (#43 §4), so never advertised.
-      const registration = mode === "off" ? undefined : { metadataDocuments: false };
+      // Open registration reads client ID metadata documents too (accounts/clientMetadataDocuments.ts).
+      const registration = mode === "off" ? undefined : { metadataDocuments: mode === "open" };
       if (built?.algs !== algs) built = { algs, document: discoveryDocument(domain.issuer, algorithms, registration, domain.authorize.requirePushed) };
       return built.document;
     },

@@ -98,8 +98,8 @@ export interface ApplicationRecord {
   exchangeAudiences: string[];
   /** Token exchange without an actor token: a token for the subject alone. */
   allowImpersonation: boolean;
-  /** RFC 9126 §5: its authorize requests come through PAR only. */
-  requirePushedAuthorizationRequests: boolean;
+  /** RFC 9126 §5: its authorize requests come through PAR only. Absent is false. */
+  requirePushedAuthorizationRequests?: boolean;
   /** RFC 9449: every token request must carry a DPoP proof, so every access token is bound to a key. Absent is false. */
   dpopBoundAccessTokens?: boolean;
   createdAt: number;
@@ -110,8 +110,10 @@ export interface ApplicationRecord {
 export interface ClientRegistration {
   /** Its client metadata (RFC 7591 §2) as accepted, by the RFC's names. */
   metadata: Record<string, unknown>;
-  /** SHA-256 of its registration access token (RFC 7592 §1), which alone reads, changes or deletes it. */
+  /** SHA-256 of its registration access token (RFC 7592 §1), which alone reads, changes or deletes it; "" for a metadata document's client. */
   accessTokenHash: string;
+  /** Read from its client ID metadata document, whose URL is its client_id (accounts/clientMetadataDocuments.ts); no RFC 7592 access. */
+  metadataDocument?: true;
 }
 
 export interface UserRecord {

@@ -97,7 +97,7 @@ const toRow = (a: ApplicationRecord): Row => ({
   client_secret_sealed: a.clientSecretSealed,
   exchange_audiences: JSON.stringify(a.exchangeAudiences),
   allow_impersonation: a.allowImpersonation,
-  require_pushed_authorization_requests: a.requirePushedAuthorizationRequests,
+  require_pushed_authorization_requests: a.requirePushedAuthorizationRequests ?? false,
   dpop_bound_access_tokens: a.dpopBoundAccessTokens ?? false,
   created_at: a.createdAt,
   updated_at: a.updatedAt,

@@ -58,6 +58,7 @@ export class ConsentPages {
         appName: text("client_name") ?? app.name,
         logoUri: text("logo_uri"),
         clientUri: text("client_uri"),
+        ...(app.registration?.metadataDocument ? { documentUrl: app.clientId } : {}),
         scopes: request.scopes.map((name) => ({ name, description: described.get(name) || SCOPE_WORDS[name] || "" })),
         resources: resources.map((r) => ({ uri: r.uri, name: r.name })),
         requestId: pending.id,

@@ -84,7 +84,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     // OIDC Core §3.1.2.1: the authorization endpoint takes GET and POST.
     [AUTHORIZE_PATH]: {
       methods: ["GET", "POST"],
-      serve: async (req, res, url) => pages.authorize(req, res, await params(req, url)),
+      serve: async (req, res, url) => pages.authorize(req, res, await params(req, url), options.clientAddress(req)),
     },
     [LOGIN_PATH]: {
       methods: ["POST"],

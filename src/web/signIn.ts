@@ -33,9 +33,9 @@ export class SignInPages {
   }
 
   /** GET or POST /login/oauth/authorize (OIDC Core §3.1.2.1 allows both). */
-  async authorize(req: IncomingMessage, res: ServerResponse, params: ReadonlyMap<string, string>): Promise<void> {
+  async authorize(req: IncomingMessage, res: ServerResponse, params: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
     const { domain } = this;
-    const validation = await domain.authorize.validate(params);
+    const validation = await domain.authorize.validate(params, clientAddress);
     if (!validation.ok) {
       // No trusted redirect_uri yet: tell the user, never redirect (no open redirect).
       if (!validation.target) return this.showError(res, validation.error);

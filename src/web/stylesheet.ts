@@ -31,6 +31,7 @@ img.app-logo { display: block; max-width: 3rem; max-height: 3rem; }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .error { margin: 0 0 1rem; padding: .6rem .8rem; background: var(--error-bg); color: var(--error); border-radius: 8px; }
 .code { color: var(--muted); font-size: .9rem; }
+code { overflow-wrap: anywhere; }
 .divider { display: flex; align-items: center; gap: .75rem; margin: 1.5rem 0 1rem; color: var(--muted); }
 .divider::before, .divider::after { content: ""; flex: 1; border-top: 1px solid var(--border); }
 .providers { list-style: none; margin: 0; padding: 0; display: grid; gap: .5rem; }
