@@ -43,6 +43,7 @@ import { TokenMinter } from "./../oauth/tokens.js";
 import { UserAuthenticator } from "./../oauth/userAuth.js";
 import { SecondFactors } from "./../oauth/factors/secondFactors.js";
 import { SignInPolicy } from "./../oauth/factors/signInPolicy.js";
+import { Passkeys, relyingPartyOf } from "./../oauth/factors/passkeys.js";
 import type { Store } from "./../store/index.js";
 
 /**
@@ -71,6 +72,8 @@ export interface Domain {
   users: UserAuthenticator;
   /** One-time codes and recovery codes, under the same policy (oauth/factors/). */
   secondFactors: SecondFactors;
+  /** Passkeys (WebAuthn): registration, a whole sign-in, a second factor (oauth/factors/passkeys.ts). */
+  passkeys: Passkeys;
   /** Which second factor a sign-in needs, by application policy and acr_values. */
   signInPolicy: SignInPolicy;
   /** The device authorization endpoint and the /device page's rules (RFC 8628). */
@@ -258,6 +261,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     clients,
     users,
     secondFactors,
+    passkeys: new Passkeys(store.userFactors, store.webauthnChallenges, store.users, secondFactors, clock, audit, relyingPartyOf(issuer)),
     signInPolicy: new SignInPolicy(secondFactors, store.users, audit),
     devices,
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit, secretBox),

@@ -41,4 +41,11 @@ details { margin: .5rem 0; }
 .field-error { margin: 0; color: var(--error); font-size: .9rem; }
 .links { display: flex; justify-content: space-between; gap: 1rem; margin: 1rem 0 0; }
 a { color: var(--accent); }
+[hidden] { display: none !important; }
+button.secondary { background: transparent; color: inherit; border: 1px solid var(--border); }
+.passkey-list { list-style: none; margin: 0 0 1rem; padding: 0; display: grid; gap: 1rem; }
+.passkey-list li { padding: .75rem; border: 1px solid var(--border); border-radius: 8px; overflow-wrap: anywhere; }
+.passkey-list form { display: grid; gap: .35rem; margin-top: .5rem; }
+.passkey-list .meta { margin: 0; color: var(--muted); font-size: .9rem; }
+.status { margin: 0 0 1rem; padding: .6rem .8rem; border: 1px solid var(--border); border-radius: 8px; }
 `;

@@ -153,7 +153,8 @@ describeEachDatabase("audit trail", (ctx) => {
     // Every event kind happened.
     const seen = new Set(all.map((e) => e.event));
     // Self-service events need a mail server: test/e2e/selfService.spec.ts and test/e2e/mailDelivery.spec.ts record them.
-    const elsewhere = new Set(["signup", "email_verified", "password_reset", "mail_failed"]);
+    // Passkey events need an authenticator: test/oauth/factors/passkeys.spec.ts records them.
+    const elsewhere = new Set(["signup", "email_verified", "password_reset", "mail_failed", "passkey_added", "passkey_removed"]);
     assert.deepEqual(AUDIT_EVENTS.filter((name) => !seen.has(name) && !elsewhere.has(name)), []);
 
     const cc = one("token_issued", (e) => e.details?.grantType === "client_credentials");

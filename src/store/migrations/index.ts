@@ -24,6 +24,7 @@ import * as clientAssertions from "./040_client_assertions.js";
 import * as deviceCodes from "./041_device_codes.js";
 import * as tokenExchange from "./042_token_exchange.js";
 import * as userFactors from "./050_user_factors.js";
+import * as webauthnChallengeBinding from "./051_webauthn_challenge_binding.js";
 import * as selfService from "./060_self_service.js";
 
 interface Migration {
@@ -60,6 +61,7 @@ const all: Migration[] = [
   { name: "041_device_codes", ...deviceCodes },
   { name: "042_token_exchange", ...tokenExchange },
   { name: "050_user_factors", ...userFactors },
+  { name: "051_webauthn_challenge_binding", ...webauthnChallengeBinding },
   { name: "060_self_service", ...selfService },
 ];
 
