@@ -132,6 +132,15 @@ describeEachBackend("passkeys (WebAuthn)", (ctx) => {
     assert.equal((await signIn(authenticator)).result, undefined);
     authenticator.counter = 42;
     assert.ok((await signIn(authenticator)).result, "the genuine one goes on");
+    // A clone racing the genuine key with the same counter, each with a challenge of its own: where both
+    // read the old counter, the library passes both and the store's conditional UPDATE lets one through.
+    const answers = await Promise.all(["race-a", "race-b"].map(async (binding) => ({ binding, options: await passkeys.signInOptions(binding) })));
+    const signed = answers.map(({ binding, options }) => {
+      authenticator.counter = 50;
+      return { binding, response: JSON.stringify(authenticator.assert(options, "id.example")) };
+    });
+    const raced = await Promise.all(signed.map(({ binding, response }) => passkeys.signIn(response, binding)));
+    assert.equal(raced.filter(Boolean).length, 1);
   });
 
   it("attack: an assertion for another origin, or another relying party, is refused", async () => {
