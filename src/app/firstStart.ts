@@ -1,6 +1,7 @@
 import { isAbsolute, relative } from "node:path";
 import { SERVE_OPTIONS } from "./config.js";
 import { FIRST_ADMIN_NAME, type DemoCredentials } from "./seed.js";
+import { passkeysPossible, relyingPartyOf } from "../oauth/factors/passkeys.js";
 
 const DEFAULT_DATABASE = SERVE_OPTIONS.find((o) => o.key === "database")!.default;
 
@@ -40,9 +41,21 @@ First start: created a demo application and user${demo.admin ? ", and an adminis
 
 Admin console: ${issuer.replace(/\/+$/, "")}/admin
 ${admin}
-
+${passkeyNote(issuer)}
 Try it:
   curl -s -u '${demo.clientId}:${demo.clientSecret}' -d grant_type=password -d username=${demo.username} -d password='${demo.password}' -d 'scope=openid profile email' ${url}/api/login/oauth/access_token
+`;
+}
+
+/**
+ * Browsers refuse an IP address as a passkey's relying-party id (WebAuthn
+ * §5.1.3): where the issuer is one, say how to get passkeys locally.
+ */
+export function passkeyNote(issuer: string): string {
+  if (passkeysPossible(relyingPartyOf(issuer))) return "";
+  const port = new URL(issuer).port;
+  return `
+Passkeys need a host name, not an IP address: to try them on this machine, start with --issuer http://localhost${port ? `:${port}` : ""}
 `;
 }
 

@@ -54,6 +54,7 @@ import { DPoPNonces } from "./../oauth/dpopNonces.js";
 import { UserAuthenticator } from "./../oauth/userAuth.js";
 import { SecondFactors } from "./../oauth/factors/secondFactors.js";
 import { SignInPolicy } from "./../oauth/factors/signInPolicy.js";
+import { Passkeys, relyingPartyOf } from "./../oauth/factors/passkeys.js";
 import type { Store } from "./../store/index.js";
 
 /**
@@ -88,6 +89,8 @@ export interface Domain {
   secondFactors: SecondFactors;
   /** A signed-in user's own sessions, linked providers and factors (the account page). */
   ownAccount: OwnAccount;
+  /** Passkeys (WebAuthn): registration, a whole sign-in, a second factor (oauth/factors/passkeys.ts). */
+  passkeys: Passkeys;
   /** Which second factor a sign-in needs, by application policy and acr_values. */
   signInPolicy: SignInPolicy;
   /** The device authorization endpoint and the /device page's rules (RFC 8628). */
@@ -329,6 +332,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     clients,
     users,
     secondFactors,
+    passkeys: new Passkeys(store.userFactors, store.webauthnChallenges, store.users, secondFactors, clock, audit, relyingPartyOf(issuer)),
     signInPolicy: new SignInPolicy(secondFactors, store.users, audit),
     ownAccount: new OwnAccount(store, secondFactors, clock, audit),
     devices,

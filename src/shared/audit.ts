@@ -33,6 +33,8 @@ export const AUDIT_EVENTS = [
   "factor_removed",
   "factor_used",
   "recovery_code_used",
+  "passkey_added",
+  "passkey_removed",
   "step_up_requested",
   "signup",
   "email_verified",

@@ -1,4 +1,5 @@
 import type { Db } from "./db.js";
+import { guardUnique } from "./errors.js";
 import type { UserFactorRecord } from "../shared/model.js";
 
 interface FactorRow {
@@ -50,8 +51,9 @@ const fromRow = (r: FactorRow): UserFactorRecord => ({
 export class UserFactorRepository {
   constructor(private readonly db: Db) {}
 
+  /** Throws ConflictError for a passkey whose credential id is registered already. */
   async insert(f: UserFactorRecord): Promise<void> {
-    await this.db("user_factors").insert({
+    await guardUnique("user factor", "credential id", () => this.db("user_factors").insert({
       id: f.id,
       user_id: f.userId,
       type: f.type,
@@ -64,7 +66,7 @@ export class UserFactorRepository {
       confirmed: f.confirmed,
       created_at: f.createdAt,
       last_used_at: f.lastUsedAt,
-    });
+    }));
   }
 
   /** The user's factors, oldest first; unconfirmed ones only with `withUnconfirmed`. */
@@ -167,26 +169,30 @@ export interface WebAuthnChallengeRecord {
   /** The user a registration or second-factor check is for; null for a passkey sign-in, whose user is not known yet. */
   userId: string | null;
   purpose: "register" | "signin" | "factor";
+  /** A hash of what asked for it (a pending sign-in, a browser session): only that may answer it. */
+  binding: string;
   expiresAt: number;
 }
 
 /**
  * WebAuthn challenges. The contract (test/store/userFactors.spec.ts):
  * take() deletes the challenge, so exactly one of any number of callers gets
- * it, and an expired one is no challenge.
+ * it, only with its binding, and an expired one is no challenge; insert()
+ * voids the binding's earlier challenge, so each binding has one live.
  */
 export class WebAuthnChallengeRepository {
   constructor(private readonly db: Db) {}
 
   async insert(c: WebAuthnChallengeRecord): Promise<void> {
-    await this.db("webauthn_challenges").insert({ challenge: c.challenge, user_id: c.userId, purpose: c.purpose, expires_at: c.expiresAt });
+    await this.db("webauthn_challenges").where({ binding: c.binding }).delete();
+    await this.db("webauthn_challenges").insert({ challenge: c.challenge, user_id: c.userId, purpose: c.purpose, binding: c.binding, expires_at: c.expiresAt });
   }
 
-  async take(challenge: string, now: number): Promise<WebAuthnChallengeRecord | undefined> {
-    const r = await this.db("webauthn_challenges").where({ challenge }).first();
+  async take(challenge: string, binding: string, now: number): Promise<WebAuthnChallengeRecord | undefined> {
+    const r = await this.db("webauthn_challenges").where({ challenge, binding }).first();
     // The DELETE decides: one caller removes the row, every other removes nothing.
-    if (!r || (await this.db("webauthn_challenges").where({ challenge }).delete()) !== 1) return undefined;
+    if (!r || (await this.db("webauthn_challenges").where({ challenge, binding }).delete()) !== 1) return undefined;
     if (Number(r.expires_at) <= now) return undefined;
-    return { challenge: r.challenge, userId: r.user_id, purpose: r.purpose, expiresAt: Number(r.expires_at) };
+    return { challenge: r.challenge, userId: r.user_id, purpose: r.purpose, binding: r.binding, expiresAt: Number(r.expires_at) };
   }
 }

@@ -119,7 +119,7 @@ ${factorsSection(view)}
 ${sessionsSection(view)}
 ${linksSection(view)}
 <section aria-labelledby="apps-h"><h2 id="apps-h">Applications</h2><p><a href="/account/consents">Applications you allowed</a></p></section>`,
-    "wide",
+    { cardClass: "wide" },
   );
 }
 

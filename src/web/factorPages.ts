@@ -1,4 +1,5 @@
-import { escapeHtml, layout } from "./pages.js";
+import { escapeHtml, layout, passkeyButton } from "./pages.js";
+import { PASSKEY_SCRIPTS } from "./passkeyAssets.js";
 
 /** What every form of the factor step posts: the pending request and the CSRF token. */
 export interface FactorForm {
@@ -6,6 +7,8 @@ export interface FactorForm {
   csrfToken: string;
   appName: string;
   error?: string;
+  /** Offer the user's passkeys too (web/factorStep.ts). */
+  passkeys?: boolean;
 }
 
 const hidden = (form: FactorForm, extra: Record<string, string> = {}) =>
@@ -27,7 +30,9 @@ ${hidden(form)}
 <label for="code">Code from your authenticator app, or a recovery code</label>
 <input id="code" name="code" type="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" required autofocus${describedBy(form)}>
 <button type="submit" class="primary">Verify</button>
-</form>`,
+</form>
+${form.passkeys ? passkeyButton(hidden(form), "/login/factor/passkey", "Use a passkey") : ""}`,
+    { scripts: form.passkeys ? PASSKEY_SCRIPTS : "" },
   );
 }
 

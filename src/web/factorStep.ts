@@ -6,6 +6,7 @@ import { withSecondFactor } from "../oauth/factors/amr.js";
 import type { PendingAuthorization } from "../oauth/pendingAuthorizations.js";
 import type { SignInProof } from "../oauth/sessions.js";
 import { sendPage } from "./http.js";
+import { sendJson } from "../http/answers.js";
 import { enrolPage, factorPage, recoveryCodesPage, type FactorForm } from "./factorPages.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
 
@@ -47,7 +48,7 @@ export class FactorStepPages {
       throw new OAuthError("invalid_request", "this sign-in request is unknown or has expired");
     }
     const form = { requestId: pending.id, csrfToken, appName: app.name };
-    if (next === "verify") return sendPage(res, 200, factorPage(form), cookies);
+    if (next === "verify") return this.showFactorPage(res, 200, form, user, cookies);
     const enrolment = await this.domain.secondFactors.beginTotp(user);
     await this.showEnrolment(res, 200, form, enrolment, cookies);
   }
@@ -61,10 +62,31 @@ export class FactorStepPages {
       proof = await this.domain.secondFactors.verify(user, form.get("code") ?? "", clientAddress);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
-      return sendPage(res, 400, factorPage({ ...view, error: sentence(err.description) }));
+      return this.showFactorPage(res, 400, { ...view, error: sentence(err.description) }, user);
     }
-    if (!proof) return sendPage(res, 400, factorPage({ ...view, error: "That code is not valid. Try the next code your app shows." }));
+    if (!proof) return this.showFactorPage(res, 400, { ...view, error: "That code is not valid. Try the next code your app shows." }, user);
     await this.flow.completeSignIn(req, res, pending, user, { amr: withSecondFactor(firstFactor, proof.amr), factorId: proof.factorId });
+  }
+
+  /** POST /login/factor/passkey/options: a challenge for one of this user's passkeys, bound to the pending request (JSON). */
+  async passkeyOptions(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>): Promise<void> {
+    const { pending, user } = await this.stepFromForm(req, form);
+    sendJson(res, 200, await this.domain.passkeys.factorOptions(user, pending.id));
+  }
+
+  /** POST /login/factor/passkey: the passkey's answer, as the second factor (amr: the first factor's, the key's, `mfa`). */
+  async passkey(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
+    const { pending, app, csrfToken, user, firstFactor } = await this.stepFromForm(req, form);
+    const proof = await this.domain.passkeys.verifyFactor(user, form.get("response") ?? "", pending.id, clientAddress);
+    const view = { requestId: pending.id, csrfToken, appName: app.name };
+    if (!proof) return this.showFactorPage(res, 400, { ...view, error: "That passkey was not accepted. Try again, or type a code." }, user);
+    await this.flow.completeSignIn(req, res, pending, user, { amr: withSecondFactor(firstFactor, proof.amr), factorId: proof.factorId });
+  }
+
+  /** The second step's page, with the passkey button for a user who has one. */
+  private async showFactorPage(res: ServerResponse, status: number, form: FactorForm, user: UserRecord, cookies: string[] = []): Promise<void> {
+    const passkeys = this.domain.passkeys.enabled && (await this.domain.passkeys.list(user.id)).length > 0;
+    sendPage(res, status, factorPage({ ...form, passkeys }), cookies, { passkeys });
   }
 
   /** POST /login/factor/enrol: the first code of a new one-time code secret; then the recovery codes. */

@@ -15,6 +15,10 @@ import { SELF_SERVICE_PATHS, SelfServicePages } from "./selfService.js";
 import { CONSENT_PATH } from "./consent.js";
 import { ACCOUNT_CONSENTS_PATH, AccountConsentPages } from "./accountConsents.js";
 import { ACCOUNT_PATHS, AccountPages } from "./account.js";
+import { PASSKEY_SCRIPT, PASSKEY_SCRIPT_PATH, WEBAUTHN_SCRIPT_PATH, webauthnBundle } from "./passkeyAssets.js";
+import { PasskeySignIn } from "./passkeySignIn.js";
+import { AccountPasskeyPages } from "./accountPasskeys.js";
+import { ACCOUNT_PASSKEY_PATHS } from "./passkeyPages.js";
 import { STYLESHEET } from "./stylesheet.js";
 import { requestContextOf, type LogUnexpected } from "../http/requestContext.js";
 
@@ -37,6 +41,11 @@ const LOGIN_PATH = "/login";
 const FACTOR_PATH = "/login/factor";
 const FACTOR_ENROL_PATH = "/login/factor/enrol";
 const FACTOR_CONTINUE_PATH = "/login/factor/continue";
+// Passkeys (web/passkeySignIn.ts, web/factorStep.ts): each form's POST, and its options fetched first.
+const PASSKEY_PATH = "/login/passkey";
+const PASSKEY_OPTIONS_PATH = "/login/passkey/options";
+const FACTOR_PASSKEY_PATH = "/login/factor/passkey";
+const FACTOR_PASSKEY_OPTIONS_PATH = "/login/factor/passkey/options";
 // Where a provider sends the browser back: its own callback (RFC 9700 §4.4.2), or the spec's shared {base_url}/callback.
 const CALLBACK_PATH = "/callback";
 const PROVIDER_CALLBACK_PATH = /^\/callback\/([A-Za-z0-9_.-]{1,100})$/;
@@ -49,12 +58,19 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   FACTOR_PATH,
   FACTOR_ENROL_PATH,
   FACTOR_CONTINUE_PATH,
+  PASSKEY_PATH,
+  PASSKEY_OPTIONS_PATH,
+  FACTOR_PASSKEY_PATH,
+  FACTOR_PASSKEY_OPTIONS_PATH,
+  ...Object.values(ACCOUNT_PASSKEY_PATHS),
   CONSENT_PATH,
   ACCOUNT_CONSENTS_PATH,
   DEVICE_PATH,
   CALLBACK_PATH,
   STYLESHEET_PATH,
   FORM_POST_SCRIPT_PATH,
+  WEBAUTHN_SCRIPT_PATH,
+  PASSKEY_SCRIPT_PATH,
   ...CONSOLE_PATHS,
   ...Object.values(SELF_SERVICE_PATHS),
   ...Object.values(ACCOUNT_PATHS),
@@ -75,6 +91,8 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
   const account = new AccountPages(domain, pages);
   const css = Buffer.from(STYLESHEET);
   const formPostScript = Buffer.from(FORM_POST_SCRIPT);
+  const passkeyScript = Buffer.from(PASSKEY_SCRIPT);
+  const webauthnScript = webauthnBundle();
 
   // Query parameters, plus the form body of a POST; repeated ones are refused (RFC 6749 §3.1).
   const params = async (req: IncomingMessage, url: URL) =>
@@ -106,6 +124,9 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
     [CALLBACK_PATH]: { methods: ["GET"], serve: async (req, res, url) => pages.callback(req, res, undefined, await params(req, url), options.clientAddress(req)) },
     [STYLESHEET_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/css; charset=utf-8", css) },
     [FORM_POST_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", formPostScript) },
+    [WEBAUTHN_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", webauthnScript) },
+    [PASSKEY_SCRIPT_PATH]: { methods: ["GET"], serve: (_req, res) => sendAsset(res, "text/javascript; charset=utf-8", passkeyScript) },
+    ...passkeyRoutes(domain, pages, params, options.clientAddress),
     // Self-service accounts (issue 47): each path's GET shows its form, its POST takes it.
     ...selfServiceRoutes(selfService, params, options.clientAddress),
     // The account page (issue #46 §5): GET the page, POST each action.
@@ -161,6 +182,27 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
 }
 
 type ParamsOf = (req: IncomingMessage, url: URL) => Promise<ReadonlyMap<string, string>>;
+
+/** Passkeys: the login page's sign-in, the second step's, and /account/passkeys. */
+function passkeyRoutes(domain: Domain, pages: SignInPages, params: ParamsOf, clientAddress: ClientAddressOf): Record<string, Route> {
+  const signIn = new PasskeySignIn(domain, pages);
+  const account = new AccountPasskeyPages(domain, pages);
+  const post = (take: (req: IncomingMessage, res: ServerResponse, p: ReadonlyMap<string, string>, address?: string) => Promise<void>): Route => ({
+    methods: ["POST"],
+    serve: async (req, res, url) => take(req, res, await params(req, url), clientAddress(req)),
+  });
+  return {
+    [PASSKEY_OPTIONS_PATH]: post((req, res, p) => signIn.options(req, res, p)),
+    [PASSKEY_PATH]: post((...a) => signIn.signIn(...a)),
+    [FACTOR_PASSKEY_OPTIONS_PATH]: post((req, res, p) => pages.factorStep.passkeyOptions(req, res, p)),
+    [FACTOR_PASSKEY_PATH]: post((...a) => pages.factorStep.passkey(...a)),
+    [ACCOUNT_PASSKEY_PATHS.list]: { methods: ["GET"], serve: async (req, res, url) => account.show(req, res, await params(req, url)) },
+    [ACCOUNT_PASSKEY_PATHS.options]: post((req, res, p) => account.options(req, res, p)),
+    [ACCOUNT_PASSKEY_PATHS.add]: post((...a) => account.add(...a)),
+    [ACCOUNT_PASSKEY_PATHS.rename]: post((req, res, p) => account.rename(req, res, p)),
+    [ACCOUNT_PASSKEY_PATHS.remove]: post((req, res, p) => account.remove(req, res, p)),
+  };
+}
 
 /** One route per self-service path: GET to its form, POST to its handler, with the client address for the budgets. */
 function selfServiceRoutes(pages: SelfServicePages, params: ParamsOf, clientAddress: ClientAddressOf): Record<string, Route> {

@@ -42,16 +42,21 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
  * own origin (the one that submits the form), still none inline.
  */
 const OWN_SCRIPT_CSP = PAGE_HEADERS["content-security-policy"]!.replace("default-src 'none';", "default-src 'none'; script-src 'self';");
+/** Pages with passkey forms: our scripts, which also fetch the ceremony's options from our origin. */
+const PASSKEY_CSP = OWN_SCRIPT_CSP.replace("script-src 'self';", "script-src 'self'; connect-src 'self';");
 
 export interface PageOptions {
   /** Allow `<script src>` from this origin (never inline script). */
   ownScripts?: boolean;
+  /** Our scripts, and their requests to our origin (the passkey forms, web/passkeyAssets.ts). */
+  passkeys?: boolean;
 }
 
 export function sendPage(res: ServerResponse, status: number, html: string, cookies: string[] = [], options: PageOptions = {}): void {
   res.writeHead(status, {
     ...PAGE_HEADERS,
     ...(options.ownScripts ? { "content-security-policy": OWN_SCRIPT_CSP } : {}),
+    ...(options.passkeys ? { "content-security-policy": PASSKEY_CSP } : {}),
     "content-type": "text/html; charset=utf-8",
     "content-length": Buffer.byteLength(html),
     ...(cookies.length ? { "set-cookie": cookies } : {}),

@@ -1,3 +1,5 @@
+import { PASSKEY_SCRIPTS } from "./passkeyAssets.js";
+
 /** Escape text for HTML element content and double-quoted attributes. */
 export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -5,8 +7,9 @@ export function escapeHtml(value: string): string {
 
 export const STYLESHEET_PATH = "/login/assets/login.css";
 
-/** A page of the sign-in service: one card, our stylesheet, no script. */
-export function layout(title: string, body: string, cardClass = ""): string {
+/** A page of the sign-in service: one card (`cardClass` beside it), our stylesheet, and no script but `scripts` (tags of our own, web/passkeyAssets.ts). */
+export function layout(title: string, body: string, options: { cardClass?: string; scripts?: string } = {}): string {
+  const { cardClass = "", scripts = "" } = options;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -19,7 +22,7 @@ export function layout(title: string, body: string, cardClass = ""): string {
 <main class="card${cardClass ? ` ${cardClass}` : ""}">
 ${body}
 </main>
-</body>
+${scripts ? `${scripts}\n` : ""}</body>
 </html>
 `;
 }
@@ -42,6 +45,8 @@ export interface LoginView {
   error?: string;
   /** Self-service pages this login page links to, when offered (web/selfService.ts). */
   links?: { forgot?: string; signup?: string };
+  /** Offer "Sign in with a passkey" (the issuer is a host name, web/passkeySignIn.ts). */
+  passkeys?: boolean;
 }
 
 /** Hidden fields every form of the login page posts: the pending request and the CSRF token. */
@@ -89,8 +94,24 @@ ${pendingFields(view)}
 <input id="password" name="password" type="password" autocomplete="current-password" required${focusPassword}${describedBy}>
 <button type="submit" class="primary">Sign in</button>
 </form>
-${selfServiceLinks(view.links)}${providers}`,
+${selfServiceLinks(view.links)}${view.passkeys ? passkeyButton(pendingFields(view), "/login/passkey", "Sign in with a passkey") : ""}${providers}`,
+    { scripts: view.passkeys ? PASSKEY_SCRIPTS : "" },
   );
+}
+
+/**
+ * A passkey form (web/passkeyAssets.ts drives it): hidden until the script
+ * finds the browser able, so a browser without script or WebAuthn never
+ * shows a button that cannot work.
+ */
+export function passkeyButton(fields: string, action: string, label: string): string {
+  return `<form method="post" action="${action}" class="login" data-passkey="authenticate" data-options="${action}/options" hidden>
+<div class="divider"><span>or</span></div>
+${fields}<input type="hidden" name="response" value="">
+<p class="error" role="alert" data-passkey-error hidden></p>
+<button type="submit" class="secondary">${escapeHtml(label)}</button>
+</form>
+`;
 }
 
 function selfServiceLinks(links: LoginView["links"]): string {

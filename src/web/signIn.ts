@@ -58,6 +58,8 @@ export class SignInPages {
     const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
     if (signedIn && domain.authorize.satisfiedBy(request, signedIn.session.authTime)) {
       const proof = await domain.signInPolicy.sessionProof(app, request, signedIn.session);
+      // A passkey sign-in whose passkey was removed since proves nothing now: the user signs in again.
+      if (proof.amr.length === 0) return this.askToSignIn(req, res, app, request, loginHint);
       if (!proof.ok) {
         // Signed in, but without the second factor this request needs: ask for it (step-up).
         return this.stepUp(req, res, app, request, signedIn.user, proof.amr);
@@ -69,6 +71,12 @@ export class SignInPages {
       const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime, proof.amr);
       return sendAuthorizationResponse(res, response);
     }
+    await this.askToSignIn(req, res, app, request, loginHint);
+  }
+
+  /** The login form for a request no session answers; with prompt=none, login_required (OIDC Core §3.1.2.6). */
+  private async askToSignIn(req: IncomingMessage, res: ServerResponse, app: ApplicationRecord, request: AuthorizeRequest, loginHint: string | undefined): Promise<void> {
+    const { domain } = this;
     if (request.prompt.includes("none")) {
       const error = new OAuthError("login_required", "the user must sign in");
       annotateRequest(requestContextOf(req), { oauthError: error.code });
@@ -206,7 +214,8 @@ export class SignInPages {
     return { pending, app, csrfToken };
   }
 
-  private async showLogin(
+  /** The login form of a pending request (again, with an error, after a failed attempt). */
+  async showLogin(
     res: ServerResponse,
     status: number,
     app: ApplicationRecord,
@@ -224,7 +233,8 @@ export class SignInPages {
       forgot: this.domain.selfService.mailConfigured ? `/login/forgot?request=${encodeURIComponent(pending.id)}` : undefined,
       signup: app.signup ? `/signup?request=${encodeURIComponent(pending.id)}` : undefined,
     };
-    sendPage(res, status, loginPage({ ...form, appName: app.name, requestId: pending.id, providers, links }), cookies);
+    const passkeys = this.domain.passkeys.enabled;
+    sendPage(res, status, loginPage({ ...form, appName: app.name, requestId: pending.id, providers, links, passkeys }), cookies, { passkeys });
   }
 
   /**

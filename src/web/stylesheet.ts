@@ -58,4 +58,10 @@ form.inline { margin: 0; }
 button.secondary { width: auto; padding: .4rem .8rem; background: transparent; color: inherit; border: 1px solid var(--border); }
 .muted, .hint { color: var(--muted); }
 .notice { margin: 0 0 1rem; padding: .6rem .8rem; border: 1px solid var(--accent); border-radius: 8px; }
+[hidden] { display: none !important; }
+.passkey-list { list-style: none; margin: 0 0 1rem; padding: 0; display: grid; gap: 1rem; }
+.passkey-list li { padding: .75rem; border: 1px solid var(--border); border-radius: 8px; overflow-wrap: anywhere; }
+.passkey-list form { display: grid; gap: .35rem; margin-top: .5rem; }
+.passkey-list .meta { margin: 0; color: var(--muted); font-size: .9rem; }
+.status { margin: 0 0 1rem; padding: .6rem .8rem; border: 1px solid var(--border); border-radius: 8px; }
 `;

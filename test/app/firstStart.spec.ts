@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { adminCommand } from "./../../src/app/firstStart.js";
+import { adminCommand, passkeyNote } from "./../../src/app/firstStart.js";
 
 /** Issue 48 §2: the command a first start prints where it makes no administrator (its output is not a terminal). */
 describe("the first start's command that makes an administrator", () => {
@@ -25,5 +25,15 @@ describe("the first start's command that makes an administrator", () => {
     assert.match(command, /--database postgres:\/\/id:PASSWORD@db:5432\/identity$/);
     // Named by DATABASE_URL, as in compose.yaml: not repeated at all.
     assert.doesNotMatch(adminCommand({ ...at, database: "postgres://id:s3cret@db/identity", env: { DATABASE_URL: "postgres://id:s3cret@db/identity" } }), /--database/);
+  });
+});
+
+/** Issue 46 §2: passkeys need a host name, and the first start says how to get one locally. */
+describe("the first start's note on passkeys", () => {
+  it("names --issuer http://localhost:<port> where the issuer is an IP address, and says nothing otherwise", () => {
+    assert.match(passkeyNote("http://127.0.0.1:8000"), /Passkeys need a host name.*--issuer http:\/\/localhost:8000$/m);
+    assert.match(passkeyNote("http://[::1]:8000"), /--issuer http:\/\/localhost:8000/);
+    assert.equal(passkeyNote("http://localhost:8000"), "");
+    assert.equal(passkeyNote("https://id.example.com"), "");
   });
 });

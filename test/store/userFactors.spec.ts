@@ -90,12 +90,24 @@ describeEachBackend("user factors contract", (ctx) => {
 
   it("gives a WebAuthn challenge to exactly one of 20 takers, and none once expired", async () => {
     const challenge = id();
-    await ctx.store.webauthnChallenges.insert({ challenge, userId: null, purpose: "signin", expiresAt: T0 + 1000 });
-    const taken = await Promise.all(Array.from({ length: 20 }, () => ctx.store.webauthnChallenges.take(challenge, T0)));
+    const binding = id();
+    await ctx.store.webauthnChallenges.insert({ challenge, userId: null, purpose: "signin", binding, expiresAt: T0 + 1000 });
+    const taken = await Promise.all(Array.from({ length: 20 }, () => ctx.store.webauthnChallenges.take(challenge, binding, T0)));
     assert.equal(taken.filter(Boolean).length, 1);
+    assert.equal(taken.find(Boolean)?.binding, binding);
     const old = id();
-    await ctx.store.webauthnChallenges.insert({ challenge: old, userId: "u", purpose: "factor", expiresAt: T0 });
-    assert.equal(await ctx.store.webauthnChallenges.take(old, T0), undefined);
+    await ctx.store.webauthnChallenges.insert({ challenge: old, userId: "u", purpose: "factor", binding: id(), expiresAt: T0 });
+    assert.equal(await ctx.store.webauthnChallenges.take(old, binding, T0), undefined);
+  });
+
+  it("answers a WebAuthn challenge only with its binding, and keeps one live challenge per binding", async () => {
+    const binding = id();
+    const [first, second] = [id(), id()];
+    await ctx.store.webauthnChallenges.insert({ challenge: first, userId: null, purpose: "signin", binding, expiresAt: T0 + 1000 });
+    assert.equal(await ctx.store.webauthnChallenges.take(first, id(), T0), undefined, "another binding");
+    await ctx.store.webauthnChallenges.insert({ challenge: second, userId: null, purpose: "signin", binding, expiresAt: T0 + 1000 });
+    assert.equal(await ctx.store.webauthnChallenges.take(first, binding, T0), undefined, "voided by the newer one");
+    assert.equal((await ctx.store.webauthnChallenges.take(second, binding, T0))?.challenge, second);
   });
 
   it("records sign-in steps on a pending request for one user only", async () => {

@@ -26,3 +26,21 @@ export function withSecondFactor(first: Amr, second: Amr): string[] {
 export function withoutSecondFactor(amr: Amr): string[] {
   return amr.filter((v) => v === "pwd" || v === "fed");
 }
+
+/** What a passkey assertion tells of its key and its user (from @simplewebauthn/server's authenticationInfo). */
+export interface PasskeyAssertion {
+  userVerified: boolean;
+  credentialDeviceType: "singleDevice" | "multiDevice";
+  credentialBackedUp: boolean;
+}
+
+/**
+ * A passkey's RFC 8176 values: `swk` for a key that may leave its device
+ * (backup eligible, WebAuthn §6.1.3 BE flag: synced by a passkey provider, so
+ * held in software somewhere), `hwk` for one bound to its authenticator;
+ * `user` when the authenticator verified the user (UV flag).
+ */
+export function passkeyAmr(assertion: PasskeyAssertion): string[] {
+  const synced = assertion.credentialDeviceType === "multiDevice" || assertion.credentialBackedUp;
+  return [synced ? "swk" : "hwk", ...(assertion.userVerified ? ["user"] : [])];
+}

@@ -151,11 +151,12 @@ export class SecondFactors {
     return trimmed !== "" && this.factors.rename(factorId, user.id, trimmed);
   }
 
-  /** Remove one of the user's factors; `actor` is the user or an admin. */
+  /** Remove one of the user's factors (a passkey's audit event is `passkey_removed`); `actor` is the user or an admin. */
   async remove(user: UserRecord, factorId: string, actor: AuditActor = userActor(user)): Promise<boolean> {
     const removed = await this.factors.remove(factorId, user.id);
     if (!removed) return false;
-    this.audit.record({ event: "factor_removed", outcome: "success", actor, userId: user.id, userName: user.name, details: { type: removed.type, factorId } });
+    const event = removed.type === "passkey" ? "passkey_removed" : "factor_removed";
+    this.audit.record({ event, outcome: "success", actor, userId: user.id, userName: user.name, details: { type: removed.type, factorId } });
     return true;
   }
 

@@ -26,6 +26,7 @@ import * as tokenExchange from "./042_token_exchange.js";
 import * as userFactors from "./050_user_factors.js";
 import * as ownAccount from "./053_own_account.js";
 import * as deviceCodeAmr from "./054_device_code_amr.js";
+import * as webauthnChallengeBinding from "./051_webauthn_challenge_binding.js";
 import * as selfService from "./060_self_service.js";
 import * as pushedAuthorizationRequests from "./070_pushed_authorization_requests.js";
 import * as dpopBinding from "./072_dpop_binding.js";
@@ -67,6 +68,7 @@ const all: Migration[] = [
   { name: "050_user_factors", ...userFactors },
   { name: "053_own_account", ...ownAccount },
   { name: "054_device_code_amr", ...deviceCodeAmr },
+  { name: "051_webauthn_challenge_binding", ...webauthnChallengeBinding },
   { name: "060_self_service", ...selfService },
   { name: "070_pushed_authorization_requests", ...pushedAuthorizationRequests },
   { name: "072_dpop_binding", ...dpopBinding },
