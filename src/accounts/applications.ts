@@ -18,6 +18,7 @@ import { isProviderName } from "../federation/providers.js";
 import { SecretBox } from "../federation/secretBox.js";
 import { clientSecretSealContext } from "../oauth/clientAssertion.js";
 import { optionalAuthMethod, optionalJwks, optionalJwksUri, resolveAuthMethod } from "./clientAuthMethod.js";
+import { backchannelLogoutUriProblem, optionalBackchannelLogoutUri } from "./backchannelLogoutUri.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import { CONSOLE_APP_NAME, isConsoleApplication } from "./consoleClient.js";
 import {
@@ -55,6 +56,7 @@ export const APPLICATION_FIELDS = [
   "name", "clientId", "clientSecret", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers",
   "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa", "signup",
   "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation",
+  "backchannelLogoutUri", "backchannelLogoutSessionRequired", "allowPrivateBackchannelLogoutUri",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -91,6 +93,12 @@ export interface ApplicationInput {
   exchangeAudiences?: string[];
   /** Token exchange without an actor token (impersonation); false by default. */
   allowImpersonation?: boolean;
+  /** Back-Channel Logout 1.0: where logout tokens are POSTed ("" for none, the default; backchannelLogoutUri.ts). */
+  backchannelLogoutUri?: string;
+  /** Its logout tokens must carry `sid` (they always do); false by default. */
+  backchannelLogoutSessionRequired?: boolean;
+  /** backchannelLogoutUri may target a private or link-local address; false by default. */
+  allowPrivateBackchannelLogoutUri?: boolean;
 }
 
 /** Check untrusted input (a config entry, CLI flags, an RPC) field by field, naming every bad one. */
@@ -141,6 +149,9 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
       optionalStringList(raw.exchangeAudiences, "exchangeAudiences", (a) => (/^[\x21-\x7e]{1,2048}$/.test(a) ? undefined : "must be 1-2048 printable characters without spaces")),
     ),
     allowImpersonation: check(() => optionalBoolean(raw.allowImpersonation, "allowImpersonation")),
+    backchannelLogoutUri: check(() => optionalBackchannelLogoutUri(raw.backchannelLogoutUri)),
+    backchannelLogoutSessionRequired: check(() => optionalBoolean(raw.backchannelLogoutSessionRequired, "backchannelLogoutSessionRequired")),
+    allowPrivateBackchannelLogoutUri: check(() => optionalBoolean(raw.allowPrivateBackchannelLogoutUri, "allowPrivateBackchannelLogoutUri")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -207,6 +218,7 @@ export class ApplicationAdmin {
       clientSecretSealed: this.sealed(auth.tokenEndpointAuthMethod, id, clientSecret),
       exchangeAudiences: input.exchangeAudiences ?? [],
       allowImpersonation: input.allowImpersonation ?? false,
+      ...backchannelLogoutOf(input),
       createdAt: now,
       updatedAt: now,
     };
@@ -244,6 +256,7 @@ export class ApplicationAdmin {
       clientSecretSealed,
       exchangeAudiences: input.exchangeAudiences ?? current.exchangeAudiences,
       allowImpersonation: input.allowImpersonation ?? current.allowImpersonation,
+      ...backchannelLogoutOf(input, current),
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.
@@ -347,6 +360,21 @@ export function originAllowList(repo: ApplicationRepository): (origin: string) =
     const origins = repo.allowedOrigins();
     return origins instanceof Promise ? origins.then((set) => set.has(origin)) : origins.has(origin);
   };
+}
+
+/** The back-channel logout fields after a create or update, the URI held to its rule with the leave it ends up with. */
+function backchannelLogoutOf(
+  input: ApplicationInput,
+  current?: ApplicationRecord,
+): Pick<ApplicationRecord, "backchannelLogoutUri" | "backchannelLogoutSessionRequired" | "allowPrivateBackchannelLogoutUri"> {
+  const fields = {
+    backchannelLogoutUri: input.backchannelLogoutUri ?? current?.backchannelLogoutUri ?? "",
+    backchannelLogoutSessionRequired: input.backchannelLogoutSessionRequired ?? current?.backchannelLogoutSessionRequired ?? false,
+    allowPrivateBackchannelLogoutUri: input.allowPrivateBackchannelLogoutUri ?? current?.allowPrivateBackchannelLogoutUri ?? false,
+  };
+  const problem = backchannelLogoutUriProblem(fields.backchannelLogoutUri, fields.allowPrivateBackchannelLogoutUri);
+  if (problem) throw new InvalidInputError("backchannelLogoutUri", problem);
+  return fields;
 }
 
 /** A public client takes no secret and none of the grants that need one. */

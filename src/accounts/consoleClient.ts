@@ -54,6 +54,9 @@ function consoleFields(client: ConsoleClient) {
     clientSecretSealed: "",
     exchangeAudiences: [] as string[],
     allowImpersonation: false,
+    backchannelLogoutUri: "",
+    backchannelLogoutSessionRequired: false,
+    allowPrivateBackchannelLogoutUri: false,
     grantTypes: ["authorization_code"],
     refreshExpireInHours: 0,
     // Served from the issuer's own origin: no cross-origin calls to allow.

@@ -52,7 +52,7 @@ export interface SelfServiceStores {
 
 export function createSelfService(
   stores: SelfServiceStores,
-  context: { issuer: string; clock: Clock; audit: AuditTrail; logger: Logger; hashCost: ScryptCost; clearLockout(name: string): Promise<void> },
+  context: { issuer: string; clock: Clock; audit: AuditTrail; logger: Logger; hashCost: ScryptCost; clearLockout(name: string): Promise<void>; sessionsEnded?(): void },
   options: SelfServiceOptions = {},
 ): SelfService {
   const mail = options.mail
@@ -70,6 +70,7 @@ export function createSelfService(
     passwordMinLength: options.passwordMinLength ?? SELF_SERVICE_DEFAULTS.passwordMinLength,
     signupMaxPerHour: options.signupMaxPerHour ?? SELF_SERVICE_DEFAULTS.signupMaxPerHour,
     clearLockout: context.clearLockout,
+    sessionsEnded: context.sessionsEnded,
     background: new Set(),
   };
   return {

@@ -41,6 +41,12 @@ const ADMIN_FLAGS = {
   "exchange-audience": { type: "string", multiple: true },
   "allow-impersonation": { type: "boolean" },
   "no-allow-impersonation": { type: "boolean" },
+  // Back-channel logout (docs/logout.md).
+  "backchannel-logout-uri": { type: "string" },
+  "backchannel-logout-session-required": { type: "boolean" },
+  "no-backchannel-logout-session-required": { type: "boolean" },
+  "allow-private-backchannel-logout-uri": { type: "boolean" },
+  "no-allow-private-backchannel-logout-uri": { type: "boolean" },
   // `user verify-email` mails through the same settings as `serve` (docs/mail.md).
   "smtp-url": { type: "string" },
   "mail-from": { type: "string" },
@@ -115,6 +121,8 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
       "name", "client-id", "client-secret", "redirect-uri", "grant-type", "provider", "allowed-origin", "token-format",
       "signing-alg", "access-token-strategy", "expire-in-hours", "refresh-expire-in-hours", "public-client", "no-public-client", "mfa",
       "signup", "no-signup", "token-endpoint-auth-method", "jwks", "jwks-uri", "exchange-audience", "allow-impersonation", "no-allow-impersonation",
+      "backchannel-logout-uri", "backchannel-logout-session-required", "no-backchannel-logout-session-required",
+      "allow-private-backchannel-logout-uri", "no-allow-private-backchannel-logout-uri",
     ],
   },
   user: {

@@ -39,6 +39,9 @@ import { noMetrics, type Metrics } from "./../oauth/metrics.js";
 import { PendingAuthorizations } from "./../oauth/pendingAuthorizations.js";
 import { ResourceIndicators } from "./../oauth/resourceIndicators.js";
 import { SessionManager } from "./../oauth/sessions.js";
+import { SessionEnds } from "./../oauth/sessionEnds.js";
+import { LogoutTokens } from "./../oauth/logoutTokens.js";
+import { BACKCHANNEL_LOGOUT_DEFAULTS, BackchannelLogouts, type BackchannelLogoutOptions } from "./../oauth/backchannelLogout.js";
 import { TokenMinter } from "./../oauth/tokens.js";
 import { UserAuthenticator } from "./../oauth/userAuth.js";
 import { SecondFactors } from "./../oauth/factors/secondFactors.js";
@@ -89,6 +92,14 @@ export interface Domain {
   userSessions: UserSessions;
   providerAdmin: ProviderAdmin;
   sessions: SessionManager;
+  /**
+   * The one way a browser session ends, each end told to the session's
+   * clients (back-channel logout): sign-out, admin revocation, and the
+   * account page's password change (`userSessionsEnded`).
+   */
+  sessionEnds: SessionEnds;
+  /** Delivers the queued logout tokens; the process starts and stops it. */
+  backchannelLogouts: BackchannelLogouts;
   /** Authorize requests waiting for a sign-in. */
   pendingAuthorizations: PendingAuthorizations;
   /** Sign-in through Custom providers. */
@@ -159,6 +170,8 @@ export interface DomainOptions {
   auditEvents?: boolean;
   /** Mail settings and the rules of sign-up and password reset; no mail when absent. */
   selfService?: SelfServiceOptions;
+  /** Back-channel logout delivery: polling, retry pauses, deadline (tests shorten them). */
+  backchannelLogout?: Partial<BackchannelLogoutOptions>;
 }
 
 const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
@@ -187,6 +200,16 @@ function loginThrottleOf(options: DomainOptions, metrics: Metrics, audit: AuditT
     audit.record(lockoutEvent(lockout));
     options.onLockout?.(lockout);
   });
+}
+
+/** The delivery of logout tokens: signed like ID tokens, POSTed through the outbound rules within its own deadline. */
+function backchannelLogoutsOf(options: DomainOptions, keys: KeyRing, audit: AuditTrail, logger: Logger): BackchannelLogouts {
+  const { store, clock, issuer } = options;
+  const timeoutMs = Math.min(options.backchannelLogout?.timeoutMs ?? BACKCHANNEL_LOGOUT_DEFAULTS.timeoutMs, options.federationTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS);
+  // An answer is not read: a small cap is enough.
+  const upstream = new UpstreamClient({ timeoutMs, maxBodyBytes: 64 * 1024, clock });
+  const tokens = new LogoutTokens(keys, store.signingKeys, clock, issuer);
+  return new BackchannelLogouts({ store, tokens, upstream, clock, audit, logger }, { ...options.backchannelLogout, timeoutMs });
 }
 
 export async function createDomain(options: DomainOptions): Promise<Domain> {
@@ -228,7 +251,9 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     throttle: loginThrottle,
     ttlSeconds: options.deviceCodeTtlSeconds ?? DEFAULT_DEVICE_CODE_TTL_SECONDS,
   });
-  const sessions = new SessionManager(store, clock, options.sessionTtlSeconds);
+  const backchannelLogouts = backchannelLogoutsOf(options, keys, audit, logger);
+  const sessionEnds = new SessionEnds(store, clock, () => backchannelLogouts.wake());
+  const sessions = new SessionManager(store, clock, options.sessionTtlSeconds, sessionEnds);
   const resourceServers = new ResourceIndicators(store.resources);
   const grantDeps: GrantDeps = {
     store,
@@ -251,7 +276,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     tokenEndpoint: new TokenEndpoint(grantDeps),
     tokens: new TokenInspector(store, clock, issuer, metrics, audit),
-    authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit }, resourceServers),
+    authorize: new AuthorizeEndpoint(store.applications, clock, { issuer, minter, codes, metrics, audit, sessions }, resourceServers),
     account: new AccountLookup({ store, clock, sessions }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
     consents: new Consents(store.consents, clock),
@@ -264,11 +289,13 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     resourceAdmin: new ResourceAdmin(store.resources, clock, audit),
     registration: clientRegistrarOf(options, audit),
     allowsOrigin: originAllowList(store.applications),
-    userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
+    userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit, () => sessionEnds.queued()),
     userPage: (request) => listUsersPage(store.users, request),
-    userSessions: new UserSessions(store, clock, audit),
+    userSessions: new UserSessions(store, clock, audit, sessionEnds),
     providerAdmin,
     sessions,
+    sessionEnds,
+    backchannelLogouts,
     pendingAuthorizations: new PendingAuthorizations(store.authorizationRequests, clock),
     federation,
     adminToken: options.adminToken,
@@ -279,7 +306,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     readiness: { database: () => store.ping(), signingKeyLoaded: () => keys.hasSigningKey() },
     selfService: createSelfService(
       store,
-      { issuer, clock, audit, logger, hashCost: options.secretHashCost ?? SCRYPT_COST, clearLockout: (name) => loginThrottle.clearName(name) },
+      { issuer, clock, audit, logger, hashCost: options.secretHashCost ?? SCRYPT_COST, clearLockout: (name) => loginThrottle.clearName(name), sessionsEnded: () => sessionEnds.queued() },
       options.selfService,
     ),
   };

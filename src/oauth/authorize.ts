@@ -6,6 +6,8 @@ import { clientActor, type AuditTrail } from "../shared/audit.js";
 import { grantableScopes } from "./scopes.js";
 import type { TokenMinter } from "./tokens.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
+import type { SessionRecord } from "../store/sessions.js";
+import type { SessionManager } from "./sessions.js";
 
 export interface AuthorizeDeps {
   issuer: string;
@@ -13,7 +15,12 @@ export interface AuthorizeDeps {
   codes: AuthorizationCodes;
   metrics: Metrics;
   audit: AuditTrail;
+  /** Remembers which clients a session issued to, for back-channel logout. */
+  sessions?: Pick<SessionManager, "issuedTo">;
 }
+
+/** The browser session a response is issued from. */
+export type IssuingSession = Pick<SessionRecord, "sid" | "expiresAt">;
 
 /**
  * Whether an existing sign-in made at `authTime` (epoch seconds) may answer
@@ -46,8 +53,12 @@ export async function authorizationResponse(
   authTime: number,
   deps: AuthorizeDeps,
   amr?: readonly string[],
+  session?: IssuingSession,
 ): Promise<AuthorizationResponse> {
   const { nonce, claims } = request;
+  // Back-Channel Logout 1.0 §2.5: this client is told when the session ends; its ID tokens name the session.
+  const sid = session?.sid || undefined;
+  if (session && deps.sessions) await deps.sessions.issuedTo(session, app.clientId);
   // The admin scope is dropped here for anyone but an admin at the console; the minter checks again.
   const scopes = grantableScopes(request.scopes, app.clientId, user);
   let params: Record<string, string>;
@@ -65,6 +76,7 @@ export async function authorizationResponse(
         claims,
         amr,
         resources: request.resources,
+        sid,
       });
       params = { code };
       break;
@@ -74,7 +86,7 @@ export async function authorizationResponse(
       // RFC 6749 §4.2.2: the implicit grant never issues a refresh token.
       // With id_token, the ID token carries the access token's at_hash (OIDC Core §3.2.2.10).
       const idToken = request.responseType === "id_token token";
-      const tokens = await deps.minter.mint({ app, user, scopes, authTime, amr, nonce, claims, resources: request.resources, idToken, refreshToken: false });
+      const tokens = await deps.minter.mint({ app, user, scopes, authTime, amr, nonce, claims, resources: request.resources, idToken, refreshToken: false, sid });
       params = {
         access_token: tokens.accessToken,
         token_type: tokens.tokenType,
@@ -87,7 +99,7 @@ export async function authorizationResponse(
       break;
     }
     case "id_token":
-      params = { id_token: await deps.minter.mintIdToken({ app, user, scopes, authTime, amr, nonce, claims }) };
+      params = { id_token: await deps.minter.mintIdToken({ app, user, scopes, authTime, amr, nonce, claims, sid }) };
       deps.metrics.tokensIssued("implicit");
       recordImplicit(deps.audit, app, user, scopes, request.responseType);
       break;

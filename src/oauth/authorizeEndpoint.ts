@@ -1,6 +1,6 @@
 import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { ApplicationRepository } from "../store/applications.js";
-import { authorizationResponse, signInSatisfies, type AuthorizationResponse, type AuthorizeDeps } from "./authorize.js";
+import { authorizationResponse, signInSatisfies, type AuthorizationResponse, type AuthorizeDeps, type IssuingSession } from "./authorize.js";
 import { resolveRedirect, validateAuthorizeRequest, type AuthorizeRequest, type AuthorizeValidation } from "./authorizeRequest.js";
 import type { ResourceIndicators } from "./resourceIndicators.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
@@ -34,8 +34,19 @@ export class AuthorizeEndpoint {
     return signInSatisfies(request, authTime, epochSeconds(this.clock));
   }
 
-  /** Issue the code and/or tokens for a signed-in user; `amr`: what the sign-in proved (RFC 8176). */
-  respond(app: ApplicationRecord, request: AuthorizeRequest, user: UserRecord, authTime: number, amr?: readonly string[]): Promise<AuthorizationResponse> {
-    return authorizationResponse(app, request, user, authTime, this.responses, amr);
+  /**
+   * Issue the code and/or tokens for a signed-in user; `amr`: what the
+   * sign-in proved (RFC 8176); `session`: the browser session they come
+   * from, whose sid the ID token carries.
+   */
+  respond(
+    app: ApplicationRecord,
+    request: AuthorizeRequest,
+    user: UserRecord,
+    authTime: number,
+    amr?: readonly string[],
+    session?: IssuingSession,
+  ): Promise<AuthorizationResponse> {
+    return authorizationResponse(app, request, user, authTime, this.responses, amr, session);
   }
 }

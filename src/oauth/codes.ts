@@ -26,6 +26,8 @@ export interface CodeGrant {
   amr?: readonly string[];
   /** RFC 8707: the resources the authorize request named. */
   resources?: readonly string[];
+  /** The browser session it is issued from (Back-Channel Logout 1.0 §2.1 `sid`). */
+  sid?: string;
 }
 
 /** What the token request presents with a code. */
@@ -72,6 +74,7 @@ export class AuthorizationCodes {
       claims: storedClaimsRequest(grant.claims),
       ...(grant.amr?.length ? { amr: grant.amr.join(" ") } : {}),
       ...(grant.resources?.length ? { resources: [...grant.resources] } : {}),
+      ...(grant.sid ? { sid: grant.sid } : {}),
       createdAt: now,
       expiresAt: now + this.ttlSeconds * 1000,
       consumedAt: null,

@@ -56,10 +56,12 @@ export interface Grant {
   notAfter?: number;
   /** RFC 8693 §2.2.1: said in the answer. */
   issuedTokenType?: string;
+  /** The browser session the grant came from: the ID token's `sid` (Back-Channel Logout 1.0 §2.1), kept on the refresh token. */
+  sid?: string;
 }
 
 /** What an ID token is made from. */
-export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "amr" | "nonce" | "claims"> & {
+export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "amr" | "nonce" | "claims" | "sid"> & {
   user: UserRecord;
   /** The access token issued beside it, whose hash becomes `at_hash`. */
   accessToken?: string;
@@ -205,6 +207,7 @@ export class TokenMinter {
             // OIDC Core §5.5: what the grant asked the ID token for outlives the refresh too.
             ...(idTokenClaims ? { idTokenClaims } : {}),
             resources: grant.refreshTokenResources ?? grant.resources,
+            ...(grant.sid ? { sid: grant.sid } : {}),
           }
         : undefined,
     };
@@ -246,6 +249,7 @@ export class TokenMinter {
       auth_time: grant.authTime ?? now,
       ...authenticationClaims(grant.amr),
       ...(grant.nonce ? { nonce: grant.nonce } : {}),
+      ...(grant.sid ? { sid: grant.sid } : {}),
       ...(grant.accessToken ? { at_hash: idTokenHash(grant.accessToken, app.signingAlg) } : {}),
     };
   }

@@ -64,6 +64,9 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     jwksUri: input.jwksUri,
     exchangeAudiences: list(input.exchangeAudiences),
     allowImpersonation: input.allowImpersonation,
+    backchannelLogoutUri: input.backchannelLogoutUri,
+    backchannelLogoutSessionRequired: input.backchannelLogoutSessionRequired,
+    allowPrivateBackchannelLogoutUri: input.allowPrivateBackchannelLogoutUri,
   });
 }
 

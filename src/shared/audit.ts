@@ -37,6 +37,8 @@ export const AUDIT_EVENTS = [
   "email_verified",
   "password_reset",
   "mail_failed",
+  "backchannel_logout_delivered",
+  "backchannel_logout_failed",
 ] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 

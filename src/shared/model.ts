@@ -98,6 +98,12 @@ export interface ApplicationRecord {
   exchangeAudiences: string[];
   /** Token exchange without an actor token: a token for the subject alone. */
   allowImpersonation: boolean;
+  /** OIDC Back-Channel Logout 1.0 §2.2: where it is told that a session it has tokens from ended; "" for never. */
+  backchannelLogoutUri: string;
+  /** §2.2 backchannel_logout_session_required: its logout tokens must carry `sid` (ours always do). */
+  backchannelLogoutSessionRequired: boolean;
+  /** Whether backchannelLogoutUri may target a private or link-local address (loopback needs no leave). */
+  allowPrivateBackchannelLogoutUri: boolean;
   createdAt: number;
   updatedAt: number;
 }

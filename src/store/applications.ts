@@ -33,6 +33,9 @@ interface Row {
   client_secret_sealed: string;
   exchange_audiences: string;
   allow_impersonation: boolean | number;
+  backchannel_logout_uri: string;
+  backchannel_logout_session_required: boolean | number;
+  allow_private_backchannel_logout_uri: boolean | number;
   created_at: number;
   updated_at: number;
 }
@@ -64,6 +67,9 @@ const fromRow = (r: Row): ApplicationRecord => ({
   clientSecretSealed: r.client_secret_sealed ?? "",
   exchangeAudiences: JSON.parse(r.exchange_audiences ?? "[]"),
   allowImpersonation: Boolean(r.allow_impersonation),
+  backchannelLogoutUri: r.backchannel_logout_uri ?? "",
+  backchannelLogoutSessionRequired: Boolean(r.backchannel_logout_session_required),
+  allowPrivateBackchannelLogoutUri: Boolean(r.allow_private_backchannel_logout_uri),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -93,6 +99,9 @@ const toRow = (a: ApplicationRecord): Row => ({
   client_secret_sealed: a.clientSecretSealed,
   exchange_audiences: JSON.stringify(a.exchangeAudiences),
   allow_impersonation: a.allowImpersonation,
+  backchannel_logout_uri: a.backchannelLogoutUri,
+  backchannel_logout_session_required: a.backchannelLogoutSessionRequired,
+  allow_private_backchannel_logout_uri: a.allowPrivateBackchannelLogoutUri,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });

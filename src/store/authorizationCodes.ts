@@ -21,6 +21,8 @@ export interface AuthorizationCodeRecord {
   amr?: string;
   /** The resource URIs (RFC 8707) the authorize request named; absent for none. */
   resources?: string[];
+  /** The browser session it was issued from (its `sid`), which the ID token names; absent for none. */
+  sid?: string;
   createdAt: number;
   expiresAt: number;
   consumedAt: number | null;
@@ -60,6 +62,7 @@ export class AuthorizationCodeRepository {
       claims: c.claims,
       amr: c.amr ?? null,
       resources: storedResources(c.resources),
+      sid: c.sid ?? null,
       created_at: c.createdAt,
       expires_at: c.expiresAt,
       consumed_at: c.consumedAt,
@@ -84,6 +87,7 @@ export class AuthorizationCodeRepository {
       claims: r.claims ?? null,
       ...(r.amr ? { amr: r.amr as string } : {}),
       ...loadedResources(r.resources),
+      ...(r.sid ? { sid: r.sid as string } : {}),
       createdAt: Number(r.created_at),
       expiresAt: Number(r.expires_at),
       consumedAt: num(r.consumed_at),

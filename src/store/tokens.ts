@@ -51,6 +51,8 @@ export interface RefreshTokenRecord {
   idTokenClaims?: string;
   /** The resource URIs (RFC 8707) its grant named: the most a refreshed access token may name. */
   resources?: string[];
+  /** The browser session its grant came from (`sid`), which refreshed ID tokens keep naming. */
+  sid?: string;
 }
 
 /** Resource URIs in one column, space-separated (a URI has no space); NULL for none. */
@@ -110,6 +112,7 @@ const refreshTokenRow = (t: RefreshTokenRecord) => ({
   id_token_claims: t.idTokenClaims ?? null,
   amr: t.amr ?? null,
   resources: storedResources(t.resources),
+  sid: t.sid ?? null,
 });
 
 /** The rows behind one token response: its access token and, for user grants, its refresh token. */
@@ -340,6 +343,7 @@ export class RefreshTokenRepository {
       ...(r.id_token_claims ? { idTokenClaims: r.id_token_claims as string } : {}),
       ...(r.amr ? { amr: r.amr as string } : {}),
       ...loadedResources(r.resources),
+      ...(r.sid ? { sid: r.sid as string } : {}),
     };
   }
 }

@@ -64,8 +64,7 @@ export class DevicePages {
         return again(err);
       }
       // A fresh session id at every sign-in (no session fixation).
-      await this.domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
-      const { cookie: sessionId, session } = await this.domain.sessions.create(user);
+      const { cookie: sessionId, session } = await this.domain.sessions.create(user, undefined, cookieValue(req.headers.cookie, SESSION_COOKIE));
       cookies.push(cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: this.domain.sessions.ttlSeconds }));
       signedIn = { user, authTime: session.authTime };
     }

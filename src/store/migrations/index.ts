@@ -25,6 +25,8 @@ import * as deviceCodes from "./041_device_codes.js";
 import * as tokenExchange from "./042_token_exchange.js";
 import * as userFactors from "./050_user_factors.js";
 import * as selfService from "./060_self_service.js";
+import * as sessionIds from "./074_session_ids.js";
+import * as backchannelLogout from "./075_backchannel_logout.js";
 
 interface Migration {
   name: string;
@@ -61,6 +63,8 @@ const all: Migration[] = [
   { name: "042_token_exchange", ...tokenExchange },
   { name: "050_user_factors", ...userFactors },
   { name: "060_self_service", ...selfService },
+  { name: "074_session_ids", ...sessionIds },
+  { name: "075_backchannel_logout", ...backchannelLogout },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

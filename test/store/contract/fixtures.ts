@@ -63,6 +63,9 @@ export const anApplication = (over: Partial<ApplicationRecord> = {}): Applicatio
   clientSecretSealed: "",
   exchangeAudiences: ["client-b", "https://api.example"],
   allowImpersonation: true,
+  backchannelLogoutUri: "https://app.example/backchannel-logout",
+  backchannelLogoutSessionRequired: true,
+  allowPrivateBackchannelLogoutUri: true,
   createdAt: T0,
   updatedAt: T0,
   ...over,
@@ -126,6 +129,7 @@ export const aRefreshToken = (over: Partial<RefreshTokenRecord> = {}): RefreshTo
 
 export const aSession = (over: Partial<SessionRecord> = {}): SessionRecord => ({
   idHash: hash(),
+  sid: `sid-${id()}`,
   userId: randomUUID(),
   authTime: T0 / 1000,
   createdAt: T0,
