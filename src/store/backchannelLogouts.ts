@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
-import type { Db } from "./db.js";
+import { isPostgres, type Db } from "./db.js";
 
 /** Why a session ended: said in the audit trail beside each delivery. */
 export type SessionEndReason = "sign_out" | "admin_revoked" | "user_disabled" | "user_deleted" | "password_changed" | "signed_in_again";
@@ -29,7 +29,7 @@ const CHUNK = 500;
  * and its clients are told, or neither. Returns how many sessions ended.
  */
 export async function endSessions(trx: Db, which: (rows: Knex.QueryBuilder) => Knex.QueryBuilder, reason: SessionEndReason, at: number): Promise<number> {
-  const ended: { sid: string | null; user_id: string }[] = await which(trx("sessions")).delete().returning(["sid", "user_id"]);
+  const ended = await deleteSessions(trx, which);
   const users = new Map(ended.filter((r) => r.sid).map((r) => [r.sid!, r.user_id]));
   const sids = [...users.keys()];
   for (let i = 0; i < sids.length; i += CHUNK) {
@@ -57,6 +57,16 @@ export async function endSessions(trx: Db, which: (rows: Knex.QueryBuilder) => K
     await trx("session_clients").whereIn("sid", chunk).delete();
   }
   return ended.length;
+}
+
+/** Deletes the sessions picked and says which went: in one statement on PostgreSQL; SQLite has one writer, so a read first is as good. */
+async function deleteSessions(trx: Db, which: (rows: Knex.QueryBuilder) => Knex.QueryBuilder): Promise<{ sid: string | null; user_id: string }[]> {
+  if (isPostgres(trx)) return which(trx("sessions")).delete().returning(["sid", "user_id"]);
+  const rows: { id_hash: string; sid: string | null; user_id: string }[] = await which(trx("sessions")).select("id_hash", "sid", "user_id");
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    await trx("sessions").whereIn("id_hash", rows.slice(i, i + CHUNK).map((r) => r.id_hash)).delete();
+  }
+  return rows;
 }
 
 /**

@@ -28,6 +28,7 @@ export const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.tab
  * - tokens.spec.ts: signing keys, access and refresh tokens, rotation,
  *   family revocation, client assertion jtis;
  * - sessions.spec.ts: sessions, a user's sign-ins for administration;
+ * - backchannelLogouts.spec.ts: a session's clients and the queue of logouts;
  * - cleanup.spec.ts: the cleanup of expired rows.
  *
  * A new repository adds a `describe` block to its group's file (or a file of
@@ -161,7 +162,10 @@ export const LOOKUP_PATHS: Record<string, string[]> = {
   consents: ["user_id", "client_id"],
   access_tokens: ["token_hash", "family_id", "expires_at"],
   refresh_tokens: ["token_hash", "family_id", "expires_at"],
-  sessions: ["id_hash", "expires_at"],
+  sessions: ["id_hash", "sid", "expires_at"],
+  // Back-channel logout: a session's clients, and the queue by due time.
+  session_clients: ["key", "sid", "expires_at"],
+  backchannel_logouts: ["id", "next_attempt_at"],
   authorization_codes: ["code_hash", "expires_at"],
   authorization_requests: ["id", "expires_at"],
   login_failures: ["key", "window_started_at"],
