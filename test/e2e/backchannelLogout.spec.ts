@@ -120,6 +120,7 @@ describe("back-channel logout (OpenID Connect Back-Channel Logout 1.0, issue 45 
     assert.equal(receiver.received.length, 0, "nothing answered yet");
     receiver.release();
     await assertToldOnce(user, sidOf(idTokens.get(told[0]!.clientId)!));
+    await new Promise((resolve) => setTimeout(resolve, 200));
     assert.ok((await auditEvents(server, "backchannel_logout_delivered")).some((e) => e.userId === user.id && e.details?.reason === "sign_out"));
   });
 

@@ -54,6 +54,8 @@ export interface ReceivedLogout {
   status: number;
   /** The request's path (the fake serves one path per application). */
   path: string;
+  /** Why the check refused it. */
+  error?: string;
 }
 
 /**
@@ -137,8 +139,8 @@ export class LogoutReceiver {
     } else {
       try {
         entry = { token, claims: await this.verify!(token, path), status: 200, path };
-      } catch {
-        entry = { token, status: 400, path };
+      } catch (err) {
+        entry = { token, status: 400, path, error: (err as Error).message };
       }
     }
     this.received.push(entry);
