@@ -152,8 +152,9 @@ describeEachDatabase("audit trail", (ctx) => {
 
     // Every event kind happened.
     const seen = new Set(all.map((e) => e.event));
-    // Self-service events need a mail server: test/e2e/selfService.spec.ts and test/e2e/mailDelivery.spec.ts record them.
-    const elsewhere = new Set(["signup", "email_verified", "password_reset", "mail_failed"]);
+    // Self-service events need a mail server: test/e2e/selfService.spec.ts and test/e2e/mailDelivery.spec.ts record them;
+    // back-channel logouts a relying party: test/e2e/backchannelLogoutDelivery.spec.ts.
+    const elsewhere = new Set(["signup", "email_verified", "password_reset", "mail_failed", "backchannel_logout_delivered", "backchannel_logout_failed"]);
     assert.deepEqual(AUDIT_EVENTS.filter((name) => !seen.has(name) && !elsewhere.has(name)), []);
 
     const cc = one("token_issued", (e) => e.details?.grantType === "client_credentials");

@@ -10,6 +10,7 @@ import type { AuditEvent, AuditRecord } from "../../src/shared/audit.js";
 import { silentLogger } from "../../src/shared/log.js";
 import { BACKCHANNEL_LOGOUT_EVENT, verifyLogoutToken } from "../support/logoutTokens.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { aBrowser, codeFlow } from "../support/backchannel.js";
 
 const ISSUER = "https://op.example";
 
@@ -53,6 +54,20 @@ describe("back-channel logout attacks (issue 45 §6)", () => {
       assert.equal(res.status, 400);
       assert.equal(((await res.json()) as { error: string }).error, "invalid_request");
       assert.ok(await server.domain.sessions.find(cookie));
+    });
+
+    it("asks before signing out with an ID token of an earlier session of the same user", async () => {
+      const earlier = await codeFlow(server, TEST_APP, aBrowser());
+      const browser = aBrowser();
+      const current = await codeFlow(server, TEST_APP, browser);
+      const logout = (hint: string) => fetch(`${server.url}/api/logout?id_token_hint=${hint}`, { headers: { cookie: browser.header() }, redirect: "manual" });
+      const asked = await logout(earlier.id_token);
+      assert.equal(asked.status, 200);
+      assert.equal(asked.headers.get("content-type"), "text/html; charset=utf-8", "the confirmation page");
+      assert.ok(await server.domain.sessions.find(browser.get(SESSION_COOKIE)), "the session survives");
+      const done = await logout(current.id_token);
+      assert.deepEqual(await done.json(), { status: "ok", msg: "", data: "" });
+      assert.equal(await server.domain.sessions.find(browser.get(SESSION_COOKIE)), undefined);
     });
 
     it("sends nothing to a host name that resolves to a private address: the rule is held again when connecting", async () => {
