@@ -15,7 +15,7 @@ import { aBrowser, codeFlow } from "../support/backchannel.js";
 const ISSUER = "https://op.example";
 
 /** A logout token signed with `key`, every claim right unless `over` says otherwise. */
-async function logoutToken(key: CryptoKey, over: Record<string, unknown> = {}): Promise<string> {
+async function logoutToken(key: Parameters<SignJWT["sign"]>[0], over: Record<string, unknown> = {}): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   return new SignJWT({ iss: ISSUER, aud: "rp", iat: now, exp: now + 120, jti: crypto.randomUUID(), sub: "user-1", sid: "sid-1", events: { [BACKCHANNEL_LOGOUT_EVENT]: {} }, ...over })
     .setProtectedHeader({ alg: "ES256", kid: "k1", typ: "logout+jwt" })
