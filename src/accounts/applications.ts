@@ -18,6 +18,7 @@ import { isProviderName } from "../federation/providers.js";
 import { SecretBox } from "../federation/secretBox.js";
 import { clientSecretSealContext } from "../oauth/clientAssertion.js";
 import { optionalAuthMethod, optionalJwks, optionalJwksUri, resolveAuthMethod } from "./clientAuthMethod.js";
+import { backchannelLogoutUriProblem, optionalBackchannelLogoutUri } from "./backchannelLogoutUri.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import { CONSOLE_APP_NAME, isConsoleApplication } from "./consoleClient.js";
 import {
@@ -57,6 +58,7 @@ export const APPLICATION_FIELDS = [
   "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa", "signup",
   "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation", "consentRequired",
   "requirePushedAuthorizationRequests", "dpopBoundAccessTokens",
+  "backchannelLogoutUri", "backchannelLogoutSessionRequired", "allowPrivateBackchannelLogoutUri",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -99,6 +101,12 @@ export interface ApplicationInput {
   requirePushedAuthorizationRequests?: boolean;
   /** RFC 9449: refuse token requests without a DPoP proof; false by default. */
   dpopBoundAccessTokens?: boolean;
+  /** Back-Channel Logout 1.0: where logout tokens are POSTed ("" for none, the default; backchannelLogoutUri.ts). */
+  backchannelLogoutUri?: string;
+  /** Its logout tokens must carry `sid` (they always do); false by default. */
+  backchannelLogoutSessionRequired?: boolean;
+  /** backchannelLogoutUri may target a private or link-local address; false by default. */
+  allowPrivateBackchannelLogoutUri?: boolean;
 }
 
 /**
@@ -166,6 +174,9 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     consentRequired: check(() => optionalBoolean(raw.consentRequired, "consentRequired")),
     requirePushedAuthorizationRequests: check(() => optionalBoolean(raw.requirePushedAuthorizationRequests, "requirePushedAuthorizationRequests")),
     dpopBoundAccessTokens: check(() => optionalBoolean(raw.dpopBoundAccessTokens, "dpopBoundAccessTokens")),
+    backchannelLogoutUri: check(() => optionalBackchannelLogoutUri(raw.backchannelLogoutUri)),
+    backchannelLogoutSessionRequired: check(() => optionalBoolean(raw.backchannelLogoutSessionRequired, "backchannelLogoutSessionRequired")),
+    allowPrivateBackchannelLogoutUri: check(() => optionalBoolean(raw.allowPrivateBackchannelLogoutUri, "allowPrivateBackchannelLogoutUri")),
   };
   checks.done();
   return input as ApplicationInput;
@@ -234,6 +245,7 @@ export class ApplicationAdmin {
       allowImpersonation: input.allowImpersonation ?? false,
       requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
       ...(input.dpopBoundAccessTokens ? { dpopBoundAccessTokens: true } : {}),
+      ...backchannelLogoutOf(input),
       createdAt: now,
       updatedAt: now,
     };
@@ -275,6 +287,7 @@ export class ApplicationAdmin {
       consentRequired: input.consentRequired ?? current.consentRequired,
       requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? current.requirePushedAuthorizationRequests,
       ...((input.dpopBoundAccessTokens ?? current.dpopBoundAccessTokens) ? { dpopBoundAccessTokens: true } : {}),
+      ...backchannelLogoutOf(input, current),
       updatedAt: this.clock.now(),
     };
     // Only what this update changed is written: a rotation or another update since our read stays.
@@ -378,6 +391,21 @@ export function originAllowList(repo: ApplicationRepository): (origin: string) =
     const origins = repo.allowedOrigins();
     return origins instanceof Promise ? origins.then((set) => set.has(origin)) : origins.has(origin);
   };
+}
+
+/** The back-channel logout fields after a create or update, the URI held to its rule with the leave it ends up with. */
+function backchannelLogoutOf(
+  input: ApplicationInput,
+  current?: ApplicationRecord,
+): Pick<ApplicationRecord, "backchannelLogoutUri" | "backchannelLogoutSessionRequired" | "allowPrivateBackchannelLogoutUri"> {
+  const fields = {
+    backchannelLogoutUri: input.backchannelLogoutUri ?? current?.backchannelLogoutUri ?? "",
+    backchannelLogoutSessionRequired: input.backchannelLogoutSessionRequired ?? current?.backchannelLogoutSessionRequired ?? false,
+    allowPrivateBackchannelLogoutUri: input.allowPrivateBackchannelLogoutUri ?? current?.allowPrivateBackchannelLogoutUri ?? false,
+  };
+  const problem = backchannelLogoutUriProblem(fields.backchannelLogoutUri, fields.allowPrivateBackchannelLogoutUri);
+  if (problem) throw new InvalidInputError("backchannelLogoutUri", problem);
+  return fields;
 }
 
 /** A public client takes no secret and none of the grants that need one. */

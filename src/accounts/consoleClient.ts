@@ -55,6 +55,9 @@ function consoleFields(client: ConsoleClient) {
     exchangeAudiences: [] as string[],
     allowImpersonation: false,
     requirePushedAuthorizationRequests: false,
+    backchannelLogoutUri: "",
+    backchannelLogoutSessionRequired: false,
+    allowPrivateBackchannelLogoutUri: false,
     grantTypes: ["authorization_code"],
     refreshExpireInHours: 0,
     // Served from the issuer's own origin: no cross-origin calls to allow.

@@ -45,7 +45,7 @@ export class OwnAccount {
   /** End one of the user's sessions by its handle; false when the user has no such session. */
   async endSession(user: UserRecord, id: string, clientAddress?: string): Promise<boolean> {
     const session = (await this.store.userSignIns.sessions(user.id, this.clock.now())).find((s) => sessionHandle(s.idHash) === id);
-    if (!session || !(await this.store.userSignIns.endSession(user.id, session.idHash))) return false;
+    if (!session || !(await this.store.userSignIns.endSession(user.id, session.idHash, this.clock.now()))) return false;
     this.audit.record({ event: "sessions_revoked", outcome: "success", actor: userActor(user), userId: user.id, userName: user.name, clientAddress, details: { sessions: 1, refreshTokens: 0 } });
     return true;
   }

@@ -62,6 +62,8 @@ export class PasswordChange {
       return { kind: "invalid", errors: { current: "Your password was changed meanwhile: sign in again." } };
     }
     record("success");
+    // The other sessions' logout tokens were queued with the change: send them now, not at the next poll.
+    deps.sessionsEnded?.();
     if (user.email) void deps.mail?.enqueue({ ...passwordChangedMail(user.name, "account"), to: user.email, kind: "password_changed", user });
     return { kind: "changed" };
   }

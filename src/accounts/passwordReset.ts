@@ -76,6 +76,7 @@ export class PasswordReset {
     if (Object.keys(errors).length > 0) return { kind: "invalid", errors, userName: user.name };
     const taken = await deps.links.resetPassword(token, await hashSecret(password, deps.hashCost));
     if (!taken.ok) return { kind: "refused", reason: taken.reason };
+    deps.sessionsEnded?.();
     await deps.clearLockout(user.name);
     deps.audit.record({ event: "password_reset", outcome: "success", actor: userActor(user), userId: user.id, userName: user.name, clientAddress });
     void deps.mail?.enqueue({ ...passwordChangedMail(user.name), to: user.email, kind: "password_changed", user });

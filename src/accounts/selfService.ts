@@ -58,7 +58,7 @@ export interface SelfServiceStores {
 
 export function createSelfService(
   stores: SelfServiceStores,
-  context: { issuer: string; clock: Clock; audit: AuditTrail; logger: Logger; hashCost: ScryptCost; clearLockout(name: string): Promise<void>; checkPassword(user: UserRecord, password: string, clientAddress?: string): Promise<boolean> },
+  context: { issuer: string; clock: Clock; audit: AuditTrail; logger: Logger; hashCost: ScryptCost; clearLockout(name: string): Promise<void>; checkPassword(user: UserRecord, password: string, clientAddress?: string): Promise<boolean>; sessionsEnded?(): void },
   options: SelfServiceOptions = {},
 ): SelfService {
   const mail = options.mail
@@ -76,6 +76,7 @@ export function createSelfService(
     passwordMinLength: options.passwordMinLength ?? SELF_SERVICE_DEFAULTS.passwordMinLength,
     signupMaxPerHour: options.signupMaxPerHour ?? SELF_SERVICE_DEFAULTS.signupMaxPerHour,
     clearLockout: context.clearLockout,
+    sessionsEnded: context.sessionsEnded,
     background: new Set(),
   };
   return {

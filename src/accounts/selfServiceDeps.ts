@@ -22,6 +22,8 @@ export interface SelfServiceDeps {
   signupMaxPerHour: number;
   /** Lift the lockout of a user name (oauth/loginThrottle.ts). */
   clearLockout(name: string): Promise<void>;
+  /** Told after a store write ended a user's sessions: their back-channel logouts go out now (oauth/sessionEnds.ts). */
+  sessionsEnded?(): void;
   /** Work begun off the request's path, so a caller (a test, a shutdown) can wait for it. */
   background: Set<Promise<unknown>>;
 }

@@ -4,11 +4,12 @@ import { echo, OAuthError } from "../oauth/errors.js";
 import { sha256 } from "../oauth/secrets.js";
 import type { Store } from "../store/index.js";
 import type { SessionRecord } from "../store/sessions.js";
+import type { SessionEnds } from "../oauth/sessionEnds.js";
 import type { RefreshGrantRecord } from "../store/userSignIns.js";
 import type { UserRecord } from "../shared/model.js";
 
 /** A browser session as administration sees it: a handle in place of its cookie's hash. */
-export interface SessionView extends Omit<SessionRecord, "idHash" | "userId"> {
+export interface SessionView extends Omit<SessionRecord, "idHash" | "userId" | "sid"> {
   id: string;
 }
 
@@ -23,6 +24,8 @@ export class UserSessions {
     private readonly store: Pick<Store, "users" | "userSignIns">,
     private readonly clock: Clock,
     private readonly audit: AuditTrail = noAudit,
+    /** Where sessions end, their clients told (oauth/sessionEnds.ts). */
+    private readonly ends?: SessionEnds,
   ) {}
 
   async list(userName: string): Promise<{ user: UserRecord; sessions: SessionView[]; refreshTokens: RefreshGrantRecord[] }> {
@@ -34,7 +37,7 @@ export class UserSessions {
     ]);
     return {
       user,
-      sessions: sessions.map(({ idHash, userId: _user, ...rest }) => ({ id: sessionHandle(idHash), ...rest })),
+      sessions: sessions.map(({ idHash, userId: _user, sid: _sid, ...rest }) => ({ id: sessionHandle(idHash), ...rest })),
       refreshTokens,
     };
   }
@@ -42,7 +45,8 @@ export class UserSessions {
   async revokeSession(userName: string, sessionId: string): Promise<UserRecord> {
     const user = await this.user(userName);
     const session = (await this.store.userSignIns.sessions(user.id, this.clock.now())).find((s) => sessionHandle(s.idHash) === sessionId);
-    if (!session || !(await this.store.userSignIns.endSession(user.id, session.idHash))) {
+    const ended = session && (this.ends ? await this.ends.sessionEnded(session.idHash, "admin_revoked") : await this.store.userSignIns.endSession(user.id, session.idHash, this.clock.now()));
+    if (!ended) {
       throw new OAuthError("not_found", `${echo(userName)} has no session ${echo(sessionId)}`);
     }
     this.recordRevoked(user, { sessions: 1, refreshTokens: 0 });
@@ -61,6 +65,7 @@ export class UserSessions {
   async revokeAll(userName: string): Promise<{ user: UserRecord; sessions: number; refreshTokens: number }> {
     const user = await this.user(userName);
     const ended = await this.store.userSignIns.endAll(user.id, this.clock.now());
+    if (ended.sessions > 0) this.ends?.queued();
     this.recordRevoked(user, { sessions: ended.sessions, refreshTokens: ended.grants });
     return { user, sessions: ended.sessions, refreshTokens: ended.grants };
   }

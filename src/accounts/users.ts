@@ -63,6 +63,8 @@ export class UserAdmin {
     private readonly clock: Clock,
     private readonly hashCost: ScryptCost = SCRYPT_COST,
     private readonly audit: AuditTrail = noAudit,
+    /** Told after a change ended the user's sessions: their back-channel logouts go out now (oauth/sessionEnds.ts). */
+    private readonly sessionsEnded: () => void = () => {},
   ) {}
 
   async create(input: UserInput): Promise<UserRecord> {
@@ -112,9 +114,12 @@ export class UserAdmin {
     };
     const disabling = user.disabled && !current.disabled;
     const passwordChanged = user.passwordHash !== current.passwordHash;
-    const ends = disabling || passwordChanged ? { at: user.updatedAt, signIns: true, accessTokens: disabling } : undefined;
+    const ends = disabling || passwordChanged
+      ? { at: user.updatedAt, signIns: true, accessTokens: disabling, reason: disabling ? ("user_disabled" as const) : ("password_changed" as const) }
+      : undefined;
     // Only what this update changed is written: a demotion or disabling since our read stays.
     await conflictsAsErrors(() => this.repo.update(user, ends, current));
+    if (ends) this.sessionsEnded();
     // The password is its own event, without its hash; the other fields are the update's diff.
     if (passwordChanged) this.recordChange("password_set", user, undefined, undefined);
     this.recordChange("user_updated", user, { ...current, passwordHash: null }, { ...user, passwordHash: null });
@@ -138,6 +143,7 @@ export class UserAdmin {
   async delete(name: string): Promise<void> {
     const current = await this.repo.findByName(name);
     if (!current || !(await this.repo.deleteByName(name, this.clock.now()))) throw new OAuthError("not_found", `no user named ${echo(name)}`);
+    this.sessionsEnded();
     this.recordChange("user_deleted", current, current, undefined);
   }
 

@@ -46,6 +46,12 @@ const ADMIN_FLAGS = {
   "no-require-pushed-authorization-requests": { type: "boolean" },
   "dpop-bound-access-tokens": { type: "boolean" },
   "no-dpop-bound-access-tokens": { type: "boolean" },
+  // Back-channel logout (docs/logout.md).
+  "backchannel-logout-uri": { type: "string" },
+  "backchannel-logout-session-required": { type: "boolean" },
+  "no-backchannel-logout-session-required": { type: "boolean" },
+  "allow-private-backchannel-logout-uri": { type: "boolean" },
+  "no-allow-private-backchannel-logout-uri": { type: "boolean" },
   // `user verify-email` mails through the same settings as `serve` (docs/mail.md).
   "smtp-url": { type: "string" },
   "mail-from": { type: "string" },
@@ -122,6 +128,8 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
       "signup", "no-signup", "token-endpoint-auth-method", "jwks", "jwks-uri", "exchange-audience", "allow-impersonation", "no-allow-impersonation",
       "require-pushed-authorization-requests", "no-require-pushed-authorization-requests",
       "dpop-bound-access-tokens", "no-dpop-bound-access-tokens",
+      "backchannel-logout-uri", "backchannel-logout-session-required", "no-backchannel-logout-session-required",
+      "allow-private-backchannel-logout-uri", "no-allow-private-backchannel-logout-uri",
     ],
   },
   user: {

@@ -5,6 +5,7 @@ import { applyConfigFile, loadConfigFile, type ConfigFile } from "./configFile.j
 import { seedDemo, type DemoCredentials } from "./seed.js";
 import { systemClock, type Clock } from "./../shared/clock.js";
 import { MIN_ADMIN_TOKEN_LENGTH, OPS_DEFAULTS, withDefaults, type ServeConfig } from "./config.js";
+import type { BackchannelLogoutOptions } from "./../oauth/backchannelLogout.js";
 import { createDomain, type Domain, type DomainOptions } from "./../domain/index.js";
 import type { Door } from "./../http/door.js";
 import { CLEANUP_DEFAULTS, CleanupJob } from "./housekeeping.js";
@@ -60,6 +61,8 @@ export interface ServerDeps {
   seedAdmin?: boolean;
   /** How hard each mail is tried (tests shorten the pauses); DEFAULT_MAIL_POLICY otherwise. */
   mailPolicy?: MailPolicy;
+  /** Back-channel logout delivery's polling and retry pauses (tests shorten them); the defaults otherwise. */
+  backchannelLogout?: Partial<BackchannelLogoutOptions>;
 }
 
 /**
@@ -166,6 +169,8 @@ export async function startServer(given: ServeConfig, deps: ServerDeps = {}): Pr
     await metricsListener?.close();
     // Mail queued by requests already answered goes out (or is given up) before the store closes.
     await domainMade?.selfService.drain();
+    // Deliveries under way finish (or are left to the queue) before the store closes.
+    await domainMade?.backchannelLogouts.stop();
     await jobs.stop();
     await store.close();
     await db.destroy();
@@ -189,6 +194,7 @@ export async function startServer(given: ServeConfig, deps: ServerDeps = {}): Pr
     }
     ready = frontDoors(domain, config, logger, metrics, fast.grpcUnary);
     jobs.start();
+    domain.backchannelLogouts.start();
     const paths = {
       grpcUnary: ready.streams ? ("unary door" as const) : ("connect" as const),
       reads: store.readPath,
@@ -311,6 +317,7 @@ function domainOptions(
       emailLinkTtlSeconds: config.emailLinkTtlSeconds,
       signupMaxPerHour: config.signupMaxPerHour,
     },
+    backchannelLogout: deps.backchannelLogout,
   };
 }
 

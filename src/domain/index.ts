@@ -48,6 +48,9 @@ import { noMetrics, type Metrics } from "./../oauth/metrics.js";
 import { PendingAuthorizations } from "./../oauth/pendingAuthorizations.js";
 import { ResourceIndicators } from "./../oauth/resourceIndicators.js";
 import { SessionManager } from "./../oauth/sessions.js";
+import { SessionEnds } from "./../oauth/sessionEnds.js";
+import { LogoutTokens } from "./../oauth/logoutTokens.js";
+import { BACKCHANNEL_LOGOUT_DEFAULTS, BackchannelLogouts, type BackchannelLogoutOptions } from "./../oauth/backchannelLogout.js";
 import { TokenMinter } from "./../oauth/tokens.js";
 import { DPoPProofs, type DPoPNonceMode } from "./../oauth/dpop.js";
 import { DPoPNonces } from "./../oauth/dpopNonces.js";
@@ -109,6 +112,14 @@ export interface Domain {
   userSessions: UserSessions;
   providerAdmin: ProviderAdmin;
   sessions: SessionManager;
+  /**
+   * The one way a browser session ends, each end told to the session's
+   * clients (back-channel logout): sign-out, admin revocation, and the
+   * account page's password change (`userSessionsEnded`).
+   */
+  sessionEnds: SessionEnds;
+  /** Delivers the queued logout tokens; the process starts and stops it. */
+  backchannelLogouts: BackchannelLogouts;
   /** Authorize requests waiting for a sign-in. */
   pendingAuthorizations: PendingAuthorizations;
   /** Sign-in through Custom providers. */
@@ -187,6 +198,8 @@ export interface DomainOptions {
   selfService?: SelfServiceOptions;
   /** --dpop-nonce: server nonces in DPoP proofs (RFC 9449 §8); off when absent. */
   dpopNonce?: DPoPNonceMode;
+  /** Back-channel logout delivery: polling, retry pauses, deadline (tests shorten them). */
+  backchannelLogout?: Partial<BackchannelLogoutOptions>;
 }
 
 const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
@@ -255,6 +268,16 @@ async function dpopProofsOf(options: DomainOptions): Promise<DPoPProofs> {
   return new DPoPProofs(store.dpopProofJtis, clock, nonces, mode);
 }
 
+/** The delivery of logout tokens: signed like ID tokens, POSTed through the outbound rules within its own deadline. */
+function backchannelLogoutsOf(options: DomainOptions, keys: KeyRing, audit: AuditTrail, logger: Logger): BackchannelLogouts {
+  const { store, clock, issuer } = options;
+  const timeoutMs = Math.min(options.backchannelLogout?.timeoutMs ?? BACKCHANNEL_LOGOUT_DEFAULTS.timeoutMs, options.federationTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS);
+  // An answer is not read: a small cap is enough.
+  const upstream = new UpstreamClient({ timeoutMs, maxBodyBytes: 64 * 1024, clock });
+  const tokens = new LogoutTokens(keys, store.signingKeys, clock, issuer);
+  return new BackchannelLogouts({ store, tokens, upstream, clock, audit, logger }, { ...options.backchannelLogout, timeoutMs });
+}
+
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
   const metrics = options.metrics ?? noMetrics;
@@ -299,7 +322,9 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     throttle: loginThrottle,
     ttlSeconds: options.deviceCodeTtlSeconds ?? DEFAULT_DEVICE_CODE_TTL_SECONDS,
   });
-  const sessions = new SessionManager(store, clock, options.sessionTtlSeconds);
+  const backchannelLogouts = backchannelLogoutsOf(options, keys, audit, logger);
+  const sessionEnds = new SessionEnds(store, clock, () => backchannelLogouts.wake());
+  const sessions = new SessionManager(store, clock, options.sessionTtlSeconds, sessionEnds);
   const dpop = await dpopProofsOf(options);
   const resourceServers = new ResourceIndicators(store.resources);
   const grantDeps: GrantDeps = {
@@ -324,7 +349,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     tokenEndpoint: new TokenEndpoint(grantDeps),
     tokens: new TokenInspector(store, clock, issuer, metrics, audit, dpop),
-    ...authorizeDoors(options, clients, clientKeys, { issuer, minter, codes, metrics, audit }, resourceServers, documents),
+    ...authorizeDoors(options, clients, clientKeys, { issuer, minter, codes, metrics, audit, sessions }, resourceServers, documents),
     account: new AccountLookup({ store, clock, sessions, dpop }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
     consents: new Consents(store.consents, clock),
@@ -340,11 +365,13 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     resourceAdmin: new ResourceAdmin(store.resources, clock, audit),
     registration,
     allowsOrigin: originAllowList(store.applications),
-    userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit),
+    userAdmin: new UserAdmin(store.users, clock, options.secretHashCost, audit, () => sessionEnds.queued()),
     userPage: (request) => listUsersPage(store.users, request),
-    userSessions: new UserSessions(store, clock, audit),
+    userSessions: new UserSessions(store, clock, audit, sessionEnds),
     providerAdmin,
     sessions,
+    sessionEnds,
+    backchannelLogouts,
     pendingAuthorizations: new PendingAuthorizations(store.authorizationRequests, clock),
     federation,
     adminToken: options.adminToken,
@@ -355,7 +382,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     readiness: { database: () => store.ping(), signingKeyLoaded: () => keys.hasSigningKey() },
     selfService: createSelfService(
       store,
-      { issuer, clock, audit, logger, hashCost: options.secretHashCost ?? SCRYPT_COST, clearLockout: (name) => loginThrottle.clearName(name), checkPassword: (user, password, address) => users.checkPassword(user, password, address) },
+      { issuer, clock, audit, logger, hashCost: options.secretHashCost ?? SCRYPT_COST, clearLockout: (name) => loginThrottle.clearName(name), checkPassword: (user, password, address) => users.checkPassword(user, password, address), sessionsEnded: () => sessionEnds.queued() },
       options.selfService,
     ),
     dpop,

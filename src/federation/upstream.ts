@@ -7,16 +7,17 @@ import { span, tracing, type SpanAttributes } from "../shared/tracing.js";
 import { namesPrivateHost, PRIVATE_TARGET_PROBLEM, isPublicAddress } from "./urlRule.js";
 
 /** Which call to the provider failed. */
-export type UpstreamStep = "token" | "userinfo" | "emails" | "discovery" | "jwks" | "id_token" | "client_metadata";
+export type UpstreamStep = "token" | "userinfo" | "emails" | "discovery" | "jwks" | "id_token" | "client_metadata" | "backchannel_logout";
 
 const STEP_NAMES: Record<UpstreamStep, string> = {
-  token: "token endpoint",
-  userinfo: "UserInfo endpoint",
-  emails: "emails endpoint",
-  discovery: "discovery document",
-  jwks: "JWKS",
-  id_token: "ID token",
+  token: "provider's token endpoint",
+  userinfo: "provider's UserInfo endpoint",
+  emails: "provider's emails endpoint",
+  discovery: "provider's discovery document",
+  jwks: "provider's JWKS",
+  id_token: "provider's ID token",
   client_metadata: "client ID metadata document",
+  backchannel_logout: "application's backchannelLogoutUri",
 };
 
 /**
@@ -30,7 +31,7 @@ export class UpstreamError extends Error {
     /** "invalid": the provider answered, but with something that must not sign anyone in (a bad ID token). */
     readonly kind: "unavailable" | "invalid" = "unavailable",
   ) {
-    super(`the provider's ${STEP_NAMES[step]} ${reason}`);
+    super(`the ${STEP_NAMES[step]} ${reason}`);
     this.name = "UpstreamError";
   }
 }
@@ -153,9 +154,24 @@ export class UpstreamClient {
     return body;
   }
 
+  /**
+   * POST a form and expect any 2xx, whatever its body (a relying party's
+   * back-channel logout endpoint answers 200 with no body, OIDC
+   * Back-Channel Logout 1.0 §2.8).
+   */
+  async postForm(step: UpstreamStep, url: string, form: Record<string, string>, publicOnly: boolean): Promise<void> {
+    const init: UpstreamRequest = {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(form).toString(),
+      publicOnly,
+    };
+    await this.request(step, url, init, false);
+  }
+
   /** The parsed body of a 2xx answer and its headers, in a span when tracing (the step and the host, never the URL's query). */
-  private request(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<UpstreamAnswer> {
-    if (!tracing()) return this.call(step, url, init);
+  private request(step: UpstreamStep, url: string, init: UpstreamRequest, parse = true): Promise<UpstreamAnswer> {
+    if (!tracing()) return this.call(step, url, init, parse);
     const attributes: SpanAttributes = { "identity.upstream.step": step, "http.request.method": init.method };
     try {
       const target = new URL(url);
@@ -164,11 +180,11 @@ export class UpstreamClient {
     } catch {
       // not a URL: the call says so in the span's error
     }
-    return span(`upstream ${step}`, "client", attributes, () => this.call(step, url, init));
+    return span(`upstream ${step}`, "client", attributes, () => this.call(step, url, init, parse));
   }
 
-  /** The parsed body of a 2xx answer (undefined when it is neither JSON nor a form), and its headers. */
-  private async call(step: UpstreamStep, url: string, init: UpstreamRequest): Promise<UpstreamAnswer> {
+  /** The parsed body of a 2xx answer (undefined when it is neither JSON nor a form, or `parse` is false), and its headers. */
+  private async call(step: UpstreamStep, url: string, init: UpstreamRequest, parse = true): Promise<UpstreamAnswer> {
     const { timeoutMs, maxBodyBytes } = this.options;
     const signal = AbortSignal.timeout(timeoutMs);
     let res: IncomingMessage;
@@ -189,6 +205,10 @@ export class UpstreamClient {
       throw new UpstreamError(step, `could not be reached${typeof code === "string" ? ` (${code})` : ""}`);
     }
     const status = res.statusCode ?? 0;
+    if (!parse) {
+      if (status < 200 || status > 299) throw new UpstreamError(step, `answered HTTP ${status}`);
+      return { body: undefined, headers: res.headers };
+    }
     let body: unknown;
     if (/^application\/x-www-form-urlencoded\b/i.test(res.headers["content-type"] ?? "")) {
       // Some token endpoints (GitHub's without Accept: application/json) answer as a form.

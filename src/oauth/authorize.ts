@@ -6,6 +6,8 @@ import { clientActor, type AuditTrail } from "../shared/audit.js";
 import { grantableScopes } from "./scopes.js";
 import type { TokenMinter } from "./tokens.js";
 import type { ApplicationRecord, UserRecord } from "../shared/model.js";
+import type { SessionRecord } from "../store/sessions.js";
+import type { SessionManager } from "./sessions.js";
 
 export interface AuthorizeDeps {
   issuer: string;
@@ -13,7 +15,12 @@ export interface AuthorizeDeps {
   codes: AuthorizationCodes;
   metrics: Metrics;
   audit: AuditTrail;
+  /** Remembers which clients a session issued to, for back-channel logout. */
+  sessions?: Pick<SessionManager, "issuedTo">;
 }
+
+/** The browser session a response is issued from. */
+export type IssuingSession = Pick<SessionRecord, "sid" | "expiresAt">;
 
 /**
  * Whether an existing sign-in made at `authTime` (epoch seconds) may answer
@@ -46,8 +53,12 @@ export async function authorizationResponse(
   authTime: number,
   deps: AuthorizeDeps,
   amr?: readonly string[],
+  session?: IssuingSession,
 ): Promise<AuthorizationResponse> {
   const { nonce, claims, resources } = request;
+  // Back-Channel Logout 1.0 §2.5: this client is told when the session ends; its ID tokens name the session.
+  const sid = session?.sid || undefined;
+  if (session && deps.sessions) await deps.sessions.issuedTo(session, app.clientId);
   // The admin scope is dropped here for anyone but an admin at the console; the minter checks again.
   const scopes = grantableScopes(request.scopes, app.clientId, user);
   const parts = new Set(request.responseType.split(" "));
@@ -66,17 +77,18 @@ export async function authorizationResponse(
       amr,
       resources,
       dpopJkt: request.dpopJkt,
+      sid,
     });
   }
   if (parts.has("token")) {
     // RFC 6749 §4.2.2: the authorization endpoint never issues a refresh token.
-    const tokens = await deps.minter.mint({ app, user, scopes, authTime, amr, nonce, claims, resources, idToken: false, refreshToken: false });
+    const tokens = await deps.minter.mint({ app, user, scopes, authTime, amr, nonce, claims, resources, idToken: false, refreshToken: false, sid });
     Object.assign(params, { access_token: tokens.accessToken, token_type: tokens.tokenType, expires_in: String(tokens.expiresIn), scope: tokens.scope });
   }
   if (parts.has("id_token")) {
     // OIDC Core §3.3.2.11: at_hash and c_hash bind the ID token to the token and code beside it; s_hash to the state.
     const travelling = { accessToken: params.access_token, code: params.code, state: request.state };
-    params.id_token = await deps.minter.mintIdToken({ app, user, scopes, authTime, amr, nonce, claims, ...travelling });
+    params.id_token = await deps.minter.mintIdToken({ app, user, scopes, authTime, amr, nonce, claims, sid, ...travelling });
   }
   if (parts.has("token") || parts.has("id_token")) {
     deps.metrics.tokensIssued("implicit");

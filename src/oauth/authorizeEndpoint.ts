@@ -1,6 +1,6 @@
 import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { ApplicationRepository } from "../store/applications.js";
-import { authorizationResponse, signInSatisfies, type AuthorizationResponse, type AuthorizeDeps } from "./authorize.js";
+import { authorizationResponse, signInSatisfies, type AuthorizationResponse, type AuthorizeDeps, type IssuingSession } from "./authorize.js";
 import { refusedRequest, resolveRedirect, validateAuthorizeRequest, type AuthorizeRequest, type AuthorizeValidation } from "./authorizeRequest.js";
 import type { AuthorizeSources } from "./authorizeSources.js";
 import { OAuthError } from "./errors.js";
@@ -75,11 +75,22 @@ export class AuthorizeEndpoint {
     return signInSatisfies(request, authTime, epochSeconds(this.clock));
   }
 
-  /** Issue the code and/or tokens for a signed-in user; `amr`: what the sign-in proved (RFC 8176). */
-  async respond(app: ApplicationRecord, request: AuthorizeRequest, user: UserRecord, authTime: number, amr?: readonly string[]): Promise<AuthorizationResponse> {
+  /**
+   * Issue the code and/or tokens for a signed-in user; `amr`: what the
+   * sign-in proved (RFC 8176); `session`: the browser session they come
+   * from, whose sid the ID token carries.
+   */
+  async respond(
+    app: ApplicationRecord,
+    request: AuthorizeRequest,
+    user: UserRecord,
+    authTime: number,
+    amr?: readonly string[],
+    session?: IssuingSession,
+  ): Promise<AuthorizationResponse> {
     // A sign-in for our own pages issues nothing: it only makes a session (web/signIn.ts).
     if (request.returnPath !== undefined) throw new OAuthError("invalid_request", "this sign-in issues no code");
     if (app.mfa === "required") await this.mfaSignIns?.noteMfaSignIn(user.id, app.clientId, this.clock.now());
-    return authorizationResponse(app, request, user, authTime, this.responses, amr);
+    return authorizationResponse(app, request, user, authTime, this.responses, amr, session);
   }
 }

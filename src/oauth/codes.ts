@@ -28,6 +28,8 @@ export interface CodeGrant {
   resources?: readonly string[];
   /** RFC 9449 §10: the authorize request's dpop_jkt, the key whose proof must redeem the code. */
   dpopJkt?: string;
+  /** The browser session it is issued from (Back-Channel Logout 1.0 §2.1 `sid`). */
+  sid?: string;
 }
 
 /** What the token request presents with a code. */
@@ -77,6 +79,7 @@ export class AuthorizationCodes {
       ...(grant.amr?.length ? { amr: grant.amr.join(" ") } : {}),
       ...(grant.resources?.length ? { resources: [...grant.resources] } : {}),
       ...(grant.dpopJkt ? { dpopJkt: grant.dpopJkt } : {}),
+      ...(grant.sid ? { sid: grant.sid } : {}),
       createdAt: now,
       expiresAt: now + this.ttlSeconds * 1000,
       consumedAt: null,

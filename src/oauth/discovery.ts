@@ -32,6 +32,9 @@ export function discoveryDocument(
     revocationEndpoint: `${issuer}/api/login/oauth/revoke`,
     endSessionEndpoint: `${issuer}/api/logout`,
     jwksUri: `${issuer}/.well-known/jwks`,
+    // Back-Channel Logout 1.0 §2.1: logout tokens to each backchannelLogoutUri, with `sid` (ID tokens carry it too).
+    backchannelLogoutSupported: true,
+    backchannelLogoutSessionSupported: true,
     // RFC 8628 §4.
     deviceAuthorizationEndpoint: `${issuer}${CLIENT_AUTH_ENDPOINT_PATHS.device_authorization}`,
     responseTypesSupported: [...RESPONSE_TYPES],
@@ -42,7 +45,7 @@ export function discoveryDocument(
     idTokenSigningAlgValuesSupported: [...signingAlgs],
     scopesSupported: [...GRANTABLE_SCOPES],
     // What the scopes release (OIDC names), and Casdoor's user-object claims of the JWT token format.
-    claimsSupported: [...new Set(["sub", "iss", "aud", "exp", "iat", "auth_time", "acr", "amr", "nonce", "azp", ...SCOPE_CLAIMS, ...CASDOOR_CLAIMS])],
+    claimsSupported: [...new Set(["sub", "iss", "aud", "exp", "iat", "auth_time", "acr", "amr", "nonce", "azp", "sid", ...SCOPE_CLAIMS, ...CASDOOR_CLAIMS])],
     // OIDC Discovery §3: `mfa` in acr_values asks for a second factor (oauth/factors/).
     acrValuesSupported: [...ACR_VALUES],
     // OIDC Core §5.5: its id_token member feeds the ID token, its userinfo member userinfo.

@@ -5,6 +5,7 @@ import { applicationRedirectAllowed } from "./redirectUris.js";
 import type { KeyRing } from "./keys.js";
 import { SIGNING_ALGS } from "../shared/model.js";
 import type { SessionManager } from "./sessions.js";
+import { LOGOUT_TOKEN_TYPE } from "./logoutTokens.js";
 
 /** OpenID Connect RP-Initiated Logout 1.0 parameters; absent ones are "". */
 export interface EndSessionParams {
@@ -33,8 +34,9 @@ export interface CheckedEndSession {
    * the browser has no live session, so nothing is ended). A relying party
    * the user signed in to asks. Otherwise anyone may have sent the browser
    * here, with any ID token they hold, and the user must confirm
-   * (RP-Initiated Logout 1.0 §2). Once ID tokens carry `sid`, it must name
-   * this session too.
+   * (RP-Initiated Logout 1.0 §2). A hint with `sid` must name this very
+   * session: an ID token from an earlier session of the user vouches for
+   * nothing about this one.
    */
   immediate: boolean;
 }
@@ -53,7 +55,7 @@ export async function checkEndSession(deps: EndSessionDeps, params: EndSessionPa
   let immediate = false;
   if (hint) {
     const signedIn = await deps.sessions.find(sessionCookie);
-    immediate = signedIn === undefined || signedIn.user.id === hint.subject;
+    immediate = signedIn === undefined || (signedIn.user.id === hint.subject && (hint.sid === undefined || hint.sid === signedIn.session.sid));
   }
   return { redirect, clientId, immediate };
 }
@@ -94,14 +96,14 @@ async function registeredRedirect(deps: EndSessionDeps, clientId: string, params
  * audience and subject. An expired ID token is still a valid hint (§2), so
  * only the signature and the issuer are checked.
  */
-async function checkedHint(deps: EndSessionDeps, hint: string): Promise<{ audience: string[]; subject: string }> {
+async function checkedHint(deps: EndSessionDeps, hint: string): Promise<{ audience: string[]; subject: string; sid?: string }> {
   const invalid = new OAuthError("invalid_request", "id_token_hint is not an ID token issued by this service");
-  let claims: { iss?: unknown; aud?: unknown; sub?: unknown };
+  let claims: { iss?: unknown; aud?: unknown; sub?: unknown; sid?: unknown };
   try {
     const keys = createLocalJWKSet({ keys: await deps.keys.publicJwks() });
     const { payload, protectedHeader } = await compactVerify(hint, keys, { algorithms: [...SIGNING_ALGS] });
-    // Access tokens are signed by the same keys; they are not ID tokens.
-    if (protectedHeader.typ === "at+jwt") throw invalid;
+    // Access and logout tokens are signed by the same keys; they are not ID tokens.
+    if (protectedHeader.typ === "at+jwt" || protectedHeader.typ === LOGOUT_TOKEN_TYPE) throw invalid;
     claims = JSON.parse(new TextDecoder().decode(payload));
   } catch {
     throw invalid;
@@ -109,7 +111,7 @@ async function checkedHint(deps: EndSessionDeps, hint: string): Promise<{ audien
   if (claims.iss !== deps.issuer || typeof claims.sub !== "string") throw invalid;
   const audience = ([] as unknown[]).concat(claims.aud ?? []).filter((a): a is string => typeof a === "string");
   if (audience.length === 0) throw invalid;
-  return { audience, subject: claims.sub };
+  return { audience, subject: claims.sub, ...(typeof claims.sid === "string" ? { sid: claims.sid } : {}) };
 }
 
 /** RP-Initiated Logout as the doors call it. */

@@ -41,6 +41,9 @@ export function accountPageApplication(): ApplicationRecord {
     clientSecretSealed: "",
     exchangeAudiences: [],
     allowImpersonation: false,
+    backchannelLogoutUri: "",
+    backchannelLogoutSessionRequired: false,
+    allowPrivateBackchannelLogoutUri: false,
     createdAt: 0,
     updatedAt: 0,
   };

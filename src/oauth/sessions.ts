@@ -1,6 +1,7 @@
 import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import type { SessionRecord } from "../store/sessions.js";
+import { SessionEnds } from "./sessionEnds.js";
 import { randomToken, sha256 } from "./secrets.js";
 import type { UserRecord } from "../shared/model.js";
 
@@ -30,7 +31,10 @@ export function cookieValue(cookieHeader: string | null | undefined, name: strin
 
 /**
  * Browser sign-in sessions. The cookie carries a random value; only its
- * SHA-256 is stored, so a database leak does not hand out sessions.
+ * SHA-256 is stored, so a database leak does not hand out sessions. Each
+ * session also has a random `sid` that ID tokens carry (OIDC Back-Channel
+ * Logout 1.0 §2.1); every end goes through `ends` (sessionEnds.ts), which
+ * tells the session's clients.
  */
 export class SessionManager {
   constructor(
@@ -38,14 +42,23 @@ export class SessionManager {
     private readonly clock: Clock,
     /** Session lifetime in seconds. */
     readonly ttlSeconds = 8 * 3600,
+    readonly ends: SessionEnds = new SessionEnds(store, clock),
   ) {}
 
-  /** Start a session; returns the cookie value. */
-  async create(user: UserRecord, proof: SignInProof = { amr: ["pwd"] }): Promise<{ cookie: string; session: SessionRecord }> {
+  /**
+   * Start a session; returns the cookie value. With `previousCookie`, the
+   * browser's session before this sign-in: it ends either way (a fresh
+   * cookie at every sign-in: no session fixation), but when it was the same
+   * user's, the new one keeps its sid, so its clients' sessions go on.
+   */
+  async create(user: UserRecord, proof: SignInProof = { amr: ["pwd"] }, previousCookie?: string): Promise<{ cookie: string; session: SessionRecord }> {
     const cookie = randomToken();
     const now = this.clock.now();
+    const previous = previousCookie && previousCookie.length <= 200 ? await this.store.sessions.findByHash(sha256(previousCookie)) : undefined;
+    const continues = previous !== undefined && previous.userId === user.id && previous.expiresAt > now && previous.sid !== "";
     const session: SessionRecord = {
       idHash: sha256(cookie),
+      sid: continues ? previous.sid : randomToken(16),
       userId: user.id,
       authTime: epochSeconds(this.clock),
       createdAt: now,
@@ -53,7 +66,12 @@ export class SessionManager {
       amr: proof.amr.join(" "),
       ...(proof.factorId ? { factorId: proof.factorId } : {}),
     };
-    await this.store.sessions.insert(session);
+    if (continues) {
+      await this.store.sessions.replace(previous.idHash, session);
+    } else {
+      if (previous) await this.ends.sessionEnded(previous.idHash, "signed_in_again");
+      await this.store.sessions.insert(session);
+    }
     return { cookie, session };
   }
 
@@ -67,7 +85,16 @@ export class SessionManager {
     return { session, user };
   }
 
+  /** Sign-out: the session behind the cookie ends, and its clients are told (back-channel logout). */
   async end(cookie: string | undefined): Promise<void> {
-    if (cookie) await this.store.sessions.deleteByHash(sha256(cookie));
+    if (cookie && cookie.length <= 200) await this.ends.sessionEnded(sha256(cookie), "sign_out");
+  }
+
+  /**
+   * Remembers that `clientId` was issued a code or token from `session`,
+   * so that its end is told to that client (Back-Channel Logout 1.0 §2.5).
+   */
+  async issuedTo(session: Pick<SessionRecord, "sid" | "expiresAt">, clientId: string): Promise<void> {
+    if (session.sid) await this.store.sessions.addClient(session.sid, clientId, session.expiresAt);
   }
 }

@@ -57,10 +57,12 @@ export interface Grant {
   notAfter?: number;
   /** RFC 8693 §2.2.1: said in the answer. */
   issuedTokenType?: string;
+  /** The browser session the grant came from: the ID token's `sid` (Back-Channel Logout 1.0 §2.1), kept on the refresh token. */
+  sid?: string;
 }
 
 /** What an ID token is made from. */
-export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "amr" | "nonce" | "claims"> & {
+export type IdTokenGrant = Pick<Grant, "app" | "scopes" | "authTime" | "amr" | "nonce" | "claims" | "sid"> & {
   user: UserRecord;
   /** The access token issued beside it, whose hash becomes `at_hash`. */
   accessToken?: string;
@@ -228,6 +230,7 @@ export class TokenMinter {
             resources: grant.refreshTokenResources ?? grant.resources,
             // RFC 9449 §5: a public client's refresh token is bound to its key; a confidential client's to its credentials.
             ...(this.dpopJkt && isPublicClient(app) ? { dpopJkt: this.dpopJkt } : {}),
+            ...(grant.sid ? { sid: grant.sid } : {}),
           }
         : undefined,
     };
@@ -269,6 +272,7 @@ export class TokenMinter {
       auth_time: grant.authTime ?? now,
       ...authenticationClaims(grant.amr),
       ...(grant.nonce ? { nonce: grant.nonce } : {}),
+      ...(grant.sid ? { sid: grant.sid } : {}),
       ...(grant.accessToken ? { at_hash: idTokenHash(grant.accessToken, app.signingAlg) } : {}),
       ...(grant.code ? { c_hash: idTokenHash(grant.code, app.signingAlg) } : {}),
       ...(grant.state ? { s_hash: idTokenHash(grant.state, app.signingAlg) } : {}),

@@ -67,6 +67,9 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     consentRequired: input.consentRequired,
     requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests,
     dpopBoundAccessTokens: input.dpopBoundAccessTokens,
+    backchannelLogoutUri: input.backchannelLogoutUri,
+    backchannelLogoutSessionRequired: input.backchannelLogoutSessionRequired,
+    allowPrivateBackchannelLogoutUri: input.allowPrivateBackchannelLogoutUri,
   });
 }
 

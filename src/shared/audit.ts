@@ -41,6 +41,8 @@ export const AUDIT_EVENTS = [
   "password_reset",
   "password_changed",
   "mail_failed",
+  "backchannel_logout_delivered",
+  "backchannel_logout_failed",
 ] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 

@@ -102,6 +102,12 @@ export interface ApplicationRecord {
   requirePushedAuthorizationRequests?: boolean;
   /** RFC 9449: every token request must carry a DPoP proof, so every access token is bound to a key. Absent is false. */
   dpopBoundAccessTokens?: boolean;
+  /** OIDC Back-Channel Logout 1.0 §2.2: where it is told that a session it has tokens from ended; "" for never. */
+  backchannelLogoutUri: string;
+  /** §2.2 backchannel_logout_session_required: its logout tokens must carry `sid` (ours always do). */
+  backchannelLogoutSessionRequired: boolean;
+  /** Whether backchannelLogoutUri may target a private or link-local address (loopback needs no leave). */
+  allowPrivateBackchannelLogoutUri: boolean;
   createdAt: number;
   updatedAt: number;
 }

@@ -35,6 +35,9 @@ interface Row {
   allow_impersonation: boolean | number;
   require_pushed_authorization_requests: boolean | number;
   dpop_bound_access_tokens?: boolean | number;
+  backchannel_logout_uri: string;
+  backchannel_logout_session_required: boolean | number;
+  allow_private_backchannel_logout_uri: boolean | number;
   created_at: number;
   updated_at: number;
 }
@@ -68,6 +71,9 @@ const fromRow = (r: Row): ApplicationRecord => ({
   allowImpersonation: Boolean(r.allow_impersonation),
   requirePushedAuthorizationRequests: Boolean(r.require_pushed_authorization_requests),
   ...(r.dpop_bound_access_tokens ? { dpopBoundAccessTokens: true } : {}),
+  backchannelLogoutUri: r.backchannel_logout_uri ?? "",
+  backchannelLogoutSessionRequired: Boolean(r.backchannel_logout_session_required),
+  allowPrivateBackchannelLogoutUri: Boolean(r.allow_private_backchannel_logout_uri),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -99,6 +105,9 @@ const toRow = (a: ApplicationRecord): Row => ({
   allow_impersonation: a.allowImpersonation,
   require_pushed_authorization_requests: a.requirePushedAuthorizationRequests ?? false,
   dpop_bound_access_tokens: a.dpopBoundAccessTokens ?? false,
+  backchannel_logout_uri: a.backchannelLogoutUri,
+  backchannel_logout_session_required: a.backchannelLogoutSessionRequired,
+  allow_private_backchannel_logout_uri: a.allowPrivateBackchannelLogoutUri,
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });

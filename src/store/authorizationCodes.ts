@@ -23,6 +23,8 @@ export interface AuthorizationCodeRecord {
   resources?: string[];
   /** RFC 9449 §10: the thumbprint of the key the authorize request's dpop_jkt bound the code to. */
   dpopJkt?: string;
+  /** The browser session it was issued from (its `sid`), which the ID token names; absent for none. */
+  sid?: string;
   createdAt: number;
   expiresAt: number;
   consumedAt: number | null;
@@ -63,6 +65,7 @@ export class AuthorizationCodeRepository {
       amr: c.amr ?? null,
       resources: storedResources(c.resources),
       dpop_jkt: c.dpopJkt ?? null,
+      sid: c.sid ?? null,
       created_at: c.createdAt,
       expires_at: c.expiresAt,
       consumed_at: c.consumedAt,
@@ -88,6 +91,7 @@ export class AuthorizationCodeRepository {
       ...(r.amr ? { amr: r.amr as string } : {}),
       ...loadedResources(r.resources),
       ...(r.dpop_jkt ? { dpopJkt: r.dpop_jkt as string } : {}),
+      ...(r.sid ? { sid: r.sid as string } : {}),
       createdAt: Number(r.created_at),
       expiresAt: Number(r.expires_at),
       consumedAt: num(r.consumed_at),

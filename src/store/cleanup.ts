@@ -38,6 +38,8 @@ export const SWEEPS: readonly Sweep[] = [
     },
   },
   { table: "sessions", key: "id_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+  // Which clients a session had matters while it lives (back-channel logout); its rows expire with it.
+  { table: "session_clients", key: "key", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
   // Codes stay a day past expiry, so a late replay is still recognised and revokes what the code minted.
   { table: "authorization_codes", key: "code_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now - CODE_REPLAY_MEMORY_MS) },
   { table: "authorization_requests", key: "id", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },

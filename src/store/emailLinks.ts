@@ -125,7 +125,7 @@ export class EmailLinkRepository {
       if (changed === 0) return { ok: false, reason: "unknown" };
       // The link reached the mailbox it was sent to: that address is proven, as a verification link would.
       await trx("users").where({ id: taken.link.userId, email: taken.link.email }).update({ email_verified: true });
-      await endSignIns(trx, taken.link.userId, now);
+      await endSignIns(trx, taken.link.userId, now, "password_changed");
       return taken;
     });
   }

@@ -20,6 +20,7 @@ import { ResourceRepository } from "./resources.js";
 import { RegistrationCountRepository } from "./registrationCounts.js";
 import { createRowReader, knexRowReader, type RowReader } from "./rowReader.js";
 import { SessionRepository } from "./sessions.js";
+import { BackchannelLogoutRepository } from "./backchannelLogouts.js";
 import { AccessTokenRepository, issuedTokenRecorder, RefreshTokenRepository, type IssuedTokenRecorder } from "./tokens.js";
 import { UserRepository } from "./users.js";
 import { UserSignInRepository } from "./userSignIns.js";
@@ -43,6 +44,8 @@ export interface Store {
   /** Successful client registrations per address (--registration-max-per-hour). */
   registrationCounts: RegistrationCountRepository;
   sessions: SessionRepository;
+  /** The durable queue of back-channel logouts, filled as sessions end. */
+  backchannelLogouts: BackchannelLogoutRepository;
   /** A user's sessions and refresh tokens, as administration lists and ends them. */
   userSignIns: UserSignInRepository;
   authorizationCodes: AuthorizationCodeRepository;
@@ -130,6 +133,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     registrationCounts: new RegistrationCountRepository(db),
     sessions: new SessionRepository(db),
     userSignIns: new UserSignInRepository(db),
+    backchannelLogouts: new BackchannelLogoutRepository(db),
     authorizationCodes: new AuthorizationCodeRepository(db),
     authorizationRequests: new AuthorizationRequestRepository(db),
     loginFailures: new LoginFailureRepository(db),

@@ -1,3 +1,4 @@
+import { endSessions } from "./backchannelLogouts.js";
 import { isPostgres, type Db } from "./db.js";
 import type { ExternalKey } from "./federatedIdentities.js";
 
@@ -31,9 +32,8 @@ export class OwnAccountRepository {
       const changed = await trx("users").where({ id: userId, password_hash: expectedHash }).update({ password_hash: newHash, updated_at: at });
       if (changed !== 1) return false;
       await trx("refresh_tokens").where({ user_id: userId }).whereNull("revoked_at").update({ revoked_at: at });
-      const sessions = trx("sessions").where({ user_id: userId });
-      if (keep) sessions.whereNot({ id_hash: keep });
-      await sessions.delete();
+      // The other sessions end as every session does: their applications are told (back-channel logout).
+      await endSessions(trx, (rows) => (keep ? rows.where({ user_id: userId }).whereNot({ id_hash: keep }) : rows.where({ user_id: userId })), "password_changed", at);
       await trx("authorization_codes").where({ user_id: userId }).whereNull("consumed_at").delete();
       return true;
     });

@@ -1,4 +1,5 @@
 import type { Db } from "./db.js";
+import { endSessions, type SessionEndReason } from "./backchannelLogouts.js";
 
 /**
  * What ends with a user or an application, written in the same transaction
@@ -13,10 +14,12 @@ import type { Db } from "./db.js";
  * its browser sessions, and drop the codes it signed in for and no client has
  * redeemed yet (a few minutes' worth of rows at most, read whole), which
  * would otherwise mint new refresh tokens from a sign-in that no longer counts.
+ * Each session's clients hear of its end (`reason`): their back-channel
+ * logouts are queued in the same transaction (backchannelLogouts.ts).
  */
-export async function endSignIns(trx: Db, userId: string, at: number): Promise<void> {
+export async function endSignIns(trx: Db, userId: string, at: number, reason: SessionEndReason = "password_changed"): Promise<void> {
   await trx("refresh_tokens").where({ user_id: userId }).whereNull("revoked_at").update({ revoked_at: at });
-  await trx("sessions").where({ user_id: userId }).delete();
+  await endSessions(trx, (rows) => rows.where({ user_id: userId }), reason, at);
   await trx("authorization_codes").where({ user_id: userId }).whereNull("consumed_at").delete();
 }
 

@@ -55,6 +55,8 @@ export interface RefreshTokenRecord {
   resources?: string[];
   /** RFC 9449 §5: a public client's refresh token is bound to the key of its DPoP proof; absent when unbound. */
   dpopJkt?: string;
+  /** The browser session its grant came from (`sid`), which refreshed ID tokens keep naming. */
+  sid?: string;
 }
 
 /** Resource URIs in one column, space-separated (a URI has no space); NULL for none. */
@@ -117,6 +119,7 @@ const refreshTokenRow = (t: RefreshTokenRecord) => ({
   amr: t.amr ?? null,
   resources: storedResources(t.resources),
   dpop_jkt: t.dpopJkt ?? null,
+  sid: t.sid ?? null,
 });
 
 /** The rows behind one token response: its access token and, for user grants, its refresh token. */
@@ -362,6 +365,7 @@ export class RefreshTokenRepository {
       ...(r.amr ? { amr: r.amr as string } : {}),
       ...loadedResources(r.resources),
       ...(r.dpop_jkt ? { dpopJkt: r.dpop_jkt as string } : {}),
+      ...(r.sid ? { sid: r.sid as string } : {}),
     };
   }
 }

@@ -1,6 +1,7 @@
 import type { Db } from "./db.js";
 import { endSignIns, revokeUserAccessTokens } from "./revocations.js";
-import type { SessionRecord } from "./sessions.js";
+import { sessionFromRow, type SessionRecord } from "./sessions.js";
+import { endSessions } from "./backchannelLogouts.js";
 import { revokeFamily } from "./tokens.js";
 
 /** A live refresh token as administration sees it: its grant (family), never its hash. */
@@ -36,13 +37,10 @@ export class UserSignInRepository {
 
   async sessions(userId: string, now: number): Promise<SessionRecord[]> {
     const rows = await this.db("sessions").where({ user_id: userId }).where("expires_at", ">", now).orderBy("created_at", "desc");
-    return rows.map((r) => ({
-      idHash: r.id_hash,
-      userId: r.user_id,
-      authTime: Number(r.auth_time),
-      createdAt: Number(r.created_at),
-      expiresAt: Number(r.expires_at),
-    }));
+    return rows.map((r) => {
+      const { amr: _amr, factorId: _factor, ...session } = sessionFromRow(r);
+      return session;
+    });
   }
 
   /** The live refresh token of each of the user's grants: unconsumed, unrevoked, unexpired. */
@@ -66,9 +64,9 @@ export class UserSignInRepository {
     }));
   }
 
-  /** Ends one session of the user; false when it has no such session. */
-  async endSession(userId: string, idHash: string): Promise<boolean> {
-    return (await this.db("sessions").where({ user_id: userId, id_hash: idHash }).delete()) > 0;
+  /** Ends one session of the user, its clients' logouts queued with it; false when it has no such session. */
+  async endSession(userId: string, idHash: string, at: number): Promise<boolean> {
+    return (await this.db.transaction((trx) => endSessions(trx, (rows) => rows.where({ user_id: userId, id_hash: idHash }), "admin_revoked", at))) > 0;
   }
 
   /** Revokes one grant of the user, its access tokens with it; false when it has no such grant. */
@@ -92,7 +90,7 @@ export class UserSignInRepository {
         .whereNull("revoked_at")
         .where("expires_at", ">", at)
         .countDistinct<{ n: number | string }[]>({ n: "family_id" });
-      await endSignIns(trx, userId, at);
+      await endSignIns(trx, userId, at, "admin_revoked");
       await revokeUserAccessTokens(trx, userId, at);
       return { sessions: Number(sessions[0]?.n ?? 0), grants: Number(grants[0]?.n ?? 0) };
     });

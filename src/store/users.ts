@@ -1,6 +1,7 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
 import { endSignIns, revokeUserAccessTokens } from "./revocations.js";
+import type { SessionEndReason } from "./backchannelLogouts.js";
 import { rowBy, type RowReader } from "./rowReader.js";
 import type { UserRecord } from "../shared/model.js";
 import { changedColumns } from "./changedColumns.js";
@@ -77,6 +78,8 @@ export interface UserUpdateEnds {
   signIns?: boolean;
   /** Revoke the user's access tokens too (a disable). */
   accessTokens?: boolean;
+  /** Why its sessions end, told to their clients (back-channel logout); a password change unless said. */
+  reason?: SessionEndReason;
 }
 
 /**
@@ -173,7 +176,7 @@ export class UserRepository {
     await guardUnique("user", "name", () =>
       this.db.transaction(async (trx) => {
         await trx("users").where({ id: user.id }).update(row);
-        if (ends.signIns) await endSignIns(trx, user.id, ends.at);
+        if (ends.signIns) await endSignIns(trx, user.id, ends.at, ends.reason);
         if (ends.accessTokens) await revokeUserAccessTokens(trx, user.id, ends.at);
       }),
     );
@@ -189,7 +192,7 @@ export class UserRepository {
       const row = await trx<UserRow>("users").where({ name }).first("id");
       if (!row) return false;
       await trx("users").where({ id: row.id }).delete();
-      await endSignIns(trx, row.id, at);
+      await endSignIns(trx, row.id, at, "user_deleted");
       return true;
     });
   }

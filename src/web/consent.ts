@@ -86,7 +86,7 @@ export class ConsentPages {
     const proof = await this.domain.signInPolicy.sessionProof(app, pending.request, signedIn.session);
     if (!proof.ok) throw new OAuthError("login_required", "the sign-in no longer has the second factor this application needs: start again from the application");
     await this.domain.consents.allow(signedIn.user.id, app.clientId, pending.request);
-    const response = await this.domain.authorize.respond(app, pending.request, signedIn.user, signedIn.session.authTime, proof.amr);
+    const response = await this.domain.authorize.respond(app, pending.request, signedIn.user, signedIn.session.authTime, proof.amr, signedIn.session);
     sendAuthorizationResponse(res, response);
   }
 }

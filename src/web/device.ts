@@ -85,8 +85,7 @@ export class DevicePages {
       }
       if ((await this.domain.signInPolicy.next(pending.app, request, user.id)) !== "done") return this.factorStep(req, res, request, pending, user, ["pwd"], csrfToken);
       // A fresh session id at every sign-in (no session fixation).
-      await this.domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
-      const { cookie: sessionId, session } = await this.domain.sessions.create(user);
+      const { cookie: sessionId, session } = await this.domain.sessions.create(user, undefined, cookieValue(req.headers.cookie, SESSION_COOKIE));
       cookies.push(cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: this.domain.sessions.ttlSeconds }));
       signedIn = { user, session };
     }

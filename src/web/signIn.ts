@@ -68,7 +68,7 @@ export class SignInPages {
       if (request.returnPath !== undefined) return redirect(res, request.returnPath);
       // Issue 43 §2: such an application never gets a code or token without the user's Allow, given now or remembered.
       if (app.consentRequired && !(await domain.consents.cover(signedIn.user.id, app.clientId, request))) return this.consent.ask(req, res, app, request);
-      const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime, proof.amr);
+      const response = await domain.authorize.respond(app, request, signedIn.user, signedIn.session.authTime, proof.amr, signedIn.session);
       return sendAuthorizationResponse(res, response);
     }
     await this.askToSignIn(req, res, app, request, loginHint);
@@ -170,15 +170,14 @@ export class SignInPages {
     }
     // The application may have changed while the user was signing in.
     const app = await domain.authorize.returnTo(pending.request);
-    // A fresh session id at every sign-in (no session fixation).
-    await domain.sessions.end(cookieValue(req.headers.cookie, SESSION_COOKIE));
-    const { cookie: sessionId, session } = await domain.sessions.create(user, proof);
+    // A fresh session id at every sign-in (no session fixation); the same user's sid goes on.
+    const { cookie: sessionId, session } = await domain.sessions.create(user, proof, cookieValue(req.headers.cookie, SESSION_COOKIE));
     const sessionCookie = cookie(SESSION_COOKIE, sessionId, { secure: this.secure, maxAge: domain.sessions.ttlSeconds });
     if (pending.request.returnPath !== undefined) return redirect(res, pending.request.returnPath, [sessionCookie]);
     if (app.consentRequired && !(await domain.consents.cover(user.id, app.clientId, pending.request))) {
       return this.consent.ask(req, res, app, pending.request, [sessionCookie]);
     }
-    const response = await domain.authorize.respond(app, pending.request, user, session.authTime, proof.amr);
+    const response = await domain.authorize.respond(app, pending.request, user, session.authTime, proof.amr, session);
     sendAuthorizationResponse(res, response, [sessionCookie]);
   }
 

@@ -18,7 +18,7 @@ describe("cleanup job schedule", () => {
 
   it("runs in the background until stopped, and logs what it deleted", async () => {
     const clock = new FakeClock();
-    await createStore(db).sessions.insert({ idHash: "h", userId: "u", authTime: 0, createdAt: 0, expiresAt: clock.now() });
+    await createStore(db).sessions.insert({ idHash: "h", sid: "s", userId: "u", authTime: 0, createdAt: 0, expiresAt: clock.now() });
     let logged: (fields: Record<string, unknown> | undefined) => void;
     const deleted = new Promise<Record<string, unknown> | undefined>((resolve) => (logged = resolve));
     const logger: Logger = { ...silentLogger, info: (_message, fields) => logged(fields) };

@@ -154,8 +154,9 @@ describeEachDatabase("audit trail", (ctx) => {
     const seen = new Set(all.map((e) => e.event));
     // Self-service events need a mail server: test/e2e/selfService.spec.ts and test/e2e/mailDelivery.spec.ts record them;
     // consent_revoked needs a registered client's consent: test/e2e/consentAdmin.spec.ts records it, by a user and by an admin;
-    // the account page's, test/e2e/accountPage.spec.ts; passkey events need an authenticator: test/oauth/factors/passkeys.spec.ts.
-    const elsewhere = new Set(["signup", "email_verified", "password_reset", "mail_failed", "consent_revoked", "password_changed", "passkey_added", "passkey_removed"]);
+    // the account page's, test/e2e/accountPage.spec.ts; passkey events need an authenticator: test/oauth/factors/passkeys.spec.ts;
+    // back-channel logouts a relying party: test/e2e/backchannelLogoutDelivery.spec.ts.
+    const elsewhere = new Set(["signup", "email_verified", "password_reset", "mail_failed", "consent_revoked", "password_changed", "passkey_added", "passkey_removed", "backchannel_logout_delivered", "backchannel_logout_failed"]);
     assert.deepEqual(AUDIT_EVENTS.filter((name) => !seen.has(name) && !elsewhere.has(name)), []);
 
     const cc = one("token_issued", (e) => e.details?.grantType === "client_credentials");

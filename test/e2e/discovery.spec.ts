@@ -29,7 +29,10 @@ describe("discovery lists exactly what is supported: each advertised feature ans
   });
   after(() => server.close());
 
-  /** Keys another change checks (request objects, response modes: test/e2e/oidcConformance.spec.ts; assertion algorithms: test/e2e/clientAssertion.spec.ts). */
+  /**
+   * Keys another change checks (request objects, response modes: test/e2e/oidcConformance.spec.ts; assertion
+   * algorithms: test/e2e/clientAssertion.spec.ts; back-channel logout: test/e2e/backchannelLogout.spec.ts).
+   */
   const CHECKED_ELSEWHERE = [
     "acr_values_supported", "request_parameter_supported", "request_uri_parameter_supported", "response_modes_supported",
     "token_endpoint_auth_signing_alg_values_supported", "introspection_endpoint_auth_signing_alg_values_supported",
@@ -38,6 +41,7 @@ describe("discovery lists exactly what is supported: each advertised feature ans
     "pushed_authorization_request_endpoint", "require_pushed_authorization_requests", "request_object_signing_alg_values_supported",
     // DPoP proofs of every algorithm listed: test/oauth/dpop.spec.ts; bound tokens: test/e2e/dpop.spec.ts.
     "dpop_signing_alg_values_supported",
+    "backchannel_logout_supported", "backchannel_logout_session_supported",
   ];
   /** JWT client authentication, which test/e2e/clientAssertion.spec.ts proves at every endpoint with openid-client. */
   const JWT_METHODS = ["client_secret_jwt", "private_key_jwt"];

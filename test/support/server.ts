@@ -10,6 +10,7 @@ import { startServer, type RunningServer } from "../../src/app/server.js";
 import { TokenMinter } from "../../src/oauth/tokens.js";
 import { freshTestDatabase } from "./databases.js";
 import type { MailPolicy } from "../../src/accounts/mailer.js";
+import type { BackchannelLogoutOptions } from "../../src/oauth/backchannelLogout.js";
 import { DEFAULT_QUERY_TIMEOUT_MS } from "../../src/store/deadlines.js";
 import { scaledMs } from "./deadline.js";
 
@@ -65,6 +66,8 @@ export interface TestServerOptions {
   logger?: Logger;
   /** How hard each mail is tried (tests of failures shorten the pauses). */
   mailPolicy?: MailPolicy;
+  /** Back-channel logout's polling and retry pauses (tests shorten them). */
+  backchannelLogout?: Partial<BackchannelLogoutOptions>;
 }
 
 /** A logger that keeps every line, for tests of what is (not) logged. */
@@ -163,7 +166,7 @@ async function startTestServerOn(database: string, options: TestServerOptions): 
       dbQueryTimeoutMs: scaledMs(DEFAULT_QUERY_TIMEOUT_MS),
       ...options.overrides,
     },
-    { clock: options.clock, logger: options.logger ?? silentLogger, generateKeyPair, secretHashCost: TEST_SECRET_HASH_COST, mailPolicy: options.mailPolicy },
+    { clock: options.clock, logger: options.logger ?? silentLogger, generateKeyPair, secretHashCost: TEST_SECRET_HASH_COST, mailPolicy: options.mailPolicy, backchannelLogout: options.backchannelLogout },
   );
   starting = false;
   return server;

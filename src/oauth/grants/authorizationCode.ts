@@ -35,6 +35,7 @@ export const authorizationCodeGrant = defineGrant({
       refreshTokenResources: code.resources,
       authTime: code.authTime,
       amr: parseAmr(code.amr),
+      sid: code.sid,
       nonce: code.nonce ?? undefined,
       claims: loadClaimsRequest(code.claims),
       idToken: true,

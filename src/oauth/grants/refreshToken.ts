@@ -64,6 +64,8 @@ export const refreshTokenGrant = defineGrant({
         refreshTokenResources: record.resources,
         authTime: record.authTime,
         amr: parseAmr(record.amr),
+        // Back-Channel Logout 1.0 §2.1: a refreshed ID token names the session its grant came from.
+        sid: record.sid,
         // What the grant asked userinfo and the ID token for (OIDC Core §5.5) outlives the refresh.
         claims: { ...loadUserinfoClaims(record.userinfoClaims), ...claimsRequestOfNames("id_token", record.idTokenClaims) },
         idToken: true,

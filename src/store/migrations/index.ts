@@ -31,6 +31,8 @@ import * as selfService from "./060_self_service.js";
 import * as pushedAuthorizationRequests from "./070_pushed_authorization_requests.js";
 import * as dpopBinding from "./072_dpop_binding.js";
 import * as dpopProofs from "./073_dpop_proofs.js";
+import * as sessionIds from "./074_session_ids.js";
+import * as backchannelLogout from "./075_backchannel_logout.js";
 
 interface Migration {
   name: string;
@@ -73,6 +75,8 @@ const all: Migration[] = [
   { name: "070_pushed_authorization_requests", ...pushedAuthorizationRequests },
   { name: "072_dpop_binding", ...dpopBinding },
   { name: "073_dpop_proofs", ...dpopProofs },
+  { name: "074_session_ids", ...sessionIds },
+  { name: "075_backchannel_logout", ...backchannelLogout },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

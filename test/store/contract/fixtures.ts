@@ -30,6 +30,7 @@ export const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.tab
  *   family revocation, client assertion jtis;
  * - dpop.spec.ts: DPoP proof jtis, the DPoP nonce secret, tokens and codes bound to a key;
  * - sessions.spec.ts: sessions, a user's sign-ins for administration;
+ * - backchannelLogouts.spec.ts: a session's clients and the queue of logouts;
  * - cleanup.spec.ts: the cleanup of expired rows.
  *
  * A new repository adds a `describe` block to its group's file (or a file of
@@ -66,6 +67,9 @@ export const anApplication = (over: Partial<ApplicationRecord> = {}): Applicatio
   exchangeAudiences: ["client-b", "https://api.example"],
   allowImpersonation: true,
   requirePushedAuthorizationRequests: true,
+  backchannelLogoutUri: "https://app.example/backchannel-logout",
+  backchannelLogoutSessionRequired: true,
+  allowPrivateBackchannelLogoutUri: true,
   createdAt: T0,
   updatedAt: T0,
   ...over,
@@ -129,6 +133,7 @@ export const aRefreshToken = (over: Partial<RefreshTokenRecord> = {}): RefreshTo
 
 export const aSession = (over: Partial<SessionRecord> = {}): SessionRecord => ({
   idHash: hash(),
+  sid: `sid-${id()}`,
   userId: randomUUID(),
   authTime: T0 / 1000,
   createdAt: T0,
@@ -160,7 +165,10 @@ export const LOOKUP_PATHS: Record<string, string[]> = {
   consents: ["user_id", "client_id"],
   access_tokens: ["token_hash", "family_id", "expires_at"],
   refresh_tokens: ["token_hash", "family_id", "expires_at"],
-  sessions: ["id_hash", "expires_at"],
+  sessions: ["id_hash", "sid", "expires_at"],
+  // Back-channel logout: a session's clients, and the queue by due time.
+  session_clients: ["key", "sid", "expires_at"],
+  backchannel_logouts: ["id", "next_attempt_at"],
   authorization_codes: ["code_hash", "expires_at"],
   authorization_requests: ["id", "expires_at"],
   login_failures: ["key", "window_started_at"],

@@ -6,12 +6,13 @@ import { describeEachBackend } from "../../support/databases.js";
 
 describeEachBackend("storage contract: sessions", (ctx) => {
   describe("sessions", () => {
-    it("round-trips by hash and deletes", async () => {
+    it("round-trips by hash and ends", async () => {
       const session = aSession();
       await ctx.store.sessions.insert(session);
       assert.deepEqual(await ctx.store.sessions.findByHash(session.idHash), session);
-      await ctx.store.sessions.deleteByHash(session.idHash);
+      assert.equal(await ctx.store.sessions.end(session.idHash, "sign_out", T0), true);
       assert.equal(await ctx.store.sessions.findByHash(session.idHash), undefined);
+      assert.equal(await ctx.store.sessions.end(session.idHash, "sign_out", T0), false, "a missing row is no error");
     });
   });
 
@@ -46,8 +47,8 @@ describeEachBackend("storage contract: sessions", (ctx) => {
       const [mine, other] = [aSession({ userId: user.id }), aSession({ userId: user.id })];
       const someoneElses = aSession();
       for (const s of [mine, other, someoneElses]) await ctx.store.sessions.insert(s);
-      assert.equal(await ctx.store.userSignIns.endSession(user.id, someoneElses.idHash), false, "not this user's");
-      assert.equal(await ctx.store.userSignIns.endSession(user.id, mine.idHash), true);
+      assert.equal(await ctx.store.userSignIns.endSession(user.id, someoneElses.idHash, T0), false, "not this user's");
+      assert.equal(await ctx.store.userSignIns.endSession(user.id, mine.idHash, T0), true);
       assert.equal(await ctx.store.sessions.findByHash(mine.idHash), undefined);
 
       const grant = aRefreshToken({ userId: user.id });
