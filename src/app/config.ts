@@ -216,7 +216,7 @@ const metricsMode = (raw: string): MetricsMode => (raw === "off" || raw === "sam
 
 /**
  * Every option, once: flag, environment variable, default and meaning. The
- * parser, the `--help` text and the README table all come from this list.
+ * parser, the `--help` text and the table of docs/configuration.md all come from this list.
  */
 export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: "port", flag: "port", env: "PORT", default: "8000", description: "TCP port; 0 picks a free one and prints it", parse: port },
@@ -546,7 +546,7 @@ export function resolveServeOption<K extends keyof ServeConfig>(key: K, flagValu
   return optionValue(option, flagValue, env) as ServeConfig[K];
 }
 
-/** The options as a Markdown table: the README's reference and `identity serve --help`. */
+/** The options as a Markdown table: docs/configuration.md's reference and `identity serve --help`. */
 export function optionsTable(): string {
   const cell = (s: string) => s.replace(/\|/g, "\\|");
   const rows = SERVE_OPTIONS.map(

@@ -278,6 +278,13 @@ function backchannelLogoutsOf(options: DomainOptions, keys: KeyRing, audit: Audi
   return new BackchannelLogouts({ store, tokens, upstream, clock, audit, logger }, { ...options.backchannelLogout, timeoutMs });
 }
 
+/** Device authorization (RFC 8628): its codes, under the sign-in's failure budget for user codes. */
+function devicesOf(options: DomainOptions, clients: ClientAuthenticator, throttle: LoginThrottle): DeviceAuthorizations {
+  const { store, clock, issuer } = options;
+  const ttlSeconds = options.deviceCodeTtlSeconds ?? DEFAULT_DEVICE_CODE_TTL_SECONDS;
+  return new DeviceAuthorizations({ issuer, clock, codes: store.deviceCodes, applications: store.applications, clients, throttle, ttlSeconds });
+}
+
 export async function createDomain(options: DomainOptions): Promise<Domain> {
   const { store, clock, issuer } = options;
   const metrics = options.metrics ?? noMetrics;
@@ -288,11 +295,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   keys.audit = audit;
   const secretBox = new SecretBox(options.secretKey);
   const providerAdmin = new ProviderAdmin(store.providers, clock, secretBox, audit);
-  const upstream = new UpstreamClient({
-    timeoutMs: options.federationTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS,
-    maxBodyBytes: MAX_UPSTREAM_BODY_BYTES,
-    clock,
-  });
+  const upstream = new UpstreamClient({ timeoutMs: options.federationTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS, maxBodyBytes: MAX_UPSTREAM_BODY_BYTES, clock });
   const federation = new FederatedLogin(issuer, providerAdmin, new LoginStates(store.federationStates, clock), upstream, new AccountLinker(store.accountLinks, clock), logger, metrics, audit);
   const consoleClient = consoleClientFor(issuer);
   const remoteKeySets = new RemoteKeySets(upstream);
@@ -313,15 +316,6 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
   const loginThrottle = loginThrottleOf(options, metrics, audit);
   const users = new UserAuthenticator(store.users, loginThrottle, metrics, audit);
   const secondFactors = new SecondFactors(store.userFactors, clock, secretBox, loginThrottle, audit, new URL(issuer).hostname);
-  const devices = new DeviceAuthorizations({
-    issuer,
-    clock,
-    codes: store.deviceCodes,
-    applications: store.applications,
-    clients,
-    throttle: loginThrottle,
-    ttlSeconds: options.deviceCodeTtlSeconds ?? DEFAULT_DEVICE_CODE_TTL_SECONDS,
-  });
   const backchannelLogouts = backchannelLogoutsOf(options, keys, audit, logger);
   const sessionEnds = new SessionEnds(store, clock, () => backchannelLogouts.wake());
   const sessions = new SessionManager(store, clock, options.sessionTtlSeconds, sessionEnds);
@@ -360,7 +354,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     passkeys: new Passkeys(store.userFactors, store.webauthnChallenges, store.users, secondFactors, clock, audit, relyingPartyOf(issuer)),
     signInPolicy: new SignInPolicy(secondFactors, store.users, audit),
     ownAccount: new OwnAccount(store, secondFactors, clock, audit),
-    devices,
+    devices: devicesOf(options, clients, loginThrottle),
     applicationAdmin: new ApplicationAdmin(store.applications, clock, options.secretHashCost, audit, secretBox),
     resourceAdmin: new ResourceAdmin(store.resources, clock, audit),
     registration,

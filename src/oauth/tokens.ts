@@ -168,17 +168,7 @@ export class TokenMinter {
       // RFC 9449 §6.1: the key the token is bound to.
       ...(this.dpopJkt ? { cnf: { jkt: this.dpopJkt } } : {}),
     };
-    // OIDC Core §5.5: what the grant asked userinfo for travels in the token (userinfoClaims.ts).
-    const userinfoClaims = user ? userinfoClaimNames(grant.claims) : [];
-    if (userinfoClaims.length > 0) accessClaims[USERINFO_CLAIMS_CLAIM] = userinfoClaims;
-    if (user && usesCasdoorClaims(app.tokenFormat)) {
-      Object.assign(accessClaims, casdoorUserClaims(user));
-    } else if (user) {
-      accessClaims.name = user.displayName || user.name;
-      accessClaims.preferred_username = user.name;
-    }
-    // RFC 9068 §2.2.1: how the user authenticated, for introspection and userinfo to report.
-    if (user && grant.amr?.length) Object.assign(accessClaims, { auth_time: authTime }, authenticationClaims(grant.amr));
+    const userinfoClaims = user ? addUserClaims(accessClaims, grant, user, authTime) : [];
     const wantsIdToken = grant.idToken && user !== undefined && grant.scopes.includes("openid");
     // Opaque (accessTokenStrategy): 256 random bits, read only through its row (accessTokens.ts).
     // A token with extra claims or a subject of its own is a JWT: an opaque token's row holds neither.
@@ -296,4 +286,23 @@ function authenticationClaims(amr: readonly string[] | undefined): { acr?: strin
 function withGrantableScopes(grant: Grant): Grant {
   const grantable = (scopes: string[]) => grantableScopes(scopes, grant.app.clientId, grant.user);
   return { ...grant, scopes: grantable(grant.scopes), refreshTokenScopes: grant.refreshTokenScopes && grantable(grant.refreshTokenScopes) };
+}
+
+/**
+ * The signed-in user's claims in an access token; returns the userinfo
+ * claims the grant asked for (OIDC Core §5.5), which travel in the token
+ * (userinfoClaims.ts).
+ */
+function addUserClaims(accessClaims: Record<string, unknown>, grant: Grant, user: UserRecord, authTime: number): string[] {
+  const userinfoClaims = userinfoClaimNames(grant.claims);
+  if (userinfoClaims.length > 0) accessClaims[USERINFO_CLAIMS_CLAIM] = userinfoClaims;
+  if (usesCasdoorClaims(grant.app.tokenFormat)) {
+    Object.assign(accessClaims, casdoorUserClaims(user));
+  } else {
+    accessClaims.name = user.displayName || user.name;
+    accessClaims.preferred_username = user.name;
+  }
+  // RFC 9068 §2.2.1: how the user authenticated, for introspection and userinfo to report.
+  if (grant.amr?.length) Object.assign(accessClaims, { auth_time: authTime }, authenticationClaims(grant.amr));
+  return userinfoClaims;
 }

@@ -3,11 +3,11 @@ import { readFileSync } from "node:fs";
 import { optionsTable, parseServeConfig, SERVE_OPTIONS } from "./../../src/app/config.js";
 
 describe("serve configuration reference", () => {
-  it("README's options table is the one generated from the option list", () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const match = /<!-- options:start -->\n([\s\S]*?)<!-- options:end -->/.exec(readme);
-    assert.ok(match, "README.md has no <!-- options:start --> ... <!-- options:end --> section");
-    assert.equal(match[1], optionsTable(), "README options table is stale: paste optionsTable() (identity serve --help) between the markers");
+  it("docs/configuration.md's options table is the one generated from the option list", () => {
+    const reference = readFileSync(new URL("../../docs/configuration.md", import.meta.url), "utf8");
+    const match = /<!-- options:start -->\n([\s\S]*?)<!-- options:end -->/.exec(reference);
+    assert.ok(match, "docs/configuration.md has no <!-- options:start --> ... <!-- options:end --> section");
+    assert.equal(match[1], optionsTable(), "the options table is stale: paste optionsTable() (identity serve --help) between the markers");
   });
 
   it("the table has one row per option, each naming its flag and variable", () => {
