@@ -10,8 +10,10 @@ export async function up(db: Knex): Promise<void> {
     t.string("sid", 64);
   });
   // Sessions from before the column get a random sid of their own.
-  const random = db.client.driverName === "pg" ? "md5(random()::text || id_hash)" : "lower(hex(randomblob(16)))";
-  await db.raw(`update sessions set sid = ${random} where sid is null`);
+  const FILL_PG = "update sessions set sid = md5(random()::text || id_hash) where sid is null";
+  const FILL_SQLITE = "update sessions set sid = lower(hex(randomblob(16))) where sid is null";
+  if (db.client.driverName === "pg") await db.raw(FILL_PG);
+  else await db.raw(FILL_SQLITE);
   await db.schema.alterTable("sessions", (t) => {
     t.unique(["sid"], { indexName: "sessions_sid_unique" });
   });
