@@ -11,7 +11,7 @@ import type { ApplicationRepository } from "../store/applications.js";
 import { ConflictError } from "../store/errors.js";
 import type { RegistrationCountRepository } from "../store/registrationCounts.js";
 import { DEFAULT_ACCESS_TOKEN_STRATEGY, DEFAULT_SIGNING_ALG, DEFAULT_TOKEN_FORMAT, type ApplicationRecord } from "../shared/model.js";
-import { REGISTERED_REFRESH_HOURS, registrationBudgetKey } from "./clientRegistration.js";
+import { REGISTERED_REFRESH_HOURS, registeredPolicy, registrationBudgetKey } from "./clientRegistration.js";
 
 /**
  * The bounds of fetching and caching client ID metadata documents; docs/mcp.md
@@ -186,11 +186,13 @@ export class ClientMetadataDocuments {
       redirectUris: metadata.redirect_uris,
       grantTypes: metadata.grant_types,
       refreshExpireInHours: metadata.grant_types.includes("refresh_token") ? REGISTERED_REFRESH_HOURS : 0,
+      ...registeredPolicy(metadata),
       registration: { metadata: { ...metadata, client_id: url }, accessTokenHash: "", metadataDocument: true as const },
     };
     if (current) {
       if (JSON.stringify(current.registration?.metadata) === JSON.stringify(fields.registration.metadata)) return current;
-      const app = { ...current, ...fields, updatedAt: now };
+      const { dpopBoundAccessTokens: _dpop, ...kept } = current;
+      const app = { ...kept, ...fields, updatedAt: now };
       await this.apps.update(app, current);
       return app;
     }
@@ -215,7 +217,7 @@ export class ClientMetadataDocuments {
   }
 }
 
-function newApplication(url: string, fields: Pick<ApplicationRecord, "redirectUris" | "grantTypes" | "refreshExpireInHours" | "registration">, now: number): ApplicationRecord {
+function newApplication(url: string, fields: Pick<ApplicationRecord, "redirectUris" | "grantTypes" | "refreshExpireInHours" | "registration"> & ReturnType<typeof registeredPolicy>, now: number): ApplicationRecord {
   return {
     id: randomUUID(),
     name: `metadata-document-${sha256(url).slice(0, 24)}`,
@@ -235,9 +237,6 @@ function newApplication(url: string, fields: Pick<ApplicationRecord, "redirectUr
     clientSecretSealed: "",
     exchangeAudiences: [],
     allowImpersonation: false,
-    backchannelLogoutUri: "",
-    backchannelLogoutSessionRequired: false,
-    allowPrivateBackchannelLogoutUri: false,
     consentRequired: true,
     createdAt: now,
     updatedAt: now,

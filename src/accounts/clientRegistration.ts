@@ -110,10 +110,7 @@ export class ClientRegistrar {
       clientSecretSealed: "",
       exchangeAudiences: [],
       allowImpersonation: false,
-      requirePushedAuthorizationRequests: false,
-      backchannelLogoutUri: "",
-      backchannelLogoutSessionRequired: false,
-      allowPrivateBackchannelLogoutUri: false,
+      ...registeredPolicy(metadata),
       consentRequired: true,
       registration: { metadata: { ...metadata }, accessTokenHash: sha256(accessToken) },
       createdAt: now,
@@ -149,13 +146,16 @@ export class ClientRegistrar {
     if ((metadata.token_endpoint_auth_method === "private_key_jwt") !== (current.tokenEndpointAuthMethod === "private_key_jwt") || (metadata.token_endpoint_auth_method === "none") !== current.publicClient) {
       throw new OAuthError("invalid_client_metadata", "token_endpoint_auth_method cannot change between none, a secret and private_key_jwt: register a new client");
     }
+    // The flags are replaced with the rest: one left out is off (RFC 7592 §2.2).
+    const { dpopBoundAccessTokens: _dpop, ...kept } = current;
     const app: ApplicationRecord = {
-      ...current,
+      ...kept,
       redirectUris: metadata.redirect_uris,
       grantTypes: metadata.grant_types,
       refreshExpireInHours: metadata.grant_types.includes("refresh_token") ? REGISTERED_REFRESH_HOURS : 0,
       tokenEndpointAuthMethod: metadata.token_endpoint_auth_method,
       ...registeredKeys(metadata),
+      ...registeredPolicy(metadata),
       registration: { metadata: { ...metadata }, accessTokenHash: current.registration!.accessTokenHash },
       updatedAt: this.clock.now(),
     };
@@ -177,9 +177,15 @@ export class ClientRegistrar {
     return app!;
   }
 
+  /** The metadata it registered, with the flags and logout URI as the application has them now (an administrator may have changed them). */
   private answer(app: ApplicationRecord, metadata: ClientMetadata): RegistrationResponse {
+    const { backchannel_logout_uri: _uri, ...registered } = metadata;
     return {
-      ...metadata,
+      ...registered,
+      ...(app.backchannelLogoutUri ? { backchannel_logout_uri: app.backchannelLogoutUri } : {}),
+      backchannel_logout_session_required: app.backchannelLogoutSessionRequired,
+      dpop_bound_access_tokens: app.dpopBoundAccessTokens ?? false,
+      require_pushed_authorization_requests: app.requirePushedAuthorizationRequests ?? false,
       client_id: app.clientId,
       client_id_issued_at: Math.floor(app.createdAt / 1000),
       registration_client_uri: this.registrationUri(app.clientId),
@@ -191,4 +197,25 @@ export class ClientRegistrar {
 function registeredKeys(metadata: ClientMetadata): Pick<ApplicationRecord, "jwks" | "jwksUri"> {
   if (metadata.token_endpoint_auth_method !== "private_key_jwt") return { jwks: "", jwksUri: "" };
   return { jwks: metadata.jwks ? JSON.stringify(metadata.jwks) : "", jwksUri: metadata.jwks_uri ?? "" };
+}
+
+type RegisteredPolicy = Pick<
+  ApplicationRecord,
+  "requirePushedAuthorizationRequests" | "dpopBoundAccessTokens" | "backchannelLogoutUri" | "backchannelLogoutSessionRequired" | "allowPrivateBackchannelLogoutUri"
+>;
+
+/**
+ * What a client's metadata asks of the service, as an application keeps it:
+ * PAR (RFC 9126 §6), DPoP (RFC 9449 §5.2), back-channel logout
+ * (Back-Channel Logout 1.0 §2.2). A private logout address is an
+ * administrator's leave alone: a client that registers itself never has it.
+ */
+export function registeredPolicy(metadata: ClientMetadata): RegisteredPolicy {
+  return {
+    requirePushedAuthorizationRequests: metadata.require_pushed_authorization_requests,
+    ...(metadata.dpop_bound_access_tokens ? { dpopBoundAccessTokens: true } : {}),
+    backchannelLogoutUri: metadata.backchannel_logout_uri ?? "",
+    backchannelLogoutSessionRequired: metadata.backchannel_logout_session_required,
+    allowPrivateBackchannelLogoutUri: false,
+  };
 }

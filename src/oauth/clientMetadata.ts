@@ -1,6 +1,7 @@
 import { echo, OAuthError } from "./errors.js";
 import { InvalidInputError } from "../accounts/validation.js";
 import { optionalJwks, optionalJwksUri } from "../accounts/clientAuthMethod.js";
+import { backchannelLogoutUriProblem, optionalBackchannelLogoutUri } from "../accounts/backchannelLogoutUri.js";
 import { ADMIN_SCOPE } from "./scopes.js";
 
 /**
@@ -15,6 +16,9 @@ import { ADMIN_SCOPE } from "./scopes.js";
  *   S256), client_secret_basic, client_secret_post, or private_key_jwt
  *   with its public keys in jwks or jwks_uri (client_secret_jwt is not
  *   offered);
+ * - backchannel_logout_uri under an application's rule, never with leave
+ *   for a private address; the flags backchannel_logout_session_required,
+ *   dpop_bound_access_tokens and require_pushed_authorization_requests;
  * - never the admin scope.
  * Anything else is `invalid_redirect_uri` or `invalid_client_metadata`
  * (RFC 7591 §3.2.2), with a description.
@@ -35,6 +39,13 @@ export interface ClientMetadata {
   software_version?: string;
   jwks?: { keys: unknown[] };
   jwks_uri?: string;
+  /** Back-Channel Logout 1.0 §2.2: where logout tokens are POSTed. */
+  backchannel_logout_uri?: string;
+  backchannel_logout_session_required: boolean;
+  /** RFC 9449 §5.2: token requests without a DPoP proof are refused. */
+  dpop_bound_access_tokens: boolean;
+  /** RFC 9126 §6: authorize requests must be pushed first. */
+  require_pushed_authorization_requests: boolean;
 }
 
 /** client_secret_jwt is left out: its HS256 key would have to be kept readable (sealed), and a registered client has private_key_jwt. */
@@ -46,6 +57,9 @@ const STRING_FIELDS = ["client_name", "scope", "software_id", "software_version"
 const URL_FIELDS = ["client_uri", "logo_uri", "policy_uri", "tos_uri", "jwks_uri"] as const;
 const MAX_REDIRECT_URIS = 10;
 const MAX_TEXT = 500;
+
+/** The flags a client may register, false unless given (RFC 7591 §3.2.1: the answer holds them either way). */
+const FLAG_FIELDS = ["backchannel_logout_session_required", "dpop_bound_access_tokens", "require_pushed_authorization_requests"] as const;
 
 const metadataError = (description: string) => new OAuthError("invalid_client_metadata", description);
 const redirectError = (description: string) => new OAuthError("invalid_redirect_uri", description);
@@ -133,6 +147,7 @@ export function parseClientMetadata(raw: unknown): ClientMetadata {
     grant_types: grantTypes,
     response_types: responseTypes,
     token_endpoint_auth_method: method as TokenEndpointAuthMethod,
+    ...flags(input),
   };
   for (const field of STRING_FIELDS) {
     const value = optionalText(input, field);
@@ -142,6 +157,8 @@ export function parseClientMetadata(raw: unknown): ClientMetadata {
     const value = optionalHttpsUrl(input, field);
     if (value !== undefined) metadata[field] = value;
   }
+  const logoutUri = backchannelLogoutUri(optionalText(input, "backchannel_logout_uri"));
+  if (logoutUri) metadata.backchannel_logout_uri = logoutUri;
   if (input.contacts !== undefined) metadata.contacts = stringList(input.contacts, "contacts", []);
   if (input.jwks !== undefined) {
     const jwks = input.jwks as { keys?: unknown };
@@ -156,6 +173,31 @@ export function parseClientMetadata(raw: unknown): ClientMetadata {
   // RFC 7523 §2.2 / OIDC Core §9: private_key_jwt is verified with the keys the client registered.
   if (method === "private_key_jwt" && !metadata.jwks?.keys.length && !metadata.jwks_uri) throw metadataError("private_key_jwt needs jwks or jwks_uri");
   return metadata;
+}
+
+function flags(input: Record<string, unknown>): Pick<ClientMetadata, (typeof FLAG_FIELDS)[number]> {
+  const value = (field: (typeof FLAG_FIELDS)[number]) => {
+    const raw = input[field] ?? false;
+    if (typeof raw !== "boolean") throw metadataError(`${field} must be true or false`);
+    return raw;
+  };
+  return Object.fromEntries(FLAG_FIELDS.map((field) => [field, value(field)])) as Pick<ClientMetadata, (typeof FLAG_FIELDS)[number]>;
+}
+
+/**
+ * An application's rule for its back-channel logout URI (backchannelLogoutUri.ts),
+ * without the administrator's leave for a private address. Undefined or "" for none.
+ */
+function backchannelLogoutUri(raw: string | undefined): string | undefined {
+  let value: string | undefined;
+  try {
+    value = optionalBackchannelLogoutUri(raw);
+  } catch (err) {
+    throw metadataError(`backchannel_logout_uri ${err instanceof InvalidInputError ? err.problem : "is not usable"}`);
+  }
+  const problem = value ? backchannelLogoutUriProblem(value, false) : undefined;
+  if (problem) throw metadataError(`backchannel_logout_uri ${problem.replace(/: set allowPrivate.*$/, "")}`);
+  return value || undefined;
 }
 
 /** The same rules as an administrator's jwks (public RSA, EC or OKP keys only), as RFC 7591 errors. */

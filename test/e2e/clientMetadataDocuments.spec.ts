@@ -115,6 +115,26 @@ describe("client ID metadata documents", () => {
     assert.equal(docs.fetches("/short.json"), 2);
   });
 
+  it("keeps what a document asks of the service (PAR, DPoP, back-channel logout), and lets it go when the document does", async () => {
+    const url = serve("/assured.json", {
+      require_pushed_authorization_requests: true, dpop_bound_access_tokens: true,
+      backchannel_logout_uri: "https://agent.example.com/bc", backchannel_logout_session_required: true,
+    }, { "cache-control": "max-age=5" });
+    const plain = await browse(authorize(url, { code_challenge: pkcePair().challenge, code_challenge_method: "S256" }), jar);
+    assert.equal(plain.status, 303, "refused back at its redirect URI: it asked for PAR");
+    assert.match(new URL(plain.headers.get("location")!).searchParams.get("error_description") ?? "", /PAR/);
+    const app = (await server.store.applications.findByClientId(url, true))!;
+    assert.deepEqual(
+      [app.requirePushedAuthorizationRequests, app.dpopBoundAccessTokens, app.backchannelLogoutUri, app.backchannelLogoutSessionRequired, app.allowPrivateBackchannelLogoutUri],
+      [true, true, "https://agent.example.com/bc", true, false],
+    );
+    docs.documents.set("/assured.json", { body: documentFor(url) });
+    clock.advanceSeconds(METADATA_DOCUMENT_BOUNDS.minSeconds + 10);
+    assert.equal((await browse(authorize(url, { code_challenge: pkcePair().challenge, code_challenge_method: "S256" }), jar)).status, 200, "the consent page");
+    const after = (await server.store.applications.findByClientId(url, true))!;
+    assert.deepEqual([after.requirePushedAuthorizationRequests, after.dpopBoundAccessTokens ?? false, after.backchannelLogoutUri], [false, false, ""]);
+  });
+
   it("fetches a new document once for many parallel requests", async () => {
     const url = serve("/parallel.json");
     const pages = await Promise.all(Array.from({ length: 12 }, () => browse(authorize(url, { code_challenge: pkcePair().challenge, code_challenge_method: "S256" }), jar)));
@@ -157,6 +177,7 @@ describe("client ID metadata documents", () => {
       ["/admin.json", { scope: "openid identity:admin" }, /identity:admin is never granted/],
       ["/wildcard.json", { redirect_uris: ["https://*.example.com/cb"] }, /wildcard/],
       ["/fragment.json", { redirect_uris: ["https://agent.example.com/cb#x"] }, /fragment/],
+      ["/private-logout.json", { backchannel_logout_uri: "https://10.1.2.3/bc" }, /backchannel_logout_uri targets a private or link-local address/],
       ["/large.json", { client_name: "x".repeat(400), contacts: Array.from({ length: 15 }, (_, i) => `${"a".repeat(300)}${i}@example.com`) }, /more than 5120 bytes/],
       ["/redirect.json", "", /redirect \(HTTP 302\), which is not followed/, { location: "https://elsewhere.example/agent.json" }, 302],
       ["/not-json.json", "<html></html>", /something other than a JSON object/],

@@ -25,6 +25,11 @@ interface ApplicationForm {
   exchangeAudiences: string;
   allowImpersonation: boolean;
   consentRequired: boolean;
+  requirePushedAuthorizationRequests: boolean;
+  dpopBoundAccessTokens: boolean;
+  backchannelLogoutUri: string;
+  backchannelLogoutSessionRequired: boolean;
+  allowPrivateBackchannelLogoutUri: boolean;
 }
 
 /** The values each choice field accepts, as the service tells them (ApplicationChoicesService): the console keeps no copy. */
@@ -33,7 +38,8 @@ type Choices = GetApplicationChoicesResponse;
 const FORM_FIELDS: readonly (keyof ApplicationForm)[] = [
   "name", "clientId", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers", "allowedOrigins", "tokenFormat",
   "signingAlg", "accessTokenStrategy", "publicClient", "signup", "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences",
-  "allowImpersonation", "consentRequired",
+  "allowImpersonation", "consentRequired", "requirePushedAuthorizationRequests", "dpopBoundAccessTokens", "backchannelLogoutUri",
+  "backchannelLogoutSessionRequired", "allowPrivateBackchannelLogoutUri",
 ];
 
 /** A new application's form starts at each list's first value, the service's default. */
@@ -50,6 +56,9 @@ function formOf(choices: Choices, a?: Application): ApplicationForm {
     tokenEndpointAuthMethod: a?.tokenEndpointAuthMethod || choices.tokenEndpointAuthMethods[0]!,
     jwks: a?.jwks ?? "", jwksUri: a?.jwksUri ?? "", exchangeAudiences: a?.exchangeAudiences.join("\n") ?? "",
     allowImpersonation: a?.allowImpersonation ?? false, consentRequired: a?.consentRequired ?? false,
+    requirePushedAuthorizationRequests: a?.requirePushedAuthorizationRequests ?? false, dpopBoundAccessTokens: a?.dpopBoundAccessTokens ?? false,
+    backchannelLogoutUri: a?.backchannelLogoutUri ?? "", backchannelLogoutSessionRequired: a?.backchannelLogoutSessionRequired ?? false,
+    allowPrivateBackchannelLogoutUri: a?.allowPrivateBackchannelLogoutUri ?? false,
   };
 }
 
@@ -81,6 +90,12 @@ function inputOf(form: ApplicationForm, editing: boolean) {
     allowImpersonation: form.allowImpersonation,
     consentRequired: form.consentRequired,
     signup: form.signup,
+    requirePushedAuthorizationRequests: form.requirePushedAuthorizationRequests,
+    dpopBoundAccessTokens: form.dpopBoundAccessTokens,
+    // An emptied field is meant empty: "" clears the URI.
+    backchannelLogoutUri: form.backchannelLogoutUri.trim(),
+    backchannelLogoutSessionRequired: form.backchannelLogoutSessionRequired,
+    allowPrivateBackchannelLogoutUri: form.allowPrivateBackchannelLogoutUri,
     // The form shows every list: an emptied one is meant empty.
     replaceLists: editing,
   };
@@ -215,6 +230,9 @@ function ApplicationDialog(props: {
           )}
           <TextField id="app-exchangeAudiences" label="Exchange audiences" multiline value={form.exchangeAudiences} onValue={set("exchangeAudiences")}
             error={errors.fields.exchangeAudiences} note="Token exchange (RFC 8693): client IDs or resource URIs it may exchange tokens for; one per line." />
+          <TextField id="app-backchannelLogoutUri" label="Back-channel logout URI" type="url" value={form.backchannelLogoutUri} onValue={set("backchannelLogoutUri")}
+            error={errors.fields.backchannelLogoutUri}
+            note="Where logout tokens are sent when a session it has tokens from ends (OIDC Back-Channel Logout); https, or http on a loopback host. Empty: none." />
         </div>
         <CheckboxField id="app-publicClient" label="Public client (no secret: single-page or native app, PKCE)" checked={form.publicClient}
           onValue={set("publicClient")} error={errors.fields.publicClient} note={publicClientNote(props.application, form.publicClient)} />
@@ -225,6 +243,16 @@ function ApplicationDialog(props: {
           note={props.application?.registered ? "Always on for a registered client." : undefined} />
         <CheckboxField id="app-allowImpersonation" label="Impersonation: token exchange without an actor token" checked={form.allowImpersonation}
           onValue={set("allowImpersonation")} error={errors.fields.allowImpersonation} />
+        <CheckboxField id="app-requirePushedAuthorizationRequests" label="PAR: its authorize requests must be pushed first (RFC 9126)"
+          checked={form.requirePushedAuthorizationRequests} onValue={set("requirePushedAuthorizationRequests")} error={errors.fields.requirePushedAuthorizationRequests} />
+        <CheckboxField id="app-dpopBoundAccessTokens" label="DPoP: its token requests need a DPoP proof, binding its tokens to its key (RFC 9449)"
+          checked={form.dpopBoundAccessTokens} onValue={set("dpopBoundAccessTokens")} error={errors.fields.dpopBoundAccessTokens} />
+        <CheckboxField id="app-backchannelLogoutSessionRequired" label="Logout session required: its logout tokens must carry sid"
+          checked={form.backchannelLogoutSessionRequired} onValue={set("backchannelLogoutSessionRequired")}
+          error={errors.fields.backchannelLogoutSessionRequired} note="They always do." />
+        <CheckboxField id="app-allowPrivateBackchannelLogoutUri" label="Private logout URI: the back-channel logout URI may be a private or link-local address"
+          checked={form.allowPrivateBackchannelLogoutUri} onValue={set("allowPrivateBackchannelLogoutUri")}
+          error={errors.fields.allowPrivateBackchannelLogoutUri} />
         <CheckboxGroup id="app-grantTypes" legend="Grant types" options={choices.grantTypes.map((g) => ({ value: g.grantType, label: g.grantType, always: g.alwaysOn }))} values={form.grantTypes}
           onValues={set("grantTypes")} error={errors.fields.grantTypes} />
         <CheckboxGroup id="app-providers" legend="Providers on its login page" options={props.providers} values={form.providers} onValues={set("providers")}
