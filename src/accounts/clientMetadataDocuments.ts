@@ -175,7 +175,7 @@ export class ClientMetadataDocuments {
       if (err instanceof UpstreamError) throw refused(`the client ID metadata document ${err.reason}`);
       throw err;
     }
-    return { metadata: documentMetadata(url, answer.body), seconds: cacheSeconds(answer.headers["cache-control"]) };
+    return { metadata: documentMetadata(url, answer.body, { loopbackLogout: this.policy.allowInsecure }), seconds: cacheSeconds(answer.headers["cache-control"]) };
   }
 
   /** The application row of the document: made, or brought up to date. */
@@ -272,7 +272,7 @@ export function clientIdUrlProblem(value: string, allowInsecure: boolean): strin
  * secret-based token_endpoint_auth_method, is refused; without one the
  * client is public (`none`).
  */
-export function documentMetadata(url: string, document: Record<string, unknown>): ClientMetadata {
+export function documentMetadata(url: string, document: Record<string, unknown>, rules: { loopbackLogout?: boolean } = {}): ClientMetadata {
   if (document.client_id !== url) {
     throw refused(`the client ID metadata document's client_id ${typeof document.client_id === "string" ? JSON.stringify(echo(document.client_id)) : "is missing, and"} is not the URL it was fetched from`);
   }
@@ -283,7 +283,7 @@ export function documentMetadata(url: string, document: Record<string, unknown>)
   const method = rest.token_endpoint_auth_method ?? "none";
   if (method !== "none") throw refused("a client ID metadata document's client is public: token_endpoint_auth_method must be none");
   try {
-    return parseClientMetadata({ ...rest, token_endpoint_auth_method: "none" });
+    return parseClientMetadata({ ...rest, token_endpoint_auth_method: "none" }, rules);
   } catch (err) {
     if (err instanceof OAuthError) throw refused(`the client ID metadata document: ${err.description}`);
     throw err;

@@ -19,6 +19,8 @@ export interface ClientRegistrationPolicy {
   token?: string;
   /** Successful registrations per client address per hour. */
   maxPerHour: number;
+  /** Tests only (--allow-insecure-client-metadata): a backchannel_logout_uri on a loopback host. */
+  loopbackLogout?: boolean;
 }
 
 /** What a registration answers (RFC 7591 §3.2.1, RFC 7592 §3). */
@@ -79,7 +81,7 @@ export class ClientRegistrar {
     }
     let metadata: ClientMetadata;
     try {
-      metadata = parseClientMetadata(raw);
+      metadata = parseClientMetadata(raw, { loopbackLogout: this.policy.loopbackLogout });
     } catch (err) {
       await this.counts.release(key);
       throw err;
@@ -142,7 +144,7 @@ export class ClientRegistrar {
       throw new OAuthError("invalid_request", "client_id must be the registered client's own");
     }
     const { client_id: _id, client_secret: _secret, ...rest } = (body ?? {}) as Record<string, unknown>;
-    const metadata = parseClientMetadata(rest);
+    const metadata = parseClientMetadata(rest, { loopbackLogout: this.policy.loopbackLogout });
     if ((metadata.token_endpoint_auth_method === "private_key_jwt") !== (current.tokenEndpointAuthMethod === "private_key_jwt") || (metadata.token_endpoint_auth_method === "none") !== current.publicClient) {
       throw new OAuthError("invalid_client_metadata", "token_endpoint_auth_method cannot change between none, a secret and private_key_jwt: register a new client");
     }

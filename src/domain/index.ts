@@ -207,7 +207,8 @@ const NO_LOCKOUT: LoginPolicy = { maxFailures: 0, lockoutSeconds: 0 };
 /** RFC 7591 registration, off unless the options say otherwise. */
 function clientRegistrarOf(options: DomainOptions, audit: AuditTrail): ClientRegistrar {
   const { store, clock, issuer } = options;
-  const policy = options.clientRegistration ?? { mode: "off" as const, maxPerHour: DEFAULT_REGISTRATIONS_PER_HOUR };
+  const given = options.clientRegistration ?? { mode: "off" as const, maxPerHour: DEFAULT_REGISTRATIONS_PER_HOUR };
+  const policy = { ...given, loopbackLogout: options.allowInsecureClientMetadata ?? false };
   const clientUri = (clientId: string) => `${issuer}${REGISTRATION_PATH}/${encodeURIComponent(clientId)}`;
   return new ClientRegistrar(store.applications, store.registrationCounts, clock, policy, clientUri, audit);
 }

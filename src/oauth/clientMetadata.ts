@@ -1,3 +1,4 @@
+import { isLoopback } from "../federation/urlRule.js";
 import { echo, OAuthError } from "./errors.js";
 import { InvalidInputError } from "../accounts/validation.js";
 import { optionalJwks, optionalJwksUri } from "../accounts/clientAuthMethod.js";
@@ -117,7 +118,8 @@ function stringList(raw: unknown, field: string, fallback: readonly string[]): s
 }
 
 /** RFC 7591 §2 metadata checked; `invalid_redirect_uri` or `invalid_client_metadata` otherwise. */
-export function parseClientMetadata(raw: unknown): ClientMetadata {
+/** `loopbackLogout`: tests only (--allow-insecure-client-metadata), a backchannel_logout_uri on a loopback host. */
+export function parseClientMetadata(raw: unknown, rules: { loopbackLogout?: boolean } = {}): ClientMetadata {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw metadataError("the body must be a JSON object of client metadata");
   const input = raw as Record<string, unknown>;
   const redirectUris = input.redirect_uris;
@@ -157,7 +159,7 @@ export function parseClientMetadata(raw: unknown): ClientMetadata {
     const value = optionalHttpsUrl(input, field);
     if (value !== undefined) metadata[field] = value;
   }
-  const logoutUri = backchannelLogoutUri(optionalText(input, "backchannel_logout_uri"));
+  const logoutUri = backchannelLogoutUri(optionalText(input, "backchannel_logout_uri"), rules.loopbackLogout ?? false);
   if (logoutUri) metadata.backchannel_logout_uri = logoutUri;
   if (input.contacts !== undefined) metadata.contacts = stringList(input.contacts, "contacts", []);
   if (input.jwks !== undefined) {
@@ -186,14 +188,20 @@ function flags(input: Record<string, unknown>): Pick<ClientMetadata, (typeof FLA
 
 /**
  * An application's rule for its back-channel logout URI (backchannelLogoutUri.ts),
- * without the administrator's leave for a private address. Undefined or "" for none.
+ * without the administrator's leave for a private address, and stricter: a
+ * registrant is anyone, so never http nor a loopback host (the service would
+ * POST to itself or its neighbours), unless `loopbackAllowed` (tests only).
+ * Undefined or "" for none.
  */
-function backchannelLogoutUri(raw: string | undefined): string | undefined {
+function backchannelLogoutUri(raw: string | undefined, loopbackAllowed: boolean): string | undefined {
   let value: string | undefined;
   try {
     value = optionalBackchannelLogoutUri(raw);
   } catch (err) {
     throw metadataError(`backchannel_logout_uri ${err instanceof InvalidInputError ? err.problem : "is not usable"}`);
+  }
+  if (value && !loopbackAllowed && (!value.startsWith("https:") || isLoopback(new URL(value)))) {
+    throw metadataError("backchannel_logout_uri must be an https URL of a public host");
   }
   const problem = value ? backchannelLogoutUriProblem(value, false) : undefined;
   if (problem) throw metadataError(`backchannel_logout_uri ${problem.replace(/: set allowPrivate.*$/, "")}`);

@@ -110,6 +110,9 @@ describe("dynamic client registration (RFC 7591, RFC 7592)", () => {
         [{ redirect_uris: [CALLBACK], client_uri: "javascript:alert(1)" }, "invalid_client_metadata"],
         [{ redirect_uris: [CALLBACK], jwks: { keys: [] }, jwks_uri: "https://app.example.com/jwks" }, "invalid_client_metadata"],
         [{ redirect_uris: [CALLBACK], client_name: { nested: true } }, "invalid_client_metadata"],
+        // Anyone may register: the service must not POST logout tokens to itself or its neighbours.
+        [{ redirect_uris: [CALLBACK], backchannel_logout_uri: "http://127.0.0.1:8123/logout" }, "invalid_client_metadata"],
+        [{ redirect_uris: [CALLBACK], backchannel_logout_uri: "https://localhost/logout" }, "invalid_client_metadata"],
         [[1, 2], "invalid_client_metadata"],
       ];
       for (const [metadata, error] of cases) {

@@ -25,7 +25,8 @@ describe("dynamic client registration: back-channel logout, DPoP and PAR metadat
     await receiver.start();
     server = await startTestServer({
       config: { applications: [TEST_APP], users: [TEST_USER] },
-      overrides: { clientRegistration: "open", registrationMaxPerHour: 1000 },
+      // The relying-party fakes listen on loopback, which only this test-only flag opens to registrants.
+      overrides: { clientRegistration: "open", registrationMaxPerHour: 1000, allowInsecureClientMetadata: true },
       backchannelLogout: { pollMs: 50 },
     });
   });
@@ -91,7 +92,7 @@ describe("dynamic client registration: back-channel logout, DPoP and PAR metadat
       assert.match(res.body.error_description, description, JSON.stringify(metadata));
       assert.doesNotMatch(res.body.error_description, /allowPrivate/, "no leave a registrant could take");
     }
-    // A loopback URI is an application's rule too: the service's own host, no leave needed.
+    // Under --allow-insecure-client-metadata (tests only) a loopback URI is taken; without it, never (clientRegistration.spec.ts).
     assert.equal((await registered({ backchannel_logout_uri: "http://127.0.0.1:8123/logout" })).backchannel_logout_uri, "http://127.0.0.1:8123/logout");
   });
 
