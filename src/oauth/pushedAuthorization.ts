@@ -4,6 +4,7 @@ import type { PushedAuthorizationRequestRepository } from "../store/pushedAuthor
 import type { AuthorizeValidation } from "./authorizeRequest.js";
 import { resolveClient, type BasicCredentials, type ClientAuthenticator, type PresentedClient } from "./clientAuth.js";
 import { OAuthError } from "./errors.js";
+import { fapi2AuthorizeProblem } from "./fapi2.js";
 import { isPublicClient } from "./publicClients.js";
 import type { RequestObjects } from "./requestObject.js";
 import { randomToken, sha256 } from "./secrets.js";
@@ -54,6 +55,9 @@ export class PushedAuthorizations {
     // RFC 9126 §2.1: checked now as at the authorize endpoint, so errors reach the client, not the user.
     const validation = await this.deps.validate(pushed);
     if (!validation.ok) throw validation.error;
+    // FAPI 2.0 §5.3.2.2: a fapi2 client's missing PKCE is told to the client now, not to the user later.
+    const fapi2 = fapi2AuthorizeProblem(validation.app, validation.request, true);
+    if (fapi2) throw fapi2;
     const requestUri = `${REQUEST_URI_PREFIX}${randomToken()}`;
     await this.deps.repo.insert({
       requestUriHash: sha256(requestUri),

@@ -25,6 +25,8 @@ interface ApplicationForm {
   exchangeAudiences: string;
   allowImpersonation: boolean;
   consentRequired: boolean;
+  /** "" or `fapi2` (the FAPI 2.0 Security Profile). */
+  profile: string;
 }
 
 /** The values each choice field accepts, as the service tells them (ApplicationChoicesService): the console keeps no copy. */
@@ -33,7 +35,7 @@ type Choices = GetApplicationChoicesResponse;
 const FORM_FIELDS: readonly (keyof ApplicationForm)[] = [
   "name", "clientId", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers", "allowedOrigins", "tokenFormat",
   "signingAlg", "accessTokenStrategy", "publicClient", "signup", "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences",
-  "allowImpersonation", "consentRequired",
+  "allowImpersonation", "consentRequired", "profile",
 ];
 
 /** A new application's form starts at each list's first value, the service's default. */
@@ -49,7 +51,7 @@ function formOf(choices: Choices, a?: Application): ApplicationForm {
     signup: a?.signup ?? false,
     tokenEndpointAuthMethod: a?.tokenEndpointAuthMethod || choices.tokenEndpointAuthMethods[0]!,
     jwks: a?.jwks ?? "", jwksUri: a?.jwksUri ?? "", exchangeAudiences: a?.exchangeAudiences.join("\n") ?? "",
-    allowImpersonation: a?.allowImpersonation ?? false, consentRequired: a?.consentRequired ?? false,
+    allowImpersonation: a?.allowImpersonation ?? false, consentRequired: a?.consentRequired ?? false, profile: a?.profile ?? "",
   };
 }
 
@@ -81,6 +83,7 @@ function inputOf(form: ApplicationForm, editing: boolean) {
     allowImpersonation: form.allowImpersonation,
     consentRequired: form.consentRequired,
     signup: form.signup,
+    profile: form.profile,
     // The form shows every list: an emptied one is meant empty.
     replaceLists: editing,
   };
@@ -225,6 +228,9 @@ function ApplicationDialog(props: {
           note={props.application?.registered ? "Always on for a registered client." : undefined} />
         <CheckboxField id="app-allowImpersonation" label="Impersonation: token exchange without an actor token" checked={form.allowImpersonation}
           onValue={set("allowImpersonation")} error={errors.fields.allowImpersonation} />
+        <CheckboxField id="app-profile" label="FAPI 2.0: held to the FAPI 2.0 Security Profile" checked={form.profile === "fapi2"}
+          onValue={(on) => set("profile")(on ? "fapi2" : "")} error={errors.fields.profile}
+          note="private_key_jwt, PS256, ES256 or EdDSA, no implicit or password grant; PAR, PKCE and DPoP on every sign-in." />
         <CheckboxGroup id="app-grantTypes" legend="Grant types" options={choices.grantTypes.map((g) => ({ value: g.grantType, label: g.grantType, always: g.alwaysOn }))} values={form.grantTypes}
           onValues={set("grantTypes")} error={errors.fields.grantTypes} />
         <CheckboxGroup id="app-providers" legend="Providers on its login page" options={props.providers} values={form.providers} onValues={set("providers")}
