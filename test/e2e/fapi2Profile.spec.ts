@@ -120,10 +120,12 @@ describe("the FAPI 2.0 profile (fapi2)", function () {
         .sign(signer.privateKey);
     }
 
-    async function push(fields: Record<string, string>, signer?: ClientKey, clientId?: string) {
+    async function push(fields: Record<string, string>, signer?: ClientKey, clientId?: string, headers: Record<string, string> = {}) {
       const base = { response_type: "code", redirect_uri: CALLBACK, scope: "openid", state: "s" };
-      return postForm(`${server.url}${PAR_PATH}`, { ...base, ...fields, client_assertion_type: ASSERTION_TYPE, client_assertion: await assertion(signer, clientId) });
+      return postForm(`${server.url}${PAR_PATH}`, { ...base, ...fields, client_assertion_type: ASSERTION_TYPE, client_assertion: await assertion(signer, clientId) }, headers);
     }
+
+    const proofFor = (path: string, signer: DPoPKey = dpop) => dpopProof(signer, { htm: "POST", htu: `${server.issuer}${path}`, iat: nowSeconds() });
 
     const usePushed = (requestUri: string, clientId = FAPI_APP.clientId) =>
       authorizeUrl(server.url, { client_id: clientId, request_uri: requestUri, redirect_uri: undefined, response_type: undefined, scope: undefined, state: undefined });
@@ -137,8 +139,8 @@ describe("the FAPI 2.0 profile (fapi2)", function () {
       return { code: location.searchParams.get("code")!, verifier };
     }
 
-    async function exchange(code: string, verifier: string, withProof: boolean) {
-      const proof = withProof ? { dpop: await dpopProof(dpop, { htm: "POST", htu: `${server.issuer}${TOKEN_PATH}`, iat: nowSeconds() }) } : {};
+    async function exchange(code: string, verifier: string, withProof: boolean, signer: DPoPKey = dpop) {
+      const proof: Record<string, string> = withProof ? { dpop: await proofFor(TOKEN_PATH, signer) } : {};
       const fields = { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: CALLBACK, client_assertion_type: ASSERTION_TYPE, client_assertion: await assertion() };
       return postForm(`${server.url}${TOKEN_PATH}`, fields, proof);
     }
@@ -189,6 +191,29 @@ describe("the FAPI 2.0 profile (fapi2)", function () {
       const bound = await exchange(code, verifier, true);
       assert.equal(bound.status, 200, bound.text);
       assert.equal(bound.body.token_type, "DPoP");
+    });
+
+    it("binds the code to the key of a DPoP proof sent with the push (RFC 9449 §10.1) or to its dpop_jkt, and refuses the two naming different keys", async () => {
+      const { verifier, challenge } = pkcePair();
+      const pkce = { code_challenge: challenge, code_challenge_method: "S256" };
+      const pushed = await push(pkce, key, FAPI_APP.clientId, { dpop: await proofFor(PAR_PATH) });
+      assert.equal(pushed.status, 201, pushed.text);
+      const code = locationOf(await signInAt(usePushed(pushed.body.request_uri))).searchParams.get("code")!;
+      const other = await dpopKey();
+      const foreign = await exchange(code, verifier, true, other);
+      assert.equal(foreign.body.error, "invalid_grant", foreign.text);
+      assert.match(foreign.body.error_description, /bound to a DPoP key/);
+      assert.equal((await exchange(code, verifier, true)).status, 200, "the key that pushed redeems it");
+
+      const mismatch = await push({ ...pkce, dpop_jkt: other.jkt }, key, FAPI_APP.clientId, { dpop: await proofFor(PAR_PATH) });
+      assertOAuthError(mismatch, 400, "invalid_dpop_proof");
+      const wrongTarget = await push(pkce, key, FAPI_APP.clientId, { dpop: await proofFor(TOKEN_PATH) });
+      assertOAuthError(wrongTarget, 400, "invalid_dpop_proof");
+
+      const byParameter = await push({ ...pkce, dpop_jkt: other.jkt });
+      const boundCode = locationOf(await signInAt(usePushed(byParameter.body.request_uri))).searchParams.get("code")!;
+      assert.equal((await exchange(boundCode, verifier, true)).body.error, "invalid_grant", "dpop_jkt in the push binds the code too");
+      assert.equal((await exchange(boundCode, verifier, true, other)).status, 200);
     });
 
     it("lets its codes live 60 seconds though --code-ttl-seconds says 300", async () => {
