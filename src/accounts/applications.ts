@@ -19,6 +19,7 @@ import { SecretBox } from "../federation/secretBox.js";
 import { clientSecretSealContext } from "../oauth/clientAssertion.js";
 import { optionalAuthMethod, optionalJwks, optionalJwksUri, resolveAuthMethod } from "./clientAuthMethod.js";
 import { backchannelLogoutUriProblem, optionalBackchannelLogoutUri } from "./backchannelLogoutUri.js";
+import { fapi2ApplicationProblems } from "../oauth/fapi2.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import { CONSOLE_APP_NAME, isConsoleApplication } from "./consoleClient.js";
 import {
@@ -36,6 +37,8 @@ import {
 } from "./validation.js";
 import {
   ACCESS_TOKEN_STRATEGIES,
+  APPLICATION_PROFILES,
+  type ApplicationProfile,
   DEFAULT_ACCESS_TOKEN_STRATEGY,
   DEFAULT_SIGNING_ALG,
   DEFAULT_TOKEN_FORMAT,
@@ -58,7 +61,7 @@ export const APPLICATION_FIELDS = [
   "allowedOrigins", "tokenFormat", "signingAlg", "accessTokenStrategy", "publicClient", "mfa", "signup",
   "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences", "allowImpersonation", "consentRequired",
   "requirePushedAuthorizationRequests", "dpopBoundAccessTokens",
-  "backchannelLogoutUri", "backchannelLogoutSessionRequired", "allowPrivateBackchannelLogoutUri",
+  "backchannelLogoutUri", "backchannelLogoutSessionRequired", "allowPrivateBackchannelLogoutUri", "profile",
 ] as const;
 
 /** Writable application fields; absent ones keep their value (update) or default (create). */
@@ -107,6 +110,8 @@ export interface ApplicationInput {
   backchannelLogoutSessionRequired?: boolean;
   /** backchannelLogoutUri may target a private or link-local address; false by default. */
   allowPrivateBackchannelLogoutUri?: boolean;
+  /** "" (none, the default) or `fapi2`: held to the FAPI 2.0 Security Profile (oauth/fapi2.ts). */
+  profile?: ApplicationProfile;
 }
 
 /**
@@ -177,9 +182,19 @@ export function parseApplicationInput(raw: Record<string, unknown>): Application
     backchannelLogoutUri: check(() => optionalBackchannelLogoutUri(raw.backchannelLogoutUri)),
     backchannelLogoutSessionRequired: check(() => optionalBoolean(raw.backchannelLogoutSessionRequired, "backchannelLogoutSessionRequired")),
     allowPrivateBackchannelLogoutUri: check(() => optionalBoolean(raw.allowPrivateBackchannelLogoutUri, "allowPrivateBackchannelLogoutUri")),
+    profile: check(() => optionalProfile(raw.profile)),
   };
   checks.done();
   return input as ApplicationInput;
+}
+
+/** "" or `fapi2`; undefined when absent. "" is a value here (it clears the profile), so the RPC sends it as set or not at all. */
+function optionalProfile(raw: unknown): ApplicationProfile | undefined {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== "string" || !(APPLICATION_PROFILES as readonly string[]).includes(raw)) {
+    throw new InvalidInputError("profile", `is not one of "" (none), ${APPLICATION_PROFILES.filter(Boolean).join(", ")}`);
+  }
+  return raw as ApplicationProfile;
 }
 
 /** One of `values`, or undefined when absent; the RPC's proto3 string arrives as "" when unset. */
@@ -246,9 +261,11 @@ export class ApplicationAdmin {
       requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
       ...(input.dpopBoundAccessTokens ? { dpopBoundAccessTokens: true } : {}),
       ...backchannelLogoutOf(input),
+      ...(input.profile ? { profile: input.profile } : {}),
       createdAt: now,
       updatedAt: now,
     };
+    refuseOutsideProfile(app);
     await conflictsAsErrors(() => this.repo.insert(app));
     this.recordChange("application_created", app, undefined, app);
     return { app, clientSecret };
@@ -263,7 +280,7 @@ export class ApplicationAdmin {
     const grantTypes = input.grantTypes ? withCodeGrant(input.grantTypes) : current.grantTypes;
     checkPublicClient(publicClient, grantTypes, input);
     // Present only when on, as the store reads it back.
-    const { signup: _signup, dpopBoundAccessTokens: _dpop, ...unchanged } = current;
+    const { signup: _signup, dpopBoundAccessTokens: _dpop, profile: _profile, ...unchanged } = current;
     const { clientSecret, clientSecretHash, clientSecretSealed } = await this.secretOnUpdate(current, auth.tokenEndpointAuthMethod, input.clientSecret);
     const app: ApplicationRecord = {
       ...unchanged,
@@ -288,8 +305,10 @@ export class ApplicationAdmin {
       requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? current.requirePushedAuthorizationRequests,
       ...((input.dpopBoundAccessTokens ?? current.dpopBoundAccessTokens) ? { dpopBoundAccessTokens: true } : {}),
       ...backchannelLogoutOf(input, current),
+      ...((input.profile ?? current.profile) ? { profile: input.profile ?? current.profile } : {}),
       updatedAt: this.clock.now(),
     };
+    refuseOutsideProfile(app);
     // Only what this update changed is written: a rotation or another update since our read stays.
     await conflictsAsErrors(() => this.repo.update(app, current));
     this.recordChange("application_updated", app, current, app);
@@ -406,6 +425,13 @@ function backchannelLogoutOf(
   const problem = backchannelLogoutUriProblem(fields.backchannelLogoutUri, fields.allowPrivateBackchannelLogoutUri);
   if (problem) throw new InvalidInputError("backchannelLogoutUri", problem);
   return fields;
+}
+
+/** A `fapi2` application as it would be saved, held to the profile: every field it refuses named at once (oauth/fapi2.ts). */
+function refuseOutsideProfile(app: ApplicationRecord): void {
+  const checks = new FieldChecks();
+  for (const { field, problem } of fapi2ApplicationProblems(app)) checks.refuse(field, problem);
+  checks.done();
 }
 
 /** A public client takes no secret and none of the grants that need one. */

@@ -52,6 +52,8 @@ const ADMIN_FLAGS = {
   "no-backchannel-logout-session-required": { type: "boolean" },
   "allow-private-backchannel-logout-uri": { type: "boolean" },
   "no-allow-private-backchannel-logout-uri": { type: "boolean" },
+  // The FAPI 2.0 profile: `fapi2`, or "" for none (docs/high-assurance.md).
+  profile: { type: "string" },
   // `user verify-email` mails through the same settings as `serve` (docs/mail.md).
   "smtp-url": { type: "string" },
   "mail-from": { type: "string" },
@@ -129,7 +131,7 @@ const ADMIN_HELP: Record<string, { verbs: [string, string][]; flags: string[] }>
       "require-pushed-authorization-requests", "no-require-pushed-authorization-requests",
       "dpop-bound-access-tokens", "no-dpop-bound-access-tokens",
       "backchannel-logout-uri", "backchannel-logout-session-required", "no-backchannel-logout-session-required",
-      "allow-private-backchannel-logout-uri", "no-allow-private-backchannel-logout-uri",
+      "allow-private-backchannel-logout-uri", "no-allow-private-backchannel-logout-uri", "profile",
     ],
   },
   user: {

@@ -244,7 +244,7 @@ function loginThrottleOf(options: DomainOptions, metrics: Metrics, audit: AuditT
 }
 
 /** The authorize endpoint and PAR, which share the request objects' checks and the pushed requests. */
-function authorizeDoors(options: DomainOptions, clients: ClientAuthenticator, clientKeys: ClientKeys, responses: AuthorizeDeps, resources: ResourceIndicators, documents: ClientMetadataDocuments) {
+function authorizeDoors(options: DomainOptions, clients: ClientAuthenticator, clientKeys: ClientKeys, responses: AuthorizeDeps, resources: ResourceIndicators, documents: ClientMetadataDocuments, dpop: DPoPProofs) {
   const { store, clock, issuer } = options;
   // Every client lookup of the authorize endpoint and PAR, metadata documents in front.
   const apps = documents.lookup(store.applications);
@@ -254,6 +254,7 @@ function authorizeDoors(options: DomainOptions, clients: ClientAuthenticator, cl
     repo: store.pushedAuthorizationRequests,
     clients,
     requestObjects,
+    dpop,
     validate: (params) => validateAuthorizeRequest(params, apps, resources),
   });
   const sources = new AuthorizeSources(apps, requestObjects, pushedAuthorizations);
@@ -344,7 +345,7 @@ export async function createDomain(options: DomainOptions): Promise<Domain> {
     keys,
     tokenEndpoint: new TokenEndpoint(grantDeps),
     tokens: new TokenInspector(store, clock, issuer, metrics, audit, dpop),
-    ...authorizeDoors(options, clients, clientKeys, { issuer, minter, codes, metrics, audit, sessions }, resourceServers, documents),
+    ...authorizeDoors(options, clients, clientKeys, { issuer, minter, codes, metrics, audit, sessions }, resourceServers, documents, dpop),
     account: new AccountLookup({ store, clock, sessions, dpop }),
     signOut: new SignOut({ store, keys, issuer, sessions }),
     consents: new Consents(store.consents, clock),

@@ -78,7 +78,7 @@ export async function authorizationResponse(
       resources,
       dpopJkt: request.dpopJkt,
       sid,
-    });
+    }, app);
   }
   if (parts.has("token")) {
     // RFC 6749 §4.2.2: the authorization endpoint never issues a refresh token.

@@ -4,6 +4,7 @@ import { authorizationResponse, signInSatisfies, type AuthorizationResponse, typ
 import { refusedRequest, resolveRedirect, validateAuthorizeRequest, type AuthorizeRequest, type AuthorizeValidation } from "./authorizeRequest.js";
 import type { AuthorizeSources } from "./authorizeSources.js";
 import { OAuthError } from "./errors.js";
+import { fapi2AuthorizeProblem } from "./fapi2.js";
 import type { ResourceIndicators } from "./resourceIndicators.js";
 import { ACCOUNT_PAGE_CLIENT_ID, accountPageApplication } from "./ownPageSignIn.js";
 import type { OwnAccountRepository } from "../store/ownAccounts.js";
@@ -49,6 +50,9 @@ export class AuthorizeEndpoint {
       const error = new OAuthError("invalid_request", "this client must push its authorization request first (PAR, RFC 9126)");
       return refusedRequest(resolved.params, this.apps, error);
     }
+    // FAPI 2.0 §5.3.2.2: PAR and PKCE S256 for a fapi2 client (oauth/fapi2.ts).
+    const fapi2 = validation.ok ? fapi2AuthorizeProblem(validation.app, validation.request, resolved.pushed) : undefined;
+    if (fapi2) return refusedRequest(resolved.params, this.apps, fapi2);
     return validation;
   }
 

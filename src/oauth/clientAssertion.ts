@@ -5,6 +5,7 @@ import type { ApplicationRecord, TokenEndpointAuthMethod } from "../shared/model
 import type { ClientAssertionJtiRepository } from "../store/clientAssertionJtis.js";
 import type { ClientKeys } from "./clientKeys.js";
 import { OAuthError } from "./errors.js";
+import { jwtAlgsFor } from "./fapi2.js";
 import { sha256 } from "./secrets.js";
 
 /** RFC 7523 §2.2: the client_assertion_type of a JWT client assertion. */
@@ -99,7 +100,8 @@ export class ClientAssertions {
     if (app.tokenEndpointAuthMethod === "private_key_jwt") {
       const key = this.clientKeys.of(app);
       if (!key) throw refused("the client's jwks cannot be read");
-      return { key, algorithms: PRIVATE_KEY_JWT_ALGS };
+      // FAPI 2.0 §5.4: a fapi2 client signs with PS256, ES256 or EdDSA only.
+      return { key, algorithms: jwtAlgsFor(app, PRIVATE_KEY_JWT_ALGS) };
     }
     if (app.tokenEndpointAuthMethod === "client_secret_jwt" && app.clientSecretSealed) {
       let secret: string;

@@ -4,6 +4,7 @@ import type { AuthorizationCodeRecord } from "../store/authorizationCodes.js";
 import type { Store } from "../store/index.js";
 import { storedClaimsRequest, type ClaimsRequest } from "./claimsRequest.js";
 import { OAuthError } from "./errors.js";
+import { codeLifetimeSeconds } from "./fapi2.js";
 import type { Metrics } from "./metrics.js";
 import { verifyPkce } from "./pkce.js";
 import { randomToken, sha256 } from "./secrets.js";
@@ -61,7 +62,8 @@ export class AuthorizationCodes {
     }
   }
 
-  async issue(grant: CodeGrant): Promise<string> {
+  /** A code for `grant`, issued to `app`, whose profile may shorten its lifetime (oauth/fapi2.ts). */
+  async issue(grant: CodeGrant, app: Pick<ApplicationRecord, "profile"> = {}): Promise<string> {
     const code = randomToken();
     const now = this.clock.now();
     await this.store.authorizationCodes.insert({
@@ -81,7 +83,7 @@ export class AuthorizationCodes {
       ...(grant.dpopJkt ? { dpopJkt: grant.dpopJkt } : {}),
       ...(grant.sid ? { sid: grant.sid } : {}),
       createdAt: now,
-      expiresAt: now + this.ttlSeconds * 1000,
+      expiresAt: now + codeLifetimeSeconds(app, this.ttlSeconds) * 1000,
       consumedAt: null,
       replayedAt: null,
     });

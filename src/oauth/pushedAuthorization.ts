@@ -3,7 +3,9 @@ import type { ApplicationRecord } from "../shared/model.js";
 import type { PushedAuthorizationRequestRepository } from "../store/pushedAuthorizationRequests.js";
 import type { AuthorizeValidation } from "./authorizeRequest.js";
 import { resolveClient, type BasicCredentials, type ClientAuthenticator, type PresentedClient } from "./clientAuth.js";
+import type { DPoPProofs, ProofContext } from "./dpop.js";
 import { OAuthError } from "./errors.js";
+import { fapi2AuthorizeProblem } from "./fapi2.js";
 import { isPublicClient } from "./publicClients.js";
 import type { RequestObjects } from "./requestObject.js";
 import { randomToken, sha256 } from "./secrets.js";
@@ -26,6 +28,7 @@ export interface PushedAuthorizationDeps {
   repo: Pick<PushedAuthorizationRequestRepository, "insert" | "take">;
   clients: Pick<ClientAuthenticator, "authenticate" | "identify">;
   requestObjects: Pick<RequestObjects, "open">;
+  dpop: Pick<DPoPProofs, "verify">;
   /** The authorize endpoint's own check of a set of parameters. */
   validate: (params: ReadonlyMap<string, string>) => Promise<AuthorizeValidation>;
 }
@@ -42,7 +45,8 @@ export interface PushedAuthorizationDeps {
 export class PushedAuthorizations {
   constructor(private readonly deps: PushedAuthorizationDeps) {}
 
-  async push(params: ReadonlyMap<string, string>, presented: PresentedClient, basic: BasicCredentials, clientAddress?: string): Promise<PushedRequestAnswer> {
+  /** `dpop`: the push's DPoP header and target, when it sent one (RFC 9449 §10.1). */
+  async push(params: ReadonlyMap<string, string>, presented: PresentedClient, basic: BasicCredentials, clientAddress?: string, dpop?: ProofContext): Promise<PushedRequestAnswer> {
     const app = await this.authenticate(presented, basic, clientAddress);
     // RFC 9126 §2.1: a request_uri is what this endpoint answers, never what it takes.
     if (params.has("request_uri")) throw new OAuthError("invalid_request", "request_uri is not allowed in a pushed authorization request");
@@ -51,9 +55,13 @@ export class PushedAuthorizations {
     const named = params.get("client_id");
     if (named && named !== app.clientId) throw new OAuthError("invalid_request", "client_id is not the authenticated client");
     pushed.set("client_id", app.clientId);
+    if (dpop?.proof !== undefined) await this.bindToProof(pushed, dpop);
     // RFC 9126 §2.1: checked now as at the authorize endpoint, so errors reach the client, not the user.
     const validation = await this.deps.validate(pushed);
     if (!validation.ok) throw validation.error;
+    // FAPI 2.0 §5.3.2.2: a fapi2 client's missing PKCE is told to the client now, not to the user later.
+    const fapi2 = fapi2AuthorizeProblem(validation.app, validation.request, true);
+    if (fapi2) throw fapi2;
     const requestUri = `${REQUEST_URI_PREFIX}${randomToken()}`;
     await this.deps.repo.insert({
       requestUriHash: sha256(requestUri),
@@ -78,6 +86,17 @@ export class PushedAuthorizations {
       requestUri.length <= MAX_REQUEST_URI_LENGTH ? await this.deps.repo.take(sha256(requestUri), clientId, this.deps.clock.now()) : undefined;
     if (found === undefined) throw new OAuthError("invalid_request_uri", "the request_uri is unknown, used, expired or another client's");
     return new Map(Object.entries(JSON.parse(found) as Record<string, string>));
+  }
+
+  /**
+   * RFC 9449 §10.1: a DPoP proof sent with the push binds the code to its
+   * key, as dpop_jkt does; when both are sent they must name the same key.
+   */
+  private async bindToProof(pushed: Map<string, string>, dpop: ProofContext): Promise<void> {
+    const jkt = await this.deps.dpop.verify(dpop, "token");
+    const named = pushed.get("dpop_jkt");
+    if (named !== undefined && named !== jkt) throw new OAuthError("invalid_dpop_proof", "dpop_jkt is not the thumbprint of the DPoP proof's key");
+    pushed.set("dpop_jkt", jkt);
   }
 
   /** RFC 9126 §2: the client authenticates by its registered method; a public client by its client_id alone. */

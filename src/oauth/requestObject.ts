@@ -3,6 +3,7 @@ import type { Clock } from "../shared/clock.js";
 import type { ApplicationRecord } from "../shared/model.js";
 import type { ClientKeys } from "./clientKeys.js";
 import { OAuthError } from "./errors.js";
+import { jwtAlgsFor } from "./fapi2.js";
 
 /** RFC 9101 §10.2: the algorithms a request object may be signed with; never `none`, never HMAC. Ed25519 is EdDSA's fully specified name. */
 export const REQUEST_OBJECT_ALGS = ["RS256", "PS256", "ES256", "EdDSA"] as const;
@@ -34,9 +35,9 @@ export class RequestObjects {
     if (!keys) throw refused("the client has registered no keys (jwks or jwksUri) to verify a request object with");
     let payload: Record<string, unknown>;
     try {
-      // RFC 9101 §6.1: `none` and HMAC are outside ACCEPTED_ALGS, so refused with every other bad signature.
+      // RFC 9101 §6.1: `none` and HMAC are outside ACCEPTED_ALGS, so refused with every other bad signature; FAPI 2.0 §5.4 drops RS256 for a fapi2 client.
       ({ payload } = await jwtVerify(jwt, keys, {
-        algorithms: ACCEPTED_ALGS,
+        algorithms: jwtAlgsFor(app, ACCEPTED_ALGS),
         issuer: app.clientId,
         audience: this.issuer,
         currentDate: new Date(this.clock.now()),

@@ -1,5 +1,6 @@
 import { resolveClient, type BasicCredentials } from "./clientAuth.js";
 import { OAuthError } from "./errors.js";
+import { dpopRequiredBy } from "./fapi2.js";
 import { GRANTS, grantEnabled } from "./grants/index.js";
 import type { GrantDeps, GrantHandler, GrantParam, RequestOrigin, TokenParams } from "./grants/types.js";
 import type { TokenSet } from "./tokens.js";
@@ -22,13 +23,13 @@ function withoutSecret<P extends GrantParam>(app: ApplicationRecord, grant: Gran
 /**
  * The thumbprint of the key of the request's DPoP proof (RFC 9449 §5), once
  * checked; undefined when it sent none and the application does not ask for
- * one (dpopBoundAccessTokens).
+ * one (dpopBoundAccessTokens, or the fapi2 profile: oauth/fapi2.ts).
  */
 async function proofOfPossession(app: ApplicationRecord, origin: RequestOrigin, deps: Pick<GrantDeps, "dpop">): Promise<string | undefined> {
   if (origin.dpop?.proof !== undefined) return deps.dpop.verify(origin.dpop, "token");
-  if (app.dpopBoundAccessTokens) {
-    throw new OAuthError("invalid_dpop_proof", "this application's tokens are DPoP-bound: the token request needs a DPoP proof (RFC 9449)");
-  }
+  // RFC 9449 §7.1 names no error for a missing proof; invalid_dpop_proof says which part of the request is lacking.
+  const required = dpopRequiredBy(app);
+  if (required) throw new OAuthError("invalid_dpop_proof", required);
   return undefined;
 }
 

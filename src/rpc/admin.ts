@@ -70,6 +70,7 @@ function applicationInput(input: ApplicationInputMessage | undefined) {
     backchannelLogoutUri: input.backchannelLogoutUri,
     backchannelLogoutSessionRequired: input.backchannelLogoutSessionRequired,
     allowPrivateBackchannelLogoutUri: input.allowPrivateBackchannelLogoutUri,
+    profile: input.profile,
   });
 }
 

@@ -7,7 +7,7 @@ import {
 } from "../../gen/identity/v1/authorize_pb.js";
 import type { Domain } from "../domain/index.js";
 import { everyMethod } from "./guards.js";
-import { clientAddressOf, presentedCredentials } from "./headers.js";
+import { clientAddressOf, offerDPoPNonce, presentedCredentials, proofContextOf } from "./headers.js";
 
 /** The client's authentication, which is no authorize parameter. */
 const CREDENTIALS = new Set(["client_secret", "client_assertion_type", "client_assertion"]);
@@ -37,7 +37,8 @@ export function pushedAuthorizationService(domain: Domain): ServiceImpl<typeof P
   return {
     async pushAuthorizationRequest(req, ctx) {
       const basic = presentedCredentials(req, ctx);
-      const answer = await domain.pushedAuthorizations.push(authorizeParameters(req), req, basic, clientAddressOf(ctx));
+      const answer = await domain.pushedAuthorizations.push(authorizeParameters(req), req, basic, clientAddressOf(ctx), proofContextOf(ctx, domain.issuer));
+      offerDPoPNonce(ctx, domain.dpop);
       return { requestUri: answer.requestUri, expiresIn: BigInt(answer.expiresIn) };
     },
   };

@@ -30,6 +30,13 @@ export const DEFAULT_ACCESS_TOKEN_STRATEGY: AccessTokenStrategy = "jwt";
 export const MFA_POLICIES = ["optional", "required"] as const;
 export type MfaPolicy = (typeof MFA_POLICIES)[number];
 
+/**
+ * The security profile an application is held to: "" (none, the default) or
+ * `fapi2`, the FAPI 2.0 Security Profile (oauth/fapi2.ts).
+ */
+export const APPLICATION_PROFILES = ["", "fapi2"] as const;
+export type ApplicationProfile = (typeof APPLICATION_PROFILES)[number];
+
 /** A user's second factor: a one-time code secret (RFC 6238) or a passkey (WebAuthn). */
 export interface UserFactorRecord {
   id: string;
@@ -108,6 +115,8 @@ export interface ApplicationRecord {
   backchannelLogoutSessionRequired: boolean;
   /** Whether backchannelLogoutUri may target a private or link-local address (loopback needs no leave). */
   allowPrivateBackchannelLogoutUri: boolean;
+  /** `fapi2`: held to the FAPI 2.0 Security Profile (oauth/fapi2.ts). Absent is "", no profile. */
+  profile?: ApplicationProfile;
   createdAt: number;
   updatedAt: number;
 }

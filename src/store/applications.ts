@@ -38,6 +38,7 @@ interface Row {
   backchannel_logout_uri: string;
   backchannel_logout_session_required: boolean | number;
   allow_private_backchannel_logout_uri: boolean | number;
+  profile?: string;
   created_at: number;
   updated_at: number;
 }
@@ -74,6 +75,7 @@ const fromRow = (r: Row): ApplicationRecord => ({
   backchannelLogoutUri: r.backchannel_logout_uri ?? "",
   backchannelLogoutSessionRequired: Boolean(r.backchannel_logout_session_required),
   allowPrivateBackchannelLogoutUri: Boolean(r.allow_private_backchannel_logout_uri),
+  ...(r.profile === "fapi2" ? { profile: "fapi2" as const } : {}),
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
 });
@@ -108,6 +110,7 @@ const toRow = (a: ApplicationRecord): Row => ({
   backchannel_logout_uri: a.backchannelLogoutUri,
   backchannel_logout_session_required: a.backchannelLogoutSessionRequired,
   allow_private_backchannel_logout_uri: a.allowPrivateBackchannelLogoutUri,
+  profile: a.profile ?? "",
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });

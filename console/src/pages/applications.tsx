@@ -30,6 +30,8 @@ interface ApplicationForm {
   backchannelLogoutUri: string;
   backchannelLogoutSessionRequired: boolean;
   allowPrivateBackchannelLogoutUri: boolean;
+  /** "" or `fapi2` (the FAPI 2.0 Security Profile). */
+  profile: string;
 }
 
 /** The values each choice field accepts, as the service tells them (ApplicationChoicesService): the console keeps no copy. */
@@ -39,7 +41,7 @@ const FORM_FIELDS: readonly (keyof ApplicationForm)[] = [
   "name", "clientId", "redirectUris", "grantTypes", "expireInHours", "refreshExpireInHours", "providers", "allowedOrigins", "tokenFormat",
   "signingAlg", "accessTokenStrategy", "publicClient", "signup", "tokenEndpointAuthMethod", "jwks", "jwksUri", "exchangeAudiences",
   "allowImpersonation", "consentRequired", "requirePushedAuthorizationRequests", "dpopBoundAccessTokens", "backchannelLogoutUri",
-  "backchannelLogoutSessionRequired", "allowPrivateBackchannelLogoutUri",
+  "backchannelLogoutSessionRequired", "allowPrivateBackchannelLogoutUri", "profile",
 ];
 
 /** A new application's form starts at each list's first value, the service's default. */
@@ -55,7 +57,7 @@ function formOf(choices: Choices, a?: Application): ApplicationForm {
     signup: a?.signup ?? false,
     tokenEndpointAuthMethod: a?.tokenEndpointAuthMethod || choices.tokenEndpointAuthMethods[0]!,
     jwks: a?.jwks ?? "", jwksUri: a?.jwksUri ?? "", exchangeAudiences: a?.exchangeAudiences.join("\n") ?? "",
-    allowImpersonation: a?.allowImpersonation ?? false, consentRequired: a?.consentRequired ?? false,
+    allowImpersonation: a?.allowImpersonation ?? false, consentRequired: a?.consentRequired ?? false, profile: a?.profile ?? "",
     requirePushedAuthorizationRequests: a?.requirePushedAuthorizationRequests ?? false, dpopBoundAccessTokens: a?.dpopBoundAccessTokens ?? false,
     backchannelLogoutUri: a?.backchannelLogoutUri ?? "", backchannelLogoutSessionRequired: a?.backchannelLogoutSessionRequired ?? false,
     allowPrivateBackchannelLogoutUri: a?.allowPrivateBackchannelLogoutUri ?? false,
@@ -96,6 +98,7 @@ function inputOf(form: ApplicationForm, editing: boolean) {
     backchannelLogoutUri: form.backchannelLogoutUri.trim(),
     backchannelLogoutSessionRequired: form.backchannelLogoutSessionRequired,
     allowPrivateBackchannelLogoutUri: form.allowPrivateBackchannelLogoutUri,
+    profile: form.profile,
     // The form shows every list: an emptied one is meant empty.
     replaceLists: editing,
   };
@@ -253,6 +256,9 @@ function ApplicationDialog(props: {
         <CheckboxField id="app-allowPrivateBackchannelLogoutUri" label="Private logout URI: the back-channel logout URI may be a private or link-local address"
           checked={form.allowPrivateBackchannelLogoutUri} onValue={set("allowPrivateBackchannelLogoutUri")}
           error={errors.fields.allowPrivateBackchannelLogoutUri} />
+        <CheckboxField id="app-profile" label="FAPI 2.0: held to the FAPI 2.0 Security Profile" checked={form.profile === "fapi2"}
+          onValue={(on) => set("profile")(on ? "fapi2" : "")} error={errors.fields.profile}
+          note="private_key_jwt, PS256, ES256 or EdDSA, no implicit or password grant; PAR, PKCE and DPoP on every sign-in." />
         <CheckboxGroup id="app-grantTypes" legend="Grant types" options={choices.grantTypes.map((g) => ({ value: g.grantType, label: g.grantType, always: g.alwaysOn }))} values={form.grantTypes}
           onValues={set("grantTypes")} error={errors.fields.grantTypes} />
         <CheckboxGroup id="app-providers" legend="Providers on its login page" options={props.providers} values={form.providers} onValues={set("providers")}

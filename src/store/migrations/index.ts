@@ -33,6 +33,7 @@ import * as dpopBinding from "./072_dpop_binding.js";
 import * as dpopProofs from "./073_dpop_proofs.js";
 import * as sessionIds from "./074_session_ids.js";
 import * as backchannelLogout from "./075_backchannel_logout.js";
+import * as applicationProfile from "./076_application_profile.js";
 
 interface Migration {
   name: string;
@@ -77,6 +78,7 @@ const all: Migration[] = [
   { name: "073_dpop_proofs", ...dpopProofs },
   { name: "074_session_ids", ...sessionIds },
   { name: "075_backchannel_logout", ...backchannelLogout },
+  { name: "076_application_profile", ...applicationProfile },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

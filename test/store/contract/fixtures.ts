@@ -70,6 +70,7 @@ export const anApplication = (over: Partial<ApplicationRecord> = {}): Applicatio
   backchannelLogoutUri: "https://app.example/backchannel-logout",
   backchannelLogoutSessionRequired: true,
   allowPrivateBackchannelLogoutUri: true,
+  profile: "fapi2",
   createdAt: T0,
   updatedAt: T0,
   ...over,
