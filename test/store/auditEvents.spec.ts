@@ -128,7 +128,9 @@ describeEachBackend("audit events", (ctx) => {
 const SQLITE_FILE = BACKENDS.filter((b) => b.name === "SQLite file");
 
 describeEachBackend("audit events on a SQLite file", (ctx) => {
-  it("are written on a connection of their own, not queued behind a statement on Knex's one connection", async () => {
+  it("are written on a connection of their own, not queued behind a statement on Knex's one connection", async function () {
+    // The plain path (IDENTITY_PLAIN_PATHS) writes them on Knex's connection: this is the fast path's promise.
+    if (ctx.store.auditEvents.writePath !== "own connection") this.skip();
     await ctx.db("audit_events").delete();
     let readDone = false;
     // Holds Knex's only connection for a while (a count to 3,000,000).
