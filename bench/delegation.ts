@@ -22,7 +22,7 @@ function clientAssertion(key: KeyObject, audience: string): string {
   return `${header}.${payload}.${base64url(signature)}`;
 }
 
-function privateKeyJwtRequest(issuer: string): HttpRequest {
+export function privateKeyJwtRequest(issuer: string): HttpRequest {
   const request = post(TOKEN_PATH, { grant_type: "client_credentials" });
   return {
     ...request,

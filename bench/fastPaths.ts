@@ -2,20 +2,21 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { httpLoad, inTurns, rateText, type TurnLoad } from "./load.js";
 import { clientTokens, introspectionRequests, startOurs, tokenRequest, userinfoRequests, userTokens, type OurServer } from "./ours.js";
+import { privateKeyJwtRequest } from "./delegation.js";
 import { log, settings } from "./settings.js";
 import { grpcLoad, grpcNotOk } from "./verification.js";
 
 /**
  * --fast-paths: what each fast path gains on the rows it serves. Our server
- * with every fast path, with each of the gRPC door, group commit and audit
- * staging off, and with all off (IDENTITY_PLAIN_PATHS), each row's loads in turns; each ratio is the
+ * with every fast path, with each of the gRPC door, group commit, audit
+ * staging and jti batches off, and with all off (IDENTITY_PLAIN_PATHS), each row's loads in turns; each ratio is the
  * variant before over the one after. REST never meets the gRPC door: on its
  * rows, all plain is the row reader off.
  */
 export async function measureFastPaths(dir: string): Promise<void> {
   const variants = new Map<string, { server: OurServer; tokens: string[]; users: string[] }>();
   try {
-    const switches = { fast: "0", "no grpc-unary": "grpc-unary", "no group-commit": "group-commit", "no audit-staging": "audit-staging", "all plain": "1" };
+    const switches = { fast: "0", "no grpc-unary": "grpc-unary", "no group-commit": "group-commit", "no audit-staging": "audit-staging", "no jti-batch": "jti-batch", "all plain": "1" };
     for (const [name, plain] of Object.entries(switches)) {
       const server = await startOurs(dir, plain, 1, { IDENTITY_PLAIN_PATHS: plain });
       variants.set(name, { server, tokens: await clientTokens(server, settings.tokens), users: await userTokens(server, settings.userTokens) });
@@ -28,6 +29,8 @@ export async function measureFastPaths(dir: string): Promise<void> {
       // Opaque tokens are the ones whose rows are written; each response is a token_issued audit event too.
       ["client_credentials, opaque: group commit", ["fast", "no group-commit"], (v) => httpLoad(v.server.url, [tokenRequest("opaque")])],
       ["client_credentials, opaque: audit staging", ["fast", "no audit-staging"], (v) => httpLoad(v.server.url, [tokenRequest("opaque")])],
+      // Every request a fresh client assertion, whose jti is recorded once.
+      ["client_credentials, private_key_jwt: jti batches", ["fast", "no jti-batch"], (v) => httpLoad(v.server.url, [privateKeyJwtRequest(v.server.url)])],
     ];
     for (const [row, names, loadOf] of rows) {
       log(`${row}: ${names.join(", ")}, in ${settings.turns} turns`);

@@ -178,7 +178,7 @@ async function serve(args: string[]): Promise<number> {
 
 function printBanner(server: Banner, database: string, extra = ""): void {
   if (process.env.IDENTITY_PLAIN_PATHS) {
-    process.stdout.write(`IDENTITY_PLAIN_PATHS=${process.env.IDENTITY_PLAIN_PATHS}: unary gRPC by ${server.paths.grpcUnary}, hot reads by ${server.paths.reads}, token rows by ${server.paths.tokenWrites}, audit batches on the ${server.paths.auditWrites}\n`);
+    process.stdout.write(`IDENTITY_PLAIN_PATHS=${process.env.IDENTITY_PLAIN_PATHS}: unary gRPC by ${server.paths.grpcUnary}, hot reads by ${server.paths.reads}, token rows by ${server.paths.tokenWrites}, audit batches on the ${server.paths.auditWrites}, single-use keys ${server.paths.jtiWrites}\n`);
   }
   process.stdout.write(`identity-service listening on ${server.url} (issuer ${server.issuer})\n`);
   process.stdout.write(extra);

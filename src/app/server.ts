@@ -75,9 +75,10 @@ export interface FastPaths {
   rowReader: boolean;
   groupCommit: boolean;
   auditStaging: boolean;
+  jtiBatches: boolean;
 }
 
-const PLAIN_PATH_NAMES = { "grpc-unary": "grpcUnary", "row-reader": "rowReader", "group-commit": "groupCommit", "audit-staging": "auditStaging" } as const;
+const PLAIN_PATH_NAMES = { "grpc-unary": "grpcUnary", "row-reader": "rowReader", "group-commit": "groupCommit", "audit-staging": "auditStaging", "jti-batch": "jtiBatches" } as const;
 
 /**
  * IDENTITY_PLAIN_PATHS: unset, empty or 0 runs every fast path; 1 none (CI
@@ -85,9 +86,9 @@ const PLAIN_PATH_NAMES = { "grpc-unary": "grpcUnary", "row-reader": "rowReader",
  * turns off those alone, which the bench uses to measure each on its own.
  */
 export function fastPathsFrom(value: string | undefined): FastPaths {
-  const fast: FastPaths = { grpcUnary: true, rowReader: true, groupCommit: true, auditStaging: true };
+  const fast: FastPaths = { grpcUnary: true, rowReader: true, groupCommit: true, auditStaging: true, jtiBatches: true };
   if (value === undefined || value === "" || value === "0") return fast;
-  if (value === "1") return { grpcUnary: false, rowReader: false, groupCommit: false, auditStaging: false };
+  if (value === "1") return { grpcUnary: false, rowReader: false, groupCommit: false, auditStaging: false, jtiBatches: false };
   for (const name of value.split(",")) {
     const path = PLAIN_PATH_NAMES[name.trim() as keyof typeof PLAIN_PATH_NAMES];
     if (!path) throw new Error(`IDENTITY_PLAIN_PATHS: 0, 1 or a comma list of ${Object.keys(PLAIN_PATH_NAMES).join(", ")}, not ${value}`);
@@ -111,7 +112,13 @@ export interface RunningServer {
   /** The metrics it serves, unless --metrics off (serve --workers sums them over the workers). */
   metrics?: PromMetrics;
   /** What serves unary gRPC calls and the hot lookups: the fast paths or the plain ones (IDENTITY_PLAIN_PATHS). */
-  paths: { grpcUnary: "unary door" | "connect"; reads: Store["readPath"]; tokenWrites: Store["issuedTokens"]["path"]; auditWrites: Store["auditEvents"]["writePath"] };
+  paths: {
+    grpcUnary: "unary door" | "connect";
+    reads: Store["readPath"];
+    tokenWrites: Store["issuedTokens"]["path"];
+    auditWrites: Store["auditEvents"]["writePath"];
+    jtiWrites: Store["clientAssertionJtis"]["path"];
+  };
   /**
    * Graceful stop: refuse new connections, let requests in flight finish
    * (within --shutdown-timeout-seconds), stop background jobs, close the pool.
@@ -160,7 +167,7 @@ export async function startServer(given: ServeConfig, deps: ServerDeps = {}): Pr
   // host, so cookies set there (sign-in, federation state) come back.
   const issuer = config.issuer ?? url;
 
-  const store = createStore(db, { fastReads: fast.rowReader, groupCommit: fast.groupCommit, auditStaging: fast.auditStaging, logger });
+  const store = createStore(db, { fastReads: fast.rowReader, groupCommit: fast.groupCommit, auditStaging: fast.auditStaging, jtiBatches: fast.jtiBatches, logger });
   const jobs = backgroundJobs(db, config, clock, logger);
   let metricsListener: MetricsListener | undefined;
   let domainMade: Domain | undefined;
@@ -200,6 +207,7 @@ export async function startServer(given: ServeConfig, deps: ServerDeps = {}): Pr
       reads: store.readPath,
       tokenWrites: store.issuedTokens.path,
       auditWrites: store.auditEvents.writePath,
+      jtiWrites: store.clientAssertionJtis.path,
     };
     return { url, port: listener.port, issuer, domain, store, demo, metricsUrl: metricsListener?.url, metrics, paths, close };
   } catch (err) {

@@ -2,7 +2,7 @@ import { decodeJwt, jwtVerify, type JWTVerifyGetKey } from "jose";
 import type { SecretBox } from "../federation/secretBox.js";
 import type { Clock } from "../shared/clock.js";
 import type { ApplicationRecord, TokenEndpointAuthMethod } from "../shared/model.js";
-import type { ClientAssertionJtiRepository } from "../store/clientAssertionJtis.js";
+import type { SingleUseKeyRepository } from "../store/singleUseKeys.js";
 import type { ClientKeys } from "./clientKeys.js";
 import { OAuthError } from "./errors.js";
 import { jwtAlgsFor } from "./fapi2.js";
@@ -62,7 +62,7 @@ export class ClientAssertions {
   constructor(
     private readonly issuer: string,
     private readonly clock: Clock,
-    private readonly jtis: Pick<ClientAssertionJtiRepository, "useOnce">,
+    private readonly jtis: Pick<SingleUseKeyRepository, "useOnce">,
     private readonly clientKeys: Pick<ClientKeys, "of">,
     private readonly secrets: Pick<SecretBox, "open">,
   ) {}

@@ -1,5 +1,5 @@
 import type { Clock } from "../shared/clock.js";
-import type { DPoPProofJtiRepository } from "../store/dpopProofs.js";
+import type { SingleUseKeyRepository } from "../store/singleUseKeys.js";
 import { PROOF_ALGORITHMS, ProofFormatError, ProofKeys } from "./dpopKeys.js";
 import type { DPoPNonces } from "./dpopNonces.js";
 import { OAuthError } from "./errors.js";
@@ -68,7 +68,7 @@ export class DPoPProofs {
   private readonly keys = new ProofKeys();
 
   constructor(
-    private readonly jtis: Pick<DPoPProofJtiRepository, "useOnce">,
+    private readonly jtis: Pick<SingleUseKeyRepository, "useOnce">,
     private readonly clock: Clock,
     /** Undefined for `--dpop-nonce off`. */
     private readonly nonces: DPoPNonces | undefined,

@@ -55,11 +55,11 @@ export const SWEEPS: readonly Sweep[] = [
   { table: "email_links", key: "token_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now - DAY_MS) },
   // Budgets are hourly; a window that began a day ago counts for nothing.
   { table: "action_limits", key: "key", expired: (rows, now) => rows.where("t.window_started_at", "<=", now - DAY_MS) },
-  // A jti is needed only while its assertion could still be accepted (clientAssertionJtis.ts).
+  // A jti is needed only while its assertion could still be accepted (singleUseKeys.ts).
   { table: "client_assertion_jtis", key: "key", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
   // A pushed request that outlived its expires_in can no longer be used (RFC 9126 §2.2).
   { table: "pushed_authorization_requests", key: "request_uri_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
-  // A proof's jti is needed only while the proof's iat is fresh (dpopProofs.ts).
+  // A proof's jti is needed only while the proof's iat is fresh (singleUseKeys.ts).
   { table: "dpop_proof_jtis", key: "key", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
   // An expired device code is kept a day, so a device still polling hears expired_token (RFC 8628 §3.5).
   { table: "device_codes", key: "device_code_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now - DAY_MS) },

@@ -11,10 +11,10 @@ import { FederatedIdentityRepository } from "./federatedIdentities.js";
 import { FederationStateRepository } from "./federationStates.js";
 import { SigningKeyRepository } from "./keys.js";
 import { LoginFailureRepository } from "./loginFailures.js";
-import { ClientAssertionJtiRepository } from "./clientAssertionJtis.js";
 import { PushedAuthorizationRequestRepository } from "./pushedAuthorizationRequests.js";
 import { DeviceCodeRepository } from "./deviceCodes.js";
-import { DPoPNonceSecretRepository, DPoPProofJtiRepository } from "./dpopProofs.js";
+import { DPoPNonceSecretRepository } from "./dpopProofs.js";
+import { SingleUseKeyRepository } from "./singleUseKeys.js";
 import { ProviderRepository } from "./providers.js";
 import { ResourceRepository } from "./resources.js";
 import { RegistrationCountRepository } from "./registrationCounts.js";
@@ -52,11 +52,11 @@ export interface Store {
   authorizationRequests: AuthorizationRequestRepository;
   loginFailures: LoginFailureRepository;
   /** The jti of each accepted client assertion, until it expires (RFC 7523 §3). */
-  clientAssertionJtis: ClientAssertionJtiRepository;
+  clientAssertionJtis: SingleUseKeyRepository;
   /** Pushed authorization requests (RFC 9126), each taken once by the client that pushed it. */
   pushedAuthorizationRequests: PushedAuthorizationRequestRepository;
   /** The jti of each accepted DPoP proof, until its iat window ends (RFC 9449 §11.1). */
-  dpopProofJtis: DPoPProofJtiRepository;
+  dpopProofJtis: SingleUseKeyRepository;
   /** The secret every instance makes DPoP nonces with (RFC 9449 §8). */
   dpopNonceSecret: DPoPNonceSecretRepository;
   /** Device authorizations (RFC 8628), by device code and by user code. */
@@ -106,6 +106,8 @@ export interface StoreOptions {
   fastReads?: boolean;
   /** Token responses' rows grouped into one write (groupCommit.ts); false: one write each. Default true. */
   groupCommit?: boolean;
+  /** Single-use keys (client assertion and DPoP proof jtis) recorded many to a write (singleUseKeys.ts); false: one write each. Default true. */
+  jtiBatches?: boolean;
   /** On a SQLite file, audit batches staged on a connection of their own (sqliteAuditBatches.ts); false: the pool's. Default true. */
   auditStaging?: boolean;
   /** Where the audit writer reports events it could not write yet. */
@@ -137,9 +139,9 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     authorizationCodes: new AuthorizationCodeRepository(db),
     authorizationRequests: new AuthorizationRequestRepository(db),
     loginFailures: new LoginFailureRepository(db),
-    clientAssertionJtis: new ClientAssertionJtiRepository(db),
+    clientAssertionJtis: new SingleUseKeyRepository(db, "client_assertion_jtis", options.jtiBatches !== false),
     pushedAuthorizationRequests: new PushedAuthorizationRequestRepository(db),
-    dpopProofJtis: new DPoPProofJtiRepository(db),
+    dpopProofJtis: new SingleUseKeyRepository(db, "dpop_proof_jtis", options.jtiBatches !== false),
     dpopNonceSecret: new DPoPNonceSecretRepository(db),
     deviceCodes: new DeviceCodeRepository(db),
     federationStates: new FederationStateRepository(db),

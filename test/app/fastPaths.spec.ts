@@ -9,8 +9,8 @@ import { INTROSPECT_PATH, TOKEN_PATH } from "../support/oauth.js";
 import { grpcJsCall, grpcJsClients, type GrpcJsClient } from "../support/rpc.js";
 import { basicAuth, postForm, startTestServer, TEST_APP, TEST_SECRET_HASH_COST, writeConfigFile } from "../support/server.js";
 
-const ALL_FAST = { grpcUnary: "unary door", reads: "sqlite statements", tokenWrites: "group commit", auditWrites: "own connection" } as const;
-const ALL_PLAIN = { grpcUnary: "connect", reads: "knex", tokenWrites: "one write each", auditWrites: "shared connection" } as const;
+const ALL_FAST = { grpcUnary: "unary door", reads: "sqlite statements", tokenWrites: "group commit", auditWrites: "own connection", jtiWrites: "grouped" } as const;
+const ALL_PLAIN = { grpcUnary: "connect", reads: "knex", tokenWrites: "one write each", auditWrites: "shared connection", jtiWrites: "one write each" } as const;
 
 /** A client_credentials token, introspected over REST and over gRPC: both must call it active. */
 async function introspectBothWays(server: RunningServer): Promise<void> {
@@ -35,15 +35,15 @@ describe("fast paths and IDENTITY_PLAIN_PATHS", () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it("reads the switch: unset or 0 runs every fast path, 1 none, a list those it names; anything else is refused", () => {
-    const all: FastPaths = { grpcUnary: true, rowReader: true, groupCommit: true, auditStaging: true };
+    const all: FastPaths = { grpcUnary: true, rowReader: true, groupCommit: true, auditStaging: true, jtiBatches: true };
     assert.deepEqual(fastPathsFrom(undefined), all);
     assert.deepEqual(fastPathsFrom(""), all);
     assert.deepEqual(fastPathsFrom("0"), all);
-    assert.deepEqual(fastPathsFrom("1"), { grpcUnary: false, rowReader: false, groupCommit: false, auditStaging: false });
+    assert.deepEqual(fastPathsFrom("1"), { grpcUnary: false, rowReader: false, groupCommit: false, auditStaging: false, jtiBatches: false });
     assert.deepEqual(fastPathsFrom("grpc-unary"), { ...all, grpcUnary: false });
     assert.deepEqual(fastPathsFrom("row-reader, grpc-unary"), { ...all, grpcUnary: false, rowReader: false });
-    assert.deepEqual(fastPathsFrom("group-commit,audit-staging"), { ...all, groupCommit: false, auditStaging: false });
-    assert.throws(() => fastPathsFrom("yes"), /IDENTITY_PLAIN_PATHS: 0, 1 or a comma list of grpc-unary, row-reader, group-commit, audit-staging, not yes/);
+    assert.deepEqual(fastPathsFrom("group-commit,audit-staging,jti-batch"), { ...all, groupCommit: false, auditStaging: false, jtiBatches: false });
+    assert.throws(() => fastPathsFrom("yes"), /IDENTITY_PLAIN_PATHS: 0, 1 or a comma list of grpc-unary, row-reader, group-commit, audit-staging, jti-batch, not yes/);
   });
 
   // CI runs the whole suite a second time with IDENTITY_PLAIN_PATHS=1: this
@@ -66,6 +66,7 @@ describe("fast paths and IDENTITY_PLAIN_PATHS", () => {
     ["grpc-unary", { ...ALL_FAST, grpcUnary: "connect" }],
     ["group-commit", { ...ALL_FAST, tokenWrites: "one write each" }],
     ["audit-staging", { ...ALL_FAST, auditWrites: "shared connection" }],
+    ["jti-batch", { ...ALL_FAST, jtiWrites: "one write each" }],
   ] as const;
   for (const [value, expected] of switches) {
     it(`with IDENTITY_PLAIN_PATHS=${value}: unary gRPC by ${expected.grpcUnary}, hot reads by ${expected.reads}, token rows by ${expected.tokenWrites}, audit on the ${expected.auditWrites}; the same answers`, async () => {

@@ -200,7 +200,7 @@ export function describeEachBackend(title: string, body: (ctx: BackendContext) =
       const db = await openDb({ url: database.url, queryTimeoutMs: scaledMs(DEFAULT_QUERY_TIMEOUT_MS) });
       // The store as the server builds it: under IDENTITY_PLAIN_PATHS=1, hot lookups by plain Knex queries.
       const fast = fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS);
-      const store = createStore(db, { fastReads: fast.rowReader, groupCommit: fast.groupCommit, auditStaging: fast.auditStaging });
+      const store = createStore(db, { fastReads: fast.rowReader, groupCommit: fast.groupCommit, auditStaging: fast.auditStaging, jtiBatches: fast.jtiBatches });
       Object.assign(ctx, { url: database.url, db, store });
     });
     body(ctx);

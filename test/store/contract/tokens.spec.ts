@@ -226,6 +226,13 @@ describeEachBackend("storage contract: tokens", (ctx) => {
       assert.equal(await ctx.store.clientAssertionJtis.useOnce(key, T0 + 60_000, T0 + 59_999), false);
     });
 
+    it("of 300 concurrent uses of 100 keys, three each, lets exactly one use of each key through", async () => {
+      const keys = Array.from({ length: 100 }, () => hash());
+      const uses = keys.flatMap((key) => [key, key, key]);
+      const results = await Promise.all(uses.map((key) => ctx.store.clientAssertionJtis.useOnce(key, T0 + 60_000, T0)));
+      for (const key of keys) assert.equal(results.filter((ok, i) => ok && uses[i] === key).length, 1, key);
+    });
+
     it("takes a key again once its row has expired", async () => {
       const key = hash();
       assert.equal(await ctx.store.clientAssertionJtis.useOnce(key, T0 + 1000, T0), true);
