@@ -1,5 +1,4 @@
 import type { ApplicationRecord, SigningAlg } from "../shared/model.js";
-import type { AuthorizeRequest } from "./authorizeRequest.js";
 import { OAuthError } from "./errors.js";
 import { PKCE_METHOD } from "./pkce.js";
 
@@ -52,7 +51,7 @@ export function fapi2ApplicationProblems(app: Pick<ApplicationRecord, "profile" 
  * `pushed`: its parameters came through PAR. Both answers are
  * invalid_request (RFC 6749 §4.1.2.1), sent back to the redirect_uri.
  */
-export function fapi2AuthorizeProblem(app: Pick<ApplicationRecord, "profile">, request: Pick<AuthorizeRequest, "codeChallengeMethod">, pushed: boolean): OAuthError | undefined {
+export function fapi2AuthorizeProblem(app: Pick<ApplicationRecord, "profile">, request: { codeChallengeMethod?: typeof PKCE_METHOD }, pushed: boolean): OAuthError | undefined {
   if (!isFapi2(app)) return undefined;
   // §5.3.2.2: "shall reject authorization requests sent without [RFC9126]".
   if (!pushed) return new OAuthError("invalid_request", "this client follows the FAPI 2.0 profile: its authorization request must be pushed first (PAR, RFC 9126)");
