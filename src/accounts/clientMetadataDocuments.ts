@@ -10,7 +10,7 @@ import { isLoopback } from "../federation/urlRule.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import { ConflictError } from "../store/errors.js";
 import type { RegistrationCountRepository } from "../store/registrationCounts.js";
-import { DEFAULT_ACCESS_TOKEN_STRATEGY, DEFAULT_SIGNING_ALG, DEFAULT_TOKEN_FORMAT, type ApplicationRecord } from "../shared/model.js";
+import { applicationRecord, type ApplicationRecord } from "../shared/model.js";
 import { REGISTERED_REFRESH_HOURS, registeredPolicy, registrationBudgetKey } from "./clientRegistration.js";
 
 /**
@@ -218,29 +218,19 @@ export class ClientMetadataDocuments {
 }
 
 function newApplication(url: string, fields: Pick<ApplicationRecord, "redirectUris" | "grantTypes" | "refreshExpireInHours" | "registration"> & ReturnType<typeof registeredPolicy>, now: number): ApplicationRecord {
-  return {
+  return applicationRecord({
     id: randomUUID(),
     name: `metadata-document-${sha256(url).slice(0, 24)}`,
     clientId: url,
     clientSecretHash: noSecretHash(),
     ...fields,
     expireInHours: 1,
-    providers: [],
-    allowedOrigins: [],
-    tokenFormat: DEFAULT_TOKEN_FORMAT,
-    signingAlg: DEFAULT_SIGNING_ALG,
-    accessTokenStrategy: DEFAULT_ACCESS_TOKEN_STRATEGY,
     publicClient: true,
     tokenEndpointAuthMethod: "none",
-    jwks: "",
-    jwksUri: "",
-    clientSecretSealed: "",
-    exchangeAudiences: [],
-    allowImpersonation: false,
     consentRequired: true,
     createdAt: now,
     updatedAt: now,
-  };
+  });
 }
 
 /**

@@ -6,7 +6,7 @@ import { OAuthError } from "../oauth/errors.js";
 import { constantTimeEqual, hashGeneratedSecret, noSecretHash, randomToken, sha256 } from "../oauth/secrets.js";
 import type { ApplicationRepository } from "../store/applications.js";
 import type { RegistrationCountRepository } from "../store/registrationCounts.js";
-import { DEFAULT_ACCESS_TOKEN_STRATEGY, DEFAULT_SIGNING_ALG, DEFAULT_TOKEN_FORMAT, type ApplicationRecord } from "../shared/model.js";
+import { applicationRecord, type ApplicationRecord } from "../shared/model.js";
 
 /** `--client-registration`: who may register clients (RFC 7591 §3). */
 export const CLIENT_REGISTRATION_MODES = ["off", "token", "open"] as const;
@@ -92,7 +92,7 @@ export class ClientRegistrar {
     // A public client has no secret, and private_key_jwt authenticates with its keys alone.
     const secret = method === "none" || method === "private_key_jwt" ? undefined : randomToken();
     const now = this.clock.now();
-    const app: ApplicationRecord = {
+    const app = applicationRecord({
       id: randomUUID(),
       name: `registered-${clientId}`,
       clientId,
@@ -101,23 +101,15 @@ export class ClientRegistrar {
       grantTypes: metadata.grant_types,
       expireInHours: 1,
       refreshExpireInHours: metadata.grant_types.includes("refresh_token") ? REGISTERED_REFRESH_HOURS : 0,
-      providers: [],
-      allowedOrigins: [],
-      tokenFormat: DEFAULT_TOKEN_FORMAT,
-      signingAlg: DEFAULT_SIGNING_ALG,
-      accessTokenStrategy: DEFAULT_ACCESS_TOKEN_STRATEGY,
       publicClient: method === "none",
       tokenEndpointAuthMethod: method,
       ...registeredKeys(metadata),
-      clientSecretSealed: "",
-      exchangeAudiences: [],
-      allowImpersonation: false,
       ...registeredPolicy(metadata),
       consentRequired: true,
       registration: { metadata: { ...metadata }, accessTokenHash: sha256(accessToken) },
       createdAt: now,
       updatedAt: now,
-    };
+    });
     await this.apps.insert(app);
     this.audit.record({
       event: "client_registered",

@@ -1,5 +1,5 @@
 import type { AuthorizeRequest } from "./authorizeRequest.js";
-import { DEFAULT_ACCESS_TOKEN_STRATEGY, DEFAULT_SIGNING_ALG, DEFAULT_TOKEN_FORMAT, type ApplicationRecord } from "../shared/model.js";
+import { applicationRecord, type ApplicationRecord } from "../shared/model.js";
 
 /**
  * Sign-ins that the service's own pages start (the account page, the device
@@ -18,7 +18,7 @@ export const ACCOUNT_PAGE_PATH = "/account";
  * `mfa: optional` (a user with a factor is asked for it), nothing issued.
  */
 export function accountPageApplication(): ApplicationRecord {
-  return {
+  return applicationRecord({
     id: ACCOUNT_PAGE_CLIENT_ID,
     name: "your account",
     clientId: ACCOUNT_PAGE_CLIENT_ID,
@@ -27,26 +27,12 @@ export function accountPageApplication(): ApplicationRecord {
     grantTypes: [],
     expireInHours: 0,
     refreshExpireInHours: 0,
-    providers: [],
-    allowedOrigins: [],
-    tokenFormat: DEFAULT_TOKEN_FORMAT,
-    signingAlg: DEFAULT_SIGNING_ALG,
-    accessTokenStrategy: DEFAULT_ACCESS_TOKEN_STRATEGY,
     publicClient: true,
-    mfa: "optional",
-    consentRequired: false,
     tokenEndpointAuthMethod: "none",
-    jwks: "",
-    jwksUri: "",
-    clientSecretSealed: "",
-    exchangeAudiences: [],
-    allowImpersonation: false,
-    backchannelLogoutUri: "",
-    backchannelLogoutSessionRequired: false,
-    allowPrivateBackchannelLogoutUri: false,
+    mfa: "optional",
     createdAt: 0,
     updatedAt: 0,
-  };
+  });
 }
 
 /** A sign-in for one of our pages, under `clientId`'s second-factor policy, ending at `returnPath`. */

@@ -122,6 +122,38 @@ export interface ApplicationRecord {
 }
 
 /** A registered client's registration (RFC 7591, RFC 7592). */
+/** What every application the service makes itself must say; applicationRecord() defaults the rest. */
+export type ApplicationEssentials = Pick<
+  ApplicationRecord,
+  "id" | "name" | "clientId" | "clientSecretHash" | "redirectUris" | "grantTypes" | "expireInHours" | "refreshExpireInHours" | "publicClient" | "tokenEndpointAuthMethod" | "createdAt" | "updatedAt"
+>;
+
+/**
+ * An application the service makes itself (a registered client, a metadata
+ * document's, the account page's): `fields` over the defaults of an
+ * application without providers, origins, keys, token exchange, consent or
+ * back-channel logout.
+ */
+export function applicationRecord(fields: ApplicationEssentials & Partial<ApplicationRecord>): ApplicationRecord {
+  return {
+    providers: [],
+    allowedOrigins: [],
+    tokenFormat: DEFAULT_TOKEN_FORMAT,
+    signingAlg: DEFAULT_SIGNING_ALG,
+    accessTokenStrategy: DEFAULT_ACCESS_TOKEN_STRATEGY,
+    consentRequired: false,
+    jwks: "",
+    jwksUri: "",
+    clientSecretSealed: "",
+    exchangeAudiences: [],
+    allowImpersonation: false,
+    backchannelLogoutUri: "",
+    backchannelLogoutSessionRequired: false,
+    allowPrivateBackchannelLogoutUri: false,
+    ...fields,
+  };
+}
+
 export interface ClientRegistration {
   /** Its client metadata (RFC 7591 §2) as accepted, by the RFC's names. */
   metadata: Record<string, unknown>;
