@@ -75,6 +75,11 @@ export class SessionManager {
     return { cookie, session };
   }
 
+  /** The live session and its enabled user behind a request's Cookie header, if any. */
+  ofCookieHeader(header: string | undefined): Promise<{ session: SessionRecord; user: UserRecord } | undefined> {
+    return this.find(cookieValue(header, SESSION_COOKIE));
+  }
+
   /** The live session and its enabled user behind a cookie value, if any. */
   async find(cookie: string | undefined): Promise<{ session: SessionRecord; user: UserRecord } | undefined> {
     if (!cookie || cookie.length > 200) return undefined;

@@ -3,7 +3,6 @@ import QRCode from "qrcode";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
 import { ACCOUNT_PAGE_CLIENT_ID, ACCOUNT_PAGE_PATH, ownPageRequest } from "../oauth/ownPageSignIn.js";
-import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import type { UserRecord } from "../shared/model.js";
 import { accountEnrolPage, accountPage, accountRecoveryCodesPage, removeLastFactorPage, type AccountView } from "./accountPages.js";
 import { browserCsrfToken, sentFromThisBrowser } from "./csrf.js";
@@ -58,7 +57,7 @@ export class AccountPages {
 
   /** GET /account: the page, or sign-in first and back. */
   async show(req: IncomingMessage, res: ServerResponse, params: Params): Promise<void> {
-    const found = await this.domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    const found = await this.domain.sessions.ofCookieHeader(req.headers.cookie);
     if (!found) return this.signIn.signInForPage(req, res, ownPageRequest(ACCOUNT_PAGE_CLIENT_ID, ACCOUNT_PAGE_PATH));
     const { csrfToken, cookies } = browserCsrfToken(req, this.secure);
     const notice = NOTICES[params.get("done") ?? ""];
@@ -145,7 +144,7 @@ export class AccountPages {
   private async signedIn(req: IncomingMessage, form: Params): Promise<SignedIn> {
     const csrfToken = form.get("csrf_token");
     if (!sentFromThisBrowser(req, csrfToken)) throw new OAuthError("access_denied", "the form is missing its security token or was not sent from this browser", 403);
-    const found = await this.domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    const found = await this.domain.sessions.ofCookieHeader(req.headers.cookie);
     if (!found) throw new OAuthError("login_required", "your session has ended: open your account page again to sign in", 401);
     return { ...found, csrfToken };
   }

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Domain } from "../domain/index.js";
 import { OAuthError } from "../oauth/errors.js";
-import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import type { UserRecord } from "../shared/model.js";
 import { SCOPE_WORDS } from "./consent.js";
 import { accountConsentsPage, accountSignInNeededPage } from "./accountConsentsPage.js";
@@ -71,6 +70,6 @@ export class AccountConsentPages {
   }
 
   private async signedIn(req: IncomingMessage): Promise<UserRecord | undefined> {
-    return (await this.domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE)))?.user;
+    return (await this.domain.sessions.ofCookieHeader(req.headers.cookie))?.user;
   }
 }

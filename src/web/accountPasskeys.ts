@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Domain } from "../domain/index.js";
 import { sendJson } from "../http/answers.js";
 import { OAuthError } from "../oauth/errors.js";
-import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { browserCsrfToken, sentFromThisBrowser } from "./csrf.js";
 import { redirect, sendPage } from "./http.js";
 import { ACCOUNT_PASSKEY_PATHS, passkeyListPage, passkeyRecoveryCodesPage, removePasskeyPage, type PasskeyListView } from "./passkeyPages.js";
@@ -73,7 +72,7 @@ export class AccountPasskeyPages {
   }
 
   private signedIn(req: IncomingMessage) {
-    return this.domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    return this.domain.sessions.ofCookieHeader(req.headers.cookie);
   }
 
   /** The signed-in user of a form posted from this browser's page. */

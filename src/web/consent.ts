@@ -4,7 +4,6 @@ import { errorResponse } from "../oauth/authorize.js";
 import type { AuthorizeRequest } from "../oauth/authorizeRequest.js";
 import { OAuthError } from "../oauth/errors.js";
 import { annotateRequest, requestContextOf } from "../http/requestContext.js";
-import { cookieValue, SESSION_COOKIE } from "../oauth/sessions.js";
 import { sendAuthorizationResponse } from "./authorizationResponse.js";
 import { consentPage } from "./consentPage.js";
 import { browserCsrfToken } from "./csrf.js";
@@ -71,7 +70,7 @@ export class ConsentPages {
   /** POST /login/oauth/consent: Allow or Deny, from this browser's signed-in user, once. */
   async decide(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>): Promise<void> {
     const { pending } = await this.pages.pendingFromForm(req, form);
-    const signedIn = await this.domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    const signedIn = await this.domain.sessions.ofCookieHeader(req.headers.cookie);
     if (!signedIn) throw new OAuthError("login_required", "the sign-in ended before the decision: start again from the application");
     const decision = form.get("decision");
     if (decision !== "allow" && decision !== "deny") throw new OAuthError("invalid_request", "choose Allow or Deny");

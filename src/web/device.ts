@@ -106,6 +106,6 @@ export class DevicePages {
   }
 
   private signedIn(req: IncomingMessage) {
-    return this.domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    return this.domain.sessions.ofCookieHeader(req.headers.cookie);
   }
 }

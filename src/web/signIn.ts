@@ -55,7 +55,7 @@ export class SignInPages {
    */
   private async answer(req: IncomingMessage, res: ServerResponse, app: ApplicationRecord, request: AuthorizeRequest, loginHint: string | undefined): Promise<void> {
     const { domain } = this;
-    const signedIn = await domain.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    const signedIn = await domain.sessions.ofCookieHeader(req.headers.cookie);
     if (signedIn && domain.authorize.satisfiedBy(request, signedIn.session.authTime)) {
       const proof = await domain.signInPolicy.sessionProof(app, request, signedIn.session);
       // A passkey sign-in whose passkey was removed since proves nothing now: the user signs in again.
