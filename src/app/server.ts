@@ -33,7 +33,7 @@ import { correctErrorAnswers } from "./../rpc/errorAnswers.js";
 import { sqliteFile, withDbLock, type Db } from "./../store/db.js";
 import { sqliteFilesOthersMayRead } from "./../store/fileModes.js";
 import { openDatabase } from "./database.js";
-import { createStore, type Store } from "./../store/index.js";
+import { createStore, type Store, type StoreOptions } from "./../store/index.js";
 import { startWalCheckpoints } from "./../store/walCheckpoints.js";
 import { listenOnePort, type ConnectionLimits, type OnePortOptions, type OnePortServer } from "./../http/transport.js";
 import { createWebHandler, WEB_ROUTES } from "./../web/handler.js";
@@ -95,6 +95,11 @@ export function fastPathsFrom(value: string | undefined): FastPaths {
     fast[path] = false;
   }
   return fast;
+}
+
+/** The store's share of the fast paths, as createStore takes them. */
+export function storePaths(fast: FastPaths): Pick<StoreOptions, "fastReads" | "groupCommit" | "auditStaging" | "jtiBatches"> {
+  return { fastReads: fast.rowReader, groupCommit: fast.groupCommit, auditStaging: fast.auditStaging, jtiBatches: fast.jtiBatches };
 }
 
 export interface RunningServer {
@@ -167,7 +172,7 @@ export async function startServer(given: ServeConfig, deps: ServerDeps = {}): Pr
   // host, so cookies set there (sign-in, federation state) come back.
   const issuer = config.issuer ?? url;
 
-  const store = createStore(db, { fastReads: fast.rowReader, groupCommit: fast.groupCommit, auditStaging: fast.auditStaging, jtiBatches: fast.jtiBatches, logger });
+  const store = createStore(db, { ...storePaths(fast), logger });
   const jobs = backgroundJobs(db, config, clock, logger);
   let metricsListener: MetricsListener | undefined;
   let domainMade: Domain | undefined;

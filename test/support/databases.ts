@@ -5,7 +5,7 @@ import { join } from "node:path";
 import knex from "knex";
 import { isPostgresUrl, openDb, parsePostgresUrl, type Db } from "../../src/store/db.js";
 import { createStore, type Store } from "../../src/store/index.js";
-import { fastPathsFrom } from "../../src/app/server.js";
+import { fastPathsFrom, storePaths } from "../../src/app/server.js";
 import { DEFAULT_QUERY_TIMEOUT_MS } from "../../src/store/deadlines.js";
 import { scaledMs } from "./deadline.js";
 
@@ -199,8 +199,7 @@ export function describeEachBackend(title: string, body: (ctx: BackendContext) =
       // The store's query deadline, scaled by the load: a test's long statement must not meet it because the CPU is shared.
       const db = await openDb({ url: database.url, queryTimeoutMs: scaledMs(DEFAULT_QUERY_TIMEOUT_MS) });
       // The store as the server builds it: under IDENTITY_PLAIN_PATHS=1, hot lookups by plain Knex queries.
-      const fast = fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS);
-      const store = createStore(db, { fastReads: fast.rowReader, groupCommit: fast.groupCommit, auditStaging: fast.auditStaging, jtiBatches: fast.jtiBatches });
+      const store = createStore(db, storePaths(fastPathsFrom(process.env.IDENTITY_PLAIN_PATHS)));
       Object.assign(ctx, { url: database.url, db, store });
     });
     body(ctx);
