@@ -155,21 +155,23 @@ export class UpstreamClient {
   }
 
   /**
-   * POST a form and expect any 2xx, whatever its body (a relying party's
-   * back-channel logout endpoint answers 200 with no body, OIDC
-   * Back-Channel Logout 1.0 §2.8).
+   * POST a form; the answer's status and Retry-After, whatever the status
+   * and body: the caller judges them (a relying party's back-channel logout
+   * endpoint, OIDC Back-Channel Logout 1.0 §2.8, oauth/logoutAnswers.ts).
+   * No answer, or a redirect, still throws.
    */
-  async postForm(step: UpstreamStep, url: string, form: Record<string, string>, publicOnly: boolean): Promise<void> {
+  async postForm(step: UpstreamStep, url: string, form: Record<string, string>, publicOnly: boolean): Promise<{ status: number; retryAfter?: string }> {
     const init: UpstreamRequest = {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
       body: new URLSearchParams(form).toString(),
       publicOnly,
     };
-    await this.request(step, url, init, false);
+    const { status, headers } = await this.request(step, url, init, false);
+    return { status, retryAfter: headers["retry-after"] };
   }
 
-  /** The parsed body of a 2xx answer and its headers, in a span when tracing (the step and the host, never the URL's query). */
+  /** The answer as `call` gives it, in a span when tracing (the step and the host, never the URL's query). */
   private request(step: UpstreamStep, url: string, init: UpstreamRequest, parse = true): Promise<UpstreamAnswer> {
     if (!tracing()) return this.call(step, url, init, parse);
     const attributes: SpanAttributes = { "identity.upstream.step": step, "http.request.method": init.method };
@@ -183,7 +185,7 @@ export class UpstreamClient {
     return span(`upstream ${step}`, "client", attributes, () => this.call(step, url, init, parse));
   }
 
-  /** The parsed body of a 2xx answer (undefined when it is neither JSON nor a form, or `parse` is false), and its headers. */
+  /** The parsed body of a 2xx answer (undefined when it is neither JSON nor a form), and its headers; with `parse` false, the answer whatever its status (a redirect still throws), its body not parsed. */
   private async call(step: UpstreamStep, url: string, init: UpstreamRequest, parse = true): Promise<UpstreamAnswer> {
     const { timeoutMs, maxBodyBytes } = this.options;
     const signal = AbortSignal.timeout(timeoutMs);
@@ -205,10 +207,7 @@ export class UpstreamClient {
       throw new UpstreamError(step, `could not be reached${typeof code === "string" ? ` (${code})` : ""}`);
     }
     const status = res.statusCode ?? 0;
-    if (!parse) {
-      if (status < 200 || status > 299) throw new UpstreamError(step, `answered HTTP ${status}`);
-      return { body: undefined, headers: res.headers };
-    }
+    if (!parse) return { body: undefined, headers: res.headers, status };
     let body: unknown;
     if (/^application\/x-www-form-urlencoded\b/i.test(res.headers["content-type"] ?? "")) {
       // Some token endpoints (GitHub's without Accept: application/json) answer as a form.
@@ -225,7 +224,7 @@ export class UpstreamClient {
       const code = typeof object?.error === "string" ? ` (${errorCode(object.error)})` : "";
       throw new UpstreamError(step, `answered HTTP ${status}${code}`);
     }
-    return { body, headers: res.headers };
+    return { body, headers: res.headers, status };
   }
 
   /** The request, its answer's head once it arrives; never a redirect followed (node:http follows none). */
@@ -250,6 +249,7 @@ const PRIVATE_TARGET_CODE = "ERR_PRIVATE_TARGET";
 interface UpstreamAnswer {
   body: unknown;
   headers: IncomingHttpHeaders;
+  status: number;
 }
 
 /** `lookup`, refusing a host any of whose addresses is not public (one bad answer is enough: the connection may try each). */

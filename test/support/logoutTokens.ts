@@ -61,13 +61,15 @@ export interface ReceivedLogout {
 /**
  * A relying party's back-channel logout endpoint on a loopback port: it
  * answers 200 for a token `verify` accepts and 400 for one it refuses
- * (§2.8); `failNext` makes the next calls answer 500 first, and `hold`
- * keeps calls unanswered until `release`.
+ * (§2.8); `failNext` makes the next calls answer 500 (or another status,
+ * with headers such as Retry-After) first, and `hold` keeps calls
+ * unanswered until `release`.
  */
 export class LogoutReceiver {
   readonly received: ReceivedLogout[] = [];
   private server: Server | undefined;
   private failures = 0;
+  private failure: { status: number; headers: Record<string, string> } = { status: 500, headers: {} };
   private held: (() => void)[] | undefined;
   private waiters: (() => void)[] = [];
   verify: ((token: string, path: string) => Promise<LogoutTokenClaims>) | undefined;
@@ -76,8 +78,8 @@ export class LogoutReceiver {
     this.server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => void this.answer(req.url ?? "/", req.headers["content-type"] ?? "", Buffer.concat(chunks).toString(), (status) => {
-        res.writeHead(status, { "cache-control": "no-store" });
+      req.on("end", () => void this.answer(req.url ?? "/", req.headers["content-type"] ?? "", Buffer.concat(chunks).toString(), (status, headers) => {
+        res.writeHead(status, { "cache-control": "no-store", ...headers });
         res.end();
       }));
     });
@@ -90,8 +92,9 @@ export class LogoutReceiver {
     return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}${path}`;
   }
 
-  failNext(count: number): void {
+  failNext(count: number, status = 500, headers: Record<string, string> = {}): void {
     this.failures = count;
+    this.failure = { status, headers };
   }
 
   hold(): void {
@@ -129,13 +132,15 @@ export class LogoutReceiver {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
-  private async answer(path: string, contentType: string, body: string, send: (status: number) => void): Promise<void> {
+  private async answer(path: string, contentType: string, body: string, send: (status: number, headers?: Record<string, string>) => void): Promise<void> {
     if (this.held) await new Promise<void>((resolve) => this.held!.push(resolve));
     const token = contentType.startsWith("application/x-www-form-urlencoded") ? new URLSearchParams(body).get("logout_token") ?? "" : "";
     let entry: ReceivedLogout;
+    let headers: Record<string, string> = {};
     if (this.failures > 0) {
       this.failures--;
-      entry = { token, status: 500, path };
+      entry = { token, status: this.failure.status, path };
+      headers = this.failure.headers;
     } else {
       try {
         entry = { token, claims: await this.verify!(token, path), status: 200, path };
@@ -144,7 +149,7 @@ export class LogoutReceiver {
       }
     }
     this.received.push(entry);
-    send(entry.status);
+    send(entry.status, headers);
     for (const wake of this.waiters.splice(0)) wake();
   }
 }
