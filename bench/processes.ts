@@ -80,6 +80,13 @@ export function rssMiB(pid: number): number {
   return Number(kib[1]) / 1024;
 }
 
+/** CPU time a process has used, user and system, in ms (Linux /proc; the kernel counts in ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  // The fields after the command's closing parenthesis; utime and stime are the 14th and 15th of the line.
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** Run `node <args>` to completion, with `input` on its stdin, and return its stdout. */
 export function runNode(args: string[], input = ""): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -53,7 +53,9 @@ async function main(): Promise<void> {
     const verification = await verificationRows(ours, { bare: bare.ready[1]!, bare2: bare2.ready[1]!, oidc: oidc.ready[1]! }, dir);
     report.rows.push(...verification.rows);
     report.figures.push(...verification.figures);
-    report.rows.push(await dpopRow(ours));
+    const dpop = await dpopRow(ours);
+    report.rows.push(dpop.row);
+    report.figures.push(...dpop.figures);
     await Promise.all([oidc.stop(), bare2.stop()]);
     const latency = await latencyRow(ours.url, bare.ready[1]!, verification.tokens[0]!, dir);
     report.rows.push(latency.row);
@@ -91,7 +93,8 @@ async function measureDelegation(dir: string): Promise<void> {
 async function measureDPoPOnly(dir: string): Promise<void> {
   const ours = await startOurs(dir, "dpop");
   try {
-    const report: Report = { mode: quick ? "quick" : "full", rows: [await dpopRow(ours)], figures: [], notes: [] };
+    const { row, figures } = await dpopRow(ours);
+    const report: Report = { mode: quick ? "quick" : "full", rows: [row], figures, notes: [] };
     process.stdout.write(`\n${writeReport(report, "bench/results/dpop")}\n`);
   } finally {
     await ours.stop();
