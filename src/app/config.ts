@@ -6,6 +6,7 @@ import { MIN_DEVICE_CODE_TTL_SECONDS } from "./../oauth/deviceAuthorization.js";
 import { DEFAULT_KEY_ACTIVATION_DELAY_MS, DEFAULT_KEY_RELOAD_MS } from "./../oauth/keys.js";
 import { DEFAULT_CLIENT_AUTH_POLICY } from "./../oauth/clientThrottle.js";
 import { DEFAULT_LOGIN_POLICY } from "./../oauth/loginThrottle.js";
+import { DEFAULT_PUSHED_REQUESTS_PER_CLIENT } from "./../oauth/pushedAuthorization.js";
 import { isProviderName } from "./../federation/providers.js";
 import { MIN_SECRET_KEY_LENGTH } from "./../federation/secretBox.js";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./../federation/upstream.js";
@@ -82,6 +83,8 @@ export interface ServeConfig {
   deviceCodeTtlSeconds?: number;
   /** Every client's authorize requests must come through PAR (RFC 9126 §5). */
   requirePushedAuthorizationRequests?: boolean;
+  /** Live pushed authorization requests one client may hold; beyond, 429. */
+  pushedRequestsMaxPerClient?: number;
   /** Encrypts provider client secrets at rest; unset stores them as given. */
   secretKey?: string;
   /** Deadline of each call to an upstream login provider. */
@@ -384,6 +387,11 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
     default: "false",
     description: "refuse every authorize request that does not come through the pushed authorization request endpoint (RFC 9126; docs/high-assurance.md)",
     parse: bool, boolean: true,
+  },
+  {
+    key: "pushedRequestsMaxPerClient", flag: "pushed-requests-max-per-client", env: "IDENTITY_PUSHED_REQUESTS_MAX_PER_CLIENT",
+    default: String(DEFAULT_PUSHED_REQUESTS_PER_CLIENT),
+    description: "live (unused, unexpired) pushed authorization requests one client may hold; beyond, 429 `temporarily_unavailable` (RFC 9126 §2.3)", parse: positiveInt,
   },
   {
     key: "secretKey", flag: "secret-key", env: "IDENTITY_SECRET_KEY", default: "",

@@ -316,6 +316,7 @@ function domainOptions(
     codeTtlSeconds: config.codeTtlSeconds,
     deviceCodeTtlSeconds: config.deviceCodeTtlSeconds,
     requirePushedAuthorizationRequests: config.requirePushedAuthorizationRequests,
+    pushedRequestsMaxPerClient: config.pushedRequestsMaxPerClient,
     generateKeyPair: deps.generateKeyPair,
     secretHashCost: deps.secretHashCost,
     secretKey: config.secretKey,

@@ -36,7 +36,7 @@ import { AuthorizeEndpoint } from "./../oauth/authorizeEndpoint.js";
 import { validateAuthorizeRequest } from "./../oauth/authorizeRequest.js";
 import { AuthorizeSources } from "./../oauth/authorizeSources.js";
 import { ClientKeys } from "./../oauth/clientKeys.js";
-import { PushedAuthorizations } from "./../oauth/pushedAuthorization.js";
+import { DEFAULT_PUSHED_REQUESTS_PER_CLIENT, PushedAuthorizations } from "./../oauth/pushedAuthorization.js";
 import { RequestObjects } from "./../oauth/requestObject.js";
 import { SignOut } from "./../oauth/endSession.js";
 import { TokenEndpoint } from "./../oauth/tokenEndpoint.js";
@@ -176,6 +176,8 @@ export interface DomainOptions {
   trustedIssuers?: TrustedIssuer[];
   /** --require-pushed-authorization-requests: every client's authorize requests come through PAR (RFC 9126 §5). */
   requirePushedAuthorizationRequests?: boolean;
+  /** --pushed-requests-max-per-client: live pushed requests one client may hold (RFC 9126 §2.3: beyond, 429). */
+  pushedRequestsMaxPerClient?: number;
   /** --device-code-ttl-seconds: how long a device code may be polled (RFC 8628 §3.2 expires_in). */
   deviceCodeTtlSeconds?: number;
   /** Makes the key pairs of new signing keys (RSA by default; tests reuse one to save its cost). */
@@ -248,13 +250,14 @@ function authorizeDoors(options: DomainOptions, clients: ClientAuthenticator, cl
   const { store, clock, issuer } = options;
   // Every client lookup of the authorize endpoint and PAR, metadata documents in front.
   const apps = documents.lookup(store.applications);
-  const requestObjects = new RequestObjects(issuer, clock, clientKeys);
+  const requestObjects = new RequestObjects(issuer, clock, clientKeys, store.requestObjectJtis);
   const pushedAuthorizations = new PushedAuthorizations({
     clock,
     repo: store.pushedAuthorizationRequests,
     clients,
     requestObjects,
     dpop,
+    maxLivePerClient: options.pushedRequestsMaxPerClient ?? DEFAULT_PUSHED_REQUESTS_PER_CLIENT,
     validate: (params) => validateAuthorizeRequest(params, apps, resources),
   });
   const sources = new AuthorizeSources(apps, requestObjects, pushedAuthorizations);

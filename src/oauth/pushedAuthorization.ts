@@ -16,6 +16,13 @@ export const REQUEST_URI_PREFIX = "urn:ietf:params:oauth:request_uri:";
 export const PUSHED_REQUEST_TTL_SECONDS = 60;
 /** A request_uri we issued is the prefix and 43 characters; anything longer is no one's. */
 const MAX_REQUEST_URI_LENGTH = REQUEST_URI_PREFIX.length + 64;
+/**
+ * --pushed-requests-max-per-client: live (unexpired, unused) pushed requests
+ * one client may hold, so no client fills the table. A row lives until used
+ * or PUSHED_REQUEST_TTL_SECONDS, so a client pushing steadily may push this
+ * many per such period, more when its users come back sooner.
+ */
+export const DEFAULT_PUSHED_REQUESTS_PER_CLIENT = 1000;
 
 /** RFC 9126 §2.2 response. */
 export interface PushedRequestAnswer {
@@ -29,6 +36,8 @@ export interface PushedAuthorizationDeps {
   clients: Pick<ClientAuthenticator, "authenticate" | "identify">;
   requestObjects: Pick<RequestObjects, "open">;
   dpop: Pick<DPoPProofs, "verify">;
+  /** Live pushed requests one client may hold (DEFAULT_PUSHED_REQUESTS_PER_CLIENT). */
+  maxLivePerClient: number;
   /** The authorize endpoint's own check of a set of parameters. */
   validate: (params: ReadonlyMap<string, string>) => Promise<AuthorizeValidation>;
 }
@@ -63,12 +72,18 @@ export class PushedAuthorizations {
     const fapi2 = fapi2AuthorizeProblem(validation.app, validation.request, true);
     if (fapi2) throw fapi2;
     const requestUri = `${REQUEST_URI_PREFIX}${randomToken()}`;
-    await this.deps.repo.insert({
+    const now = this.deps.clock.now();
+    const record = {
       requestUriHash: sha256(requestUri),
       clientId: app.clientId,
       params: JSON.stringify(Object.fromEntries(pushed)),
-      expiresAt: this.deps.clock.now() + PUSHED_REQUEST_TTL_SECONDS * 1000,
-    });
+      expiresAt: now + PUSHED_REQUEST_TTL_SECONDS * 1000,
+    };
+    if (!(await this.deps.repo.insert(record, this.deps.maxLivePerClient, now))) {
+      // RFC 9126 §2.3 names 429 for a client past the requests the server allows in a period; the code is
+      // RFC 6749 §4.1.2.1's temporarily_unavailable (with Retry-After): pushes fit again as live ones are used or expire.
+      throw new OAuthError("temporarily_unavailable", `too many live pushed requests for this client: at most ${this.deps.maxLivePerClient} at once`, 429);
+    }
     return { requestUri, expiresIn: PUSHED_REQUEST_TTL_SECONDS };
   }
 

@@ -61,6 +61,8 @@ export const SWEEPS: readonly Sweep[] = [
   { table: "pushed_authorization_requests", key: "request_uri_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
   // A proof's jti is needed only while the proof's iat is fresh (singleUseKeys.ts).
   { table: "dpop_proof_jtis", key: "key", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
+  // A request object's jti is needed only while the object could still be accepted (oauth/requestObject.ts).
+  { table: "request_object_jtis", key: "key", expired: (rows, now) => rows.where("t.expires_at", "<=", now) },
   // An expired device code is kept a day, so a device still polling hears expired_token (RFC 8628 §3.5).
   { table: "device_codes", key: "device_code_hash", expired: (rows, now) => rows.where("t.expires_at", "<=", now - DAY_MS) },
 ];

@@ -261,6 +261,14 @@ async function createSchema(db: Db): Promise<void> {
 }
 
 /**
+ * The PostgreSQL advisory lock key (a bigint, as text) of the lock named
+ * `name` on this database and schema: instances sharing both share it.
+ */
+export function advisoryLockKey(db: Db, name: string): string {
+  return createHash("sha256").update(`identity-service/${schemaOf(db) ?? ""}/${name}`).digest().readBigInt64BE(0).toString();
+}
+
+/**
  * Run `fn` while holding a lock named `name` that every instance on the same
  * PostgreSQL database and schema shares (a session advisory lock on a pinned
  * connection, so `fn` must not need the whole pool). On SQLite it just runs
@@ -268,7 +276,7 @@ async function createSchema(db: Db): Promise<void> {
  */
 export async function withDbLock<T>(db: Db, name: string, fn: () => Promise<T>): Promise<T> {
   if (!isPostgres(db)) return fn();
-  const key = createHash("sha256").update(`identity-service/${schemaOf(db) ?? ""}/${name}`).digest().readBigInt64BE(0).toString();
+  const key = advisoryLockKey(db, name);
   const conn = (await db.client.acquireConnection()) as pg.Client;
   try {
     // Waiting for another instance's migration is not a slow statement.

@@ -57,6 +57,8 @@ export interface Store {
   pushedAuthorizationRequests: PushedAuthorizationRequestRepository;
   /** The jti of each accepted DPoP proof, until its iat window ends (RFC 9449 §11.1). */
   dpopProofJtis: SingleUseKeyRepository;
+  /** The jti of each accepted request object that carries one, until its exp (RFC 7519 §4.1.7). */
+  requestObjectJtis: SingleUseKeyRepository;
   /** The secret every instance makes DPoP nonces with (RFC 9449 §8). */
   dpopNonceSecret: DPoPNonceSecretRepository;
   /** Device authorizations (RFC 8628), by device code and by user code. */
@@ -106,7 +108,7 @@ export interface StoreOptions {
   fastReads?: boolean;
   /** Token responses' rows grouped into one write (groupCommit.ts); false: one write each. Default true. */
   groupCommit?: boolean;
-  /** Single-use keys (client assertion and DPoP proof jtis) recorded many to a write (singleUseKeys.ts); false: one write each. Default true. */
+  /** Single-use keys (client assertion, DPoP proof and request object jtis) recorded many to a write (singleUseKeys.ts); false: one write each. Default true. */
   jtiBatches?: boolean;
   /** On a SQLite file, audit batches staged on a connection of their own (sqliteAuditBatches.ts); false: the pool's. Default true. */
   auditStaging?: boolean;
@@ -142,6 +144,7 @@ export function createStore(db: Db, options: StoreOptions = {}): Store {
     clientAssertionJtis: new SingleUseKeyRepository(db, "client_assertion_jtis", options.jtiBatches !== false),
     pushedAuthorizationRequests: new PushedAuthorizationRequestRepository(db),
     dpopProofJtis: new SingleUseKeyRepository(db, "dpop_proof_jtis", options.jtiBatches !== false),
+    requestObjectJtis: new SingleUseKeyRepository(db, "request_object_jtis", options.jtiBatches !== false),
     dpopNonceSecret: new DPoPNonceSecretRepository(db),
     deviceCodes: new DeviceCodeRepository(db),
     federationStates: new FederationStateRepository(db),

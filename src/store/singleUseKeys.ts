@@ -3,7 +3,7 @@ import { queryDeadlineMs } from "./deadlines.js";
 import { GroupCommit } from "./groupCommit.js";
 
 /** The tables of single-use keys: a key and the time its row may be taken over (epoch ms). */
-export type SingleUseKeyTable = "client_assertion_jtis" | "dpop_proof_jtis";
+export type SingleUseKeyTable = "client_assertion_jtis" | "dpop_proof_jtis" | "request_object_jtis";
 
 interface Use {
   key: string;
@@ -17,9 +17,10 @@ interface Use {
 const KEYS_PER_WRITE = 200;
 
 /**
- * Keys used once: the `jti` of every client assertion (RFC 7523 §3) and of
- * every DPoP proof (RFC 9449 §11.1) accepted, each kept until the token it
- * came from could no longer be accepted; the cleanup job removes the rows.
+ * Keys used once: the `jti` of every client assertion (RFC 7523 §3), of
+ * every DPoP proof (RFC 9449 §11.1) and of every request object that
+ * carries one (RFC 7519 §4.1.7) accepted, each kept until the token it came
+ * from could no longer be accepted; the cleanup job removes the rows.
  *
  * With `grouped` (the fast path, IDENTITY_PLAIN_PATHS=jti-batch turns it
  * off), the uses that arrive while a write runs are recorded by the next
@@ -27,7 +28,8 @@ const KEYS_PER_WRITE = 200;
  * on SQLite the kept rows (sqliteChanges.ts) survive longer.
  *
  * The contract (test/store/contract/tokens.spec.ts "client assertion jtis",
- * test/store/contract/dpop.spec.ts "DPoP proof jtis", every backend):
+ * test/store/contract/dpop.spec.ts "DPoP proof jtis",
+ * test/store/contract/authorization.spec.ts "request object jtis", every backend):
  * - atomic: useOnce() records a key in one conditional statement, so of any
  *   number of concurrent callers (on any instance) exactly one gets true
  *   ("lets exactly one of 50 concurrent uses of one jti through"); within

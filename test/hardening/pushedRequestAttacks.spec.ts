@@ -8,19 +8,32 @@ import { authorizeUrl, browse, CookieJar } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
 import { BACKENDS, describeEachDatabase } from "../support/databases.js";
 import { clientKey, type ClientKey } from "../support/highAssurance.js";
-import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
+import { basicAuth, postForm, startTestServer, TEST_APP, TEST_USER, type HttpResult } from "../support/server.js";
 
 const PAR_PATH = "/api/oauth/par";
+const ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 const CALLBACK = TEST_APP.redirectUris[0]!;
 const OTHER_APP = { ...TEST_APP, name: "other", clientId: "client-other", clientSecret: "secret-of-the-other-client" };
 
+/** Push a code request as `app`, whatever the answer. */
+const tryPush = (server: Pick<RunningServer, "url">, app: { clientId: string; clientSecret: string } = TEST_APP, state = "pushed-state") =>
+  postForm(`${server.url}${PAR_PATH}`, { response_type: "code", redirect_uri: CALLBACK, scope: "openid", state }, { authorization: basicAuth(app.clientId, app.clientSecret) });
+
 /** Push a code request as `app`; its request_uri. */
 async function push(server: Pick<RunningServer, "url">, app: { clientId: string; clientSecret: string } = TEST_APP, state = "pushed-state"): Promise<string> {
-  const res = await postForm(`${server.url}${PAR_PATH}`, { response_type: "code", redirect_uri: CALLBACK, scope: "openid", state }, {
-    authorization: basicAuth(app.clientId, app.clientSecret),
-  });
+  const res = await tryPush(server, app, state);
   assert.equal(res.status, 201, res.text);
   return res.body.request_uri as string;
+}
+
+/** A push refused for the client's cap: RFC 9126 §2.3's 429, as RFC 6749 JSON with Retry-After. */
+function overCap(res: HttpResult, cap: number): void {
+  assert.equal(res.status, 429, res.text);
+  assert.match(res.headers.get("content-type")!, /^application\/json/);
+  assert.equal(res.headers.get("cache-control"), "no-store");
+  assert.ok(Number(res.headers.get("retry-after")) > 0, "Retry-After");
+  assert.equal(res.body.error, "temporarily_unavailable");
+  assert.match(res.body.error_description, new RegExp(`at most ${cap} at once`));
 }
 
 /** The authorize endpoint with only client_id and request_uri, as PAR's browser leg sends them. */
@@ -118,6 +131,20 @@ describe("pushed authorization requests and request objects under attack", () =>
     /** At PAR, authenticated by TEST_APP's secret, which has no keys to verify one with. */
     const atPar = (request: string) =>
       postForm(`${server.url}${PAR_PATH}`, { request }, { authorization: basicAuth(TEST_APP.clientId, TEST_APP.clientSecret) });
+    /** At PAR as the client that signed it, authenticated by a client assertion (RFC 7523) signed with the same key. */
+    const atParAsSigner = async (request: string) => {
+      const assertion = await new SignJWT({ iss: JAR_APP.clientId, sub: JAR_APP.clientId, aud: server.issuer, jti: randomUUID(), iat: now(), exp: now() + 60 })
+        .setProtectedHeader({ alg: "ES256", kid: key.kid })
+        .sign(key.privateKey);
+      return postForm(`${server.url}${PAR_PATH}`, { request, client_id: JAR_APP.clientId, client_assertion_type: ASSERTION_TYPE, client_assertion: assertion });
+    };
+    /** "accepted", or the error of a refusal: JSON at PAR, sent back to the redirect_uri at authorize. */
+    const outcome = async (answer: Promise<Response | HttpResult>): Promise<string> => {
+      const res = await answer;
+      if (res.status === 200 || res.status === 201) return "accepted";
+      if (res instanceof Response) return new URL(res.headers.get("location") ?? "http://none/").searchParams.get("error") ?? `status ${res.status}`;
+      return res.body?.error ?? `status ${res.status}`;
+    };
 
     it("accepts one signed by the client's registered key (the baseline)", async () => {
       assert.equal((await atAuthorize(await signed(key))).status, 200);
@@ -142,6 +169,24 @@ describe("pushed authorization requests and request objects under attack", () =>
       }
     });
 
+    it("refuses a request object used a second time, at PAR after authorize and at authorize after PAR: its jti is spent", async () => {
+      const first = await signed(key);
+      assert.equal((await atAuthorize(first)).status, 200);
+      const replayed = await atParAsSigner(first);
+      assert.equal(replayed.status, 400, replayed.text);
+      assert.equal(replayed.body.error, "invalid_request_object");
+      assert.match(replayed.body.error_description, /used before/);
+      const second = await signed(key);
+      assert.equal((await atParAsSigner(second)).status, 201);
+      sentBack(await atAuthorize(second), "invalid_request_object");
+    });
+
+    it("lets one of 20 concurrent uses of one request object through, at authorize and at PAR", async () => {
+      const object = await signed(key);
+      const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => outcome(i % 2 ? atParAsSigner(object) : atAuthorize(object))));
+      assert.deepEqual(outcomes.sort(), ["accepted", ...Array(19).fill("invalid_request_object")]);
+    });
+
     it("refuses a request object carrying a request or request_uri of its own", async () => {
       sentBack(await atAuthorize(await signed(key, { request_uri: "urn:ietf:params:oauth:request_uri:x" })), "invalid_request_object");
     });
@@ -156,14 +201,41 @@ describe("pushed authorization requests and request objects under attack", () =>
   });
 });
 
+describe("pushed requests per client, capped", () => {
+  const CAP = 3;
+  let server: RunningServer;
+  let clock: FakeClock;
+
+  before(async () => {
+    clock = new FakeClock();
+    server = await startTestServer({ clock, overrides: { pushedRequestsMaxPerClient: CAP }, config: { applications: [TEST_APP, OTHER_APP], users: [TEST_USER] } });
+  });
+  after(() => server.close());
+
+  it("stores the cap of 8 concurrent pushes, refuses the rest with a clean 429, and makes room as requests are used or expire", async () => {
+    const answers = await Promise.all(Array.from({ length: 8 }, () => tryPush(server)));
+    const stored = answers.filter((a) => a.status === 201);
+    assert.equal(stored.length, CAP);
+    for (const refused of answers.filter((a) => a.status !== 201)) overCap(refused, CAP);
+    assert.equal((await tryPush(server, OTHER_APP)).status, 201, "another client's room is its own");
+    assert.equal((await usePushed(server, stored[0]!.body.request_uri)).status, 200);
+    assert.equal((await tryPush(server)).status, 201, "a used request makes room");
+    overCap(await tryPush(server), CAP);
+    clock.advanceSeconds(60);
+    assert.equal((await tryPush(server)).status, 201, "expired requests make room");
+  });
+});
+
 describeEachDatabase("pushed requests across instances sharing one database", (ctx) => {
+  const CAP = 4;
   let servers: RunningServer[] = [];
 
   before(async () => {
     const config = { applications: [TEST_APP, OTHER_APP], users: [TEST_USER] };
+    const overrides = { pushedRequestsMaxPerClient: CAP };
     // One after the other: the second finds the database the first migrated.
-    servers.push(await startTestServer({ config, database: ctx.url }));
-    servers.push(await startTestServer({ config, database: ctx.url }));
+    servers.push(await startTestServer({ config, database: ctx.url, overrides }));
+    servers.push(await startTestServer({ config, database: ctx.url, overrides }));
   });
   after(async () => {
     await Promise.all(servers.map((s) => s.close()));
@@ -179,6 +251,12 @@ describeEachDatabase("pushed requests across instances sharing one database", (c
       const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => usePushed(servers[i % 2]!, raced, i % 3 ? TEST_APP.clientId : OTHER_APP.clientId)));
       assert.deepEqual(answers.map((a) => a.status).sort(), [200, ...Array(9).fill(400)], `round ${round}`);
     }
+  });
+
+  it("holds one client to its cap when 10 pushes reach both instances at once", async () => {
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => tryPush(servers[i % 2]!, OTHER_APP)));
+    assert.equal(answers.filter((a) => a.status === 201).length, CAP);
+    for (const refused of answers.filter((a) => a.status !== 201)) overCap(refused, CAP);
   });
   // Each :memory: server would have a database of its own.
 }, BACKENDS.filter((b) => b.name !== "SQLite :memory:"));

@@ -34,6 +34,7 @@ import * as dpopProofs from "./073_dpop_proofs.js";
 import * as sessionIds from "./074_session_ids.js";
 import * as backchannelLogout from "./075_backchannel_logout.js";
 import * as applicationProfile from "./076_application_profile.js";
+import * as pushedRequestLimits from "./077_pushed_request_limits.js";
 
 interface Migration {
   name: string;
@@ -79,6 +80,7 @@ const all: Migration[] = [
   { name: "074_session_ids", ...sessionIds },
   { name: "075_backchannel_logout", ...backchannelLogout },
   { name: "076_application_profile", ...applicationProfile },
+  { name: "077_pushed_request_limits", ...pushedRequestLimits },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

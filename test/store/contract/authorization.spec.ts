@@ -74,9 +74,12 @@ describeEachBackend("storage contract: authorization", (ctx) => {
       requestUriHash: hash(), clientId: `client-${id()}`, params: '{"response_type":"code","state":"s"}', expiresAt: T0 + 60_000, ...over,
     });
 
+    const CAP = 10;
+    const insert = (r: PushedAuthorizationRequestRecord, now = T0) => ctx.store.pushedAuthorizationRequests.insert(r, CAP, now);
+
     it("lets exactly one of 50 concurrent takes win, and returns the parameters once", async () => {
       const pushed = aPushedRequest();
-      await ctx.store.pushedAuthorizationRequests.insert(pushed);
+      assert.equal(await insert(pushed), true);
       const results = await Promise.all(Array.from({ length: 50 }, () => ctx.store.pushedAuthorizationRequests.take(pushed.requestUriHash, pushed.clientId, T0)));
       assert.deepEqual(results.filter((r) => r !== undefined), [pushed.params]);
       assert.equal(await ctx.store.pushedAuthorizationRequests.take(pushed.requestUriHash, pushed.clientId, T0), undefined);
@@ -84,10 +87,42 @@ describeEachBackend("storage contract: authorization", (ctx) => {
 
     it("refuses another client and an expired row, leaving the row to its own client until it expires", async () => {
       const pushed = aPushedRequest();
-      await ctx.store.pushedAuthorizationRequests.insert(pushed);
+      await insert(pushed);
       assert.equal(await ctx.store.pushedAuthorizationRequests.take(pushed.requestUriHash, "another-client", T0), undefined);
       assert.equal(await ctx.store.pushedAuthorizationRequests.take(pushed.requestUriHash, pushed.clientId, pushed.expiresAt), undefined);
       assert.equal(await ctx.store.pushedAuthorizationRequests.take(pushed.requestUriHash, pushed.clientId, pushed.expiresAt - 1), pushed.params);
+    });
+
+    it("stores exactly the cap of 25 concurrent pushes of one client, and leaves another client's room alone", async () => {
+      const clientId = `client-${id()}`;
+      const pushes = Array.from({ length: 25 }, () => aPushedRequest({ clientId }));
+      const stored = await Promise.all(pushes.map((p) => insert(p)));
+      assert.equal(stored.filter(Boolean).length, CAP);
+      const [row] = await ctx.db("pushed_authorization_requests").where({ client_id: clientId }).count({ n: "*" });
+      assert.equal(Number(row!.n), CAP);
+      assert.equal(await insert(aPushedRequest({ clientId })), false, "full, one after the other too");
+      assert.equal(await insert(aPushedRequest()), true, "another client has its own room");
+    });
+
+    it("counts only live rows: a taken or expired one makes room again", async () => {
+      const clientId = `client-${id()}`;
+      const pushes = Array.from({ length: CAP }, (_, i) => aPushedRequest({ clientId, expiresAt: T0 + 1000 + i }));
+      for (const p of pushes) assert.equal(await insert(p), true);
+      assert.equal(await insert(aPushedRequest({ clientId })), false);
+      await ctx.store.pushedAuthorizationRequests.take(pushes[CAP - 1]!.requestUriHash, clientId, T0);
+      assert.equal(await insert(aPushedRequest({ clientId })), true, "a taken row is gone");
+      assert.equal(await insert(aPushedRequest({ clientId })), false);
+      assert.equal(await insert(aPushedRequest({ clientId }), T0 + 1000), true, "the first row expired at T0 + 1000");
+    });
+  });
+
+  describe("request object jtis", () => {
+    it("lets exactly one of 20 concurrent uses of one jti through, and takes it again once its row has expired", async () => {
+      const key = hash();
+      const results = await Promise.all(Array.from({ length: 20 }, () => ctx.store.requestObjectJtis.useOnce(key, T0 + 60_000, T0)));
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal(await ctx.store.requestObjectJtis.useOnce(key, T0 + 120_000, T0 + 59_999), false);
+      assert.equal(await ctx.store.requestObjectJtis.useOnce(key, T0 + 120_000, T0 + 60_000), true);
     });
   });
 

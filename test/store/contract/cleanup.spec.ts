@@ -72,8 +72,8 @@ describeEachBackend("storage contract: cleanup", (ctx) => {
     it("deletes a pushed authorization request once it has expired, and keeps a live one", async () => {
       const now = clock.now();
       const row = (hashed: string, expiresAt: number) => ({ requestUriHash: hashed, clientId: "client", params: "{}", expiresAt });
-      await ctx.store.pushedAuthorizationRequests.insert(row(`expiring-${now}`, now + 1000));
-      await ctx.store.pushedAuthorizationRequests.insert(row(`live-${now}`, now + HOUR));
+      await ctx.store.pushedAuthorizationRequests.insert(row(`expiring-${now}`, now + 1000), 10, now);
+      await ctx.store.pushedAuthorizationRequests.insert(row(`live-${now}`, now + HOUR), 10, now);
       assert.equal((await job().runOnce()).pushed_authorization_requests, 0);
       clock.advanceSeconds(1);
       assert.equal((await job().runOnce()).pushed_authorization_requests, 1);
@@ -88,6 +88,16 @@ describeEachBackend("storage contract: cleanup", (ctx) => {
       clock.advanceSeconds(1);
       assert.equal((await job().runOnce()).dpop_proof_jtis, 1);
       assert.equal(await ctx.store.dpopProofJtis.useOnce(`live-${now}`, now + HOUR, clock.now()), false);
+    });
+
+    it("deletes a request object's jti once the object has expired, and keeps a live one", async () => {
+      const now = clock.now();
+      await ctx.store.requestObjectJtis.useOnce(`expiring-${now}`, now + 1000, now);
+      await ctx.store.requestObjectJtis.useOnce(`live-${now}`, now + HOUR, now);
+      assert.equal((await job().runOnce()).request_object_jtis, 0);
+      clock.advanceSeconds(1);
+      assert.equal((await job().runOnce()).request_object_jtis, 1);
+      assert.equal(await ctx.store.requestObjectJtis.useOnce(`live-${now}`, now + HOUR, clock.now()), false);
     });
 
     it("keeps an expired refresh token while its family still has a live one", async () => {

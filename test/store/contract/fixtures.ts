@@ -25,7 +25,7 @@ export const NOTHING_SWEPT = Object.fromEntries(SWEEPS.map((sweep) => [sweep.tab
  * - federation.spec.ts: providers, federation states, federated identities,
  *   account links;
  * - authorization.spec.ts: authorization codes and requests, device codes,
- *   pushed authorization requests;
+ *   pushed authorization requests and their cap per client, request object jtis;
  * - tokens.spec.ts: signing keys, access and refresh tokens, rotation,
  *   family revocation, client assertion jtis;
  * - dpop.spec.ts: DPoP proof jtis, the DPoP nonce secret, tokens and codes bound to a key;
@@ -180,7 +180,9 @@ export const LOOKUP_PATHS: Record<string, string[]> = {
   dpop_proof_jtis: ["key", "expires_at"],
   dpop_nonce_secrets: ["name"],
   device_codes: ["device_code_hash", "user_code", "expires_at"],
-  pushed_authorization_requests: ["request_uri_hash", "expires_at"],
+  // Counted per client before each push (the cap), found by hash.
+  pushed_authorization_requests: ["request_uri_hash", "client_id", "expires_at"],
+  request_object_jtis: ["key", "expires_at"],
   // Found by (provider, external_id_type, external_id), listed by user; users by verified email.
   federated_identities: ["provider", "user_id"],
 };
