@@ -17,10 +17,18 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 /** Quote a value for a WWW-Authenticate parameter (RFC 9110 quoted-string). */
 const quoted = (s: string) => `"${s.replace(/[\\"]/g, "\\$&").replace(/[^\x20-\x7e]/g, "")}"`;
 
+/** RFC 9470 §3: a step-up refusal says how recent a sign-in the resource takes, as `max_age`. */
+const stepUp = (err: OAuthError) => (err.answer?.maxAge === undefined ? "" : `, max_age=${err.answer.maxAge}`);
+
 /** A DPoP challenge (RFC 9449 §7.1): the error, and the proof algorithms taken. */
 export function dpopChallenge(err: OAuthError, metadata = ""): string {
   const algs = err.answer?.algs?.length ? `, algs=${quoted(err.answer.algs.join(" "))}` : "";
-  return `DPoP realm="identity", error=${quoted(err.code)}, error_description=${quoted(err.description)}${algs}${metadata}`;
+  return `DPoP realm="identity", error=${quoted(err.code)}, error_description=${quoted(err.description)}${algs}${stepUp(err)}${metadata}`;
+}
+
+/** A Bearer challenge naming the error (RFC 6750 §3), with a step-up's `max_age` (RFC 9470 §3). */
+export function bearerChallenge(err: OAuthError, metadata = ""): string {
+  return `Bearer realm="identity", error=${quoted(err.code)}, error_description=${quoted(err.description)}${stepUp(err)}${metadata}`;
 }
 
 /**
@@ -45,9 +53,8 @@ export function sendError(res: ServerResponse, failure: unknown, log: LogUnexpec
   const metadata = resourceMetadata ? `, resource_metadata=${quoted(resourceMetadata)}` : "";
   // RFC 6750 §3.1: a request without any credentials gets the bare challenge.
   if (err.code === "login_required") headers["www-authenticate"] = `Bearer realm="identity"${metadata}`;
-  if (err.code === "invalid_token") {
-    headers["www-authenticate"] = `Bearer realm="identity", error="invalid_token", error_description=${quoted(err.description)}${metadata}`;
-  }
+  // RFC 9470 §3: too old a sign-in is answered like a bad token, with the max_age to sign in again under.
+  if (err.code === "invalid_token" || err.code === "insufficient_user_authentication") headers["www-authenticate"] = bearerChallenge(err, metadata);
   // RFC 9449 §7.1: a protected resource's refusal of a DPoP presentation challenges with DPoP; §8: a nonce to retry with.
   if (err.answer?.challenge === "DPoP") headers["www-authenticate"] = dpopChallenge(err, metadata);
   if (err.answer?.dpopNonce) headers["dpop-nonce"] = err.answer.dpopNonce;

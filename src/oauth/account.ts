@@ -1,8 +1,9 @@
 import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
-import { requireUserToken } from "./accessTokens.js";
+import { jwtClaimsOf, requireUserToken } from "./accessTokens.js";
 import type { DPoPProofs, PresentedToken } from "./dpop.js";
 import { OAuthError } from "./errors.js";
+import { requireRecentSignIn } from "./recentSignIn.js";
 import { accountFieldsForScopes, ALL_ACCOUNT_FIELDS, type AccountField } from "./scopes.js";
 import type { SessionManager } from "./sessions.js";
 import type { FederatedIdentityRecord, UserRecord } from "../shared/model.js";
@@ -56,7 +57,29 @@ export class AccountLookup {
     return signedInAccount(this.deps, caller);
   }
 
+  /**
+   * The user of the account API (AccountService) behind an access token,
+   * never a cookie: a live token of an enabled user, presented as its
+   * binding asks (requireUserToken), granted `openid`, the scope of a token
+   * that stands for the user's own sign-in (OIDC Core §3.1.2.1); without it,
+   * `insufficient_scope` (RFC 6750 §3.1). With `recentSignIn`, the sign-in
+   * must also be recent (recentSignIn.ts, RFC 9470).
+   */
+  async tokenCaller(presented: PresentedToken | undefined, needs: { recentSignIn: boolean }): Promise<UserRecord> {
+    const { record, user, hash } = await requireUserToken(this.deps.store, this.deps.clock, presented, this.deps.dpop);
+    if (!record.scope.split(" ").includes("openid")) throw new OAuthError("insufficient_scope", "the access token lacks the openid scope", 403);
+    // requireUserToken refused a call without a token.
+    if (needs.recentSignIn) requireRecentSignIn(authTimeOf(hash, presented!), this.deps.clock.now(), presented!.scheme);
+    return user;
+  }
+
   linkedIdentities(userId: string): Promise<FederatedIdentityRecord[]> {
     return this.deps.store.federatedIdentities.listByUser(userId);
   }
+}
+
+/** RFC 9068 §2.2.1: a JWT access token says when its user signed in; an opaque one's row does not. */
+function authTimeOf(hash: string, presented: PresentedToken): number | undefined {
+  const authTime = presented.token ? jwtClaimsOf(hash, presented.token)?.auth_time : undefined;
+  return typeof authTime === "number" ? authTime : undefined;
 }

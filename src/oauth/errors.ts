@@ -36,6 +36,8 @@ export type OAuthErrorCode =
   | "invalid_client_metadata"
   | "not_found"
   | "already_exists"
+  // A change the account's state forbids until the caller does something first (gRPC FAILED_PRECONDITION).
+  | "failed_precondition"
   | "server_error"
   | "temporarily_unavailable"
   // RFC 8628 §3.5: a device's poll before the user decided, or too soon, or too late.
@@ -44,7 +46,9 @@ export type OAuthErrorCode =
   | "expired_token"
   // RFC 9449 §5, §7.1: a DPoP proof that is missing, malformed or replayed; a proof without the server's fresh nonce (§8).
   | "invalid_dpop_proof"
-  | "use_dpop_nonce";
+  | "use_dpop_nonce"
+  // RFC 9470 §3: the token's authentication is too old (or too weak) for this call: sign in again.
+  | "insufficient_user_authentication";
 
 /**
  * What an error's answer carries besides its code (RFC 9449): the scheme of
@@ -57,6 +61,8 @@ export interface ErrorAnswer {
   algs?: readonly string[];
   /** The server nonce the next proof must carry (§8). */
   dpopNonce?: string;
+  /** RFC 9470 §3: the most seconds since the user's sign-in the resource takes, a `max_age` challenge parameter. */
+  maxAge?: number;
 }
 
 export class OAuthError extends Error {
@@ -96,6 +102,7 @@ export function httpStatusOf(code: OAuthErrorCode): number {
     case "invalid_client":
     case "invalid_token":
     case "login_required":
+    case "insufficient_user_authentication":
       return 401;
     case "insufficient_scope":
     case "access_denied":
@@ -103,6 +110,7 @@ export function httpStatusOf(code: OAuthErrorCode): number {
     case "not_found":
       return 404;
     case "already_exists":
+    case "failed_precondition":
       return 409;
     case "server_error":
       return 500;

@@ -23,7 +23,8 @@ export function toMessage<D extends DescMessage>(schema: D, params: Map<string, 
       continue;
     }
     if (value === undefined || field.fieldKind !== "scalar") continue;
-    json[field.jsonName] = value;
+    // A form, and JSON here, carry every value as text; the proto3 JSON mapping takes a bool only as a literal.
+    json[field.jsonName] = field.scalar === ScalarType.BOOL && (value === "true" || value === "false") ? value === "true" : value;
     strings[field.localName] = value;
     onlyStrings &&= field.scalar === ScalarType.STRING;
   }

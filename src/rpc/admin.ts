@@ -153,8 +153,8 @@ export function userAdminService(domain: Domain): ServiceImpl<typeof UserAdminSe
   };
 }
 
-/** A factor as the admin sees it: never its secret or key. */
-function factorOut(factor: UserFactorRecord) {
+/** A factor as the admin (and its user, AccountService) sees it: never its secret or key. */
+export function factorOut(factor: UserFactorRecord) {
   return {
     id: factor.id,
     type: factor.type,

@@ -7,7 +7,7 @@ import { everyMethod } from "./guards.js";
 
 export const consentAdminGuards = everyMethod(ConsentAdminService, ["noStore", "admin"]);
 
-const consentOut = (c: ConsentView) => ({
+export const consentOut = (c: ConsentView) => ({
   clientId: c.clientId,
   application: c.application,
   registered: c.registered,

@@ -4,7 +4,7 @@ import { FieldViolationSchema } from "../../gen/identity/v1/admin_pb.js";
 import { OAuthErrorDetailSchema } from "../../gen/identity/v1/token_pb.js";
 import { InvalidInputError } from "../accounts/validation.js";
 import { asOAuthError, OAuthError, wellFormed, worthLogging, type OAuthErrorCode } from "../oauth/errors.js";
-import { dpopChallenge } from "../http/answers.js";
+import { bearerChallenge, dpopChallenge } from "../http/answers.js";
 import { annotateRequest, type LogUnexpected, type RequestContext } from "../http/requestContext.js";
 import { REQUEST_CONTEXT } from "./headers.js";
 
@@ -12,11 +12,14 @@ const CONNECT_CODES: Partial<Record<OAuthErrorCode, Code>> = {
   invalid_client: Code.Unauthenticated,
   invalid_token: Code.Unauthenticated,
   login_required: Code.Unauthenticated,
+  // RFC 9470 §3: a 401 over HTTP; the caller signs in again.
+  insufficient_user_authentication: Code.Unauthenticated,
   unauthorized_client: Code.PermissionDenied,
   access_denied: Code.PermissionDenied,
   insufficient_scope: Code.PermissionDenied,
   not_found: Code.NotFound,
   already_exists: Code.AlreadyExists,
+  failed_precondition: Code.FailedPrecondition,
   temporarily_unavailable: Code.Unavailable,
   server_error: Code.Internal,
 };
@@ -48,10 +51,12 @@ export function toConnectError(failure: unknown, log: LogUnexpected, context?: R
   return new ConnectError("internal error", Code.Internal);
 }
 
-/** The `x-oauth-error` header, and a DPoP refusal's challenge and nonce (RFC 9449 §7.1, §8). */
+/** The `x-oauth-error` header, a DPoP refusal's challenge and nonce (RFC 9449 §7.1, §8), a step-up's challenge (RFC 9470 §3). */
 function errorMetadata(err: OAuthError): Record<string, string> {
   const metadata: Record<string, string> = { "x-oauth-error": err.code };
-  if (err.answer?.challenge === "DPoP") metadata["www-authenticate"] = dpopChallenge(new OAuthError(err.code, wellFormed(err.description), err.status, err.answer));
+  const shown = () => new OAuthError(err.code, wellFormed(err.description), err.status, err.answer);
+  if (err.answer?.challenge === "DPoP") metadata["www-authenticate"] = dpopChallenge(shown());
+  else if (err.code === "insufficient_user_authentication") metadata["www-authenticate"] = bearerChallenge(shown());
   if (err.answer?.dpopNonce) metadata["dpop-nonce"] = err.answer.dpopNonce;
   return metadata;
 }

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { RemoveFactorRequestSchema } from "../../gen/identity/v1/account_pb.js";
 import { IntrospectRequestSchema, IntrospectResponseSchema } from "../../gen/identity/v1/introspection_pb.js";
 import { OAuthError } from "../../src/oauth/errors.js";
 import { toMessage } from "../../src/rest/decode.js";
@@ -25,5 +26,11 @@ describe("REST parameters to a request message", () => {
     const message = toMessage(IntrospectResponseSchema, params({ exp: "1700000000", sub: "s" }));
     assert.deepEqual({ exp: message.exp, sub: message.sub }, { exp: 1700000000n, sub: "s" });
     assert.throws(() => toMessage(IntrospectResponseSchema, params({ exp: "soon" })), invalidRequest(/wrong type/));
+  });
+
+  it("takes a bool as the text true or false (a form's, or JSON's true made text), and nothing else", () => {
+    assert.equal(toMessage(RemoveFactorRequestSchema, params({ factor_id: "f", confirm: "true" })).confirm, true);
+    assert.equal(toMessage(RemoveFactorRequestSchema, params({ factor_id: "f", confirm: "false" })).confirm, false);
+    assert.throws(() => toMessage(RemoveFactorRequestSchema, params({ confirm: "yes" })), invalidRequest(/wrong type/));
   });
 });

@@ -5,13 +5,15 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import type { Consent } from "./consents_pb.js";
+import { file_identity_v1_consents } from "./consents_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file identity/v1/account.proto.
  */
 export const file_identity_v1_account: GenFile = /*@__PURE__*/
-  fileDesc("ChlpZGVudGl0eS92MS9hY2NvdW50LnByb3RvEgtpZGVudGl0eS52MSJHChVDaGFuZ2VQYXNzd29yZFJlcXVlc3QSGAoQY3VycmVudF9wYXNzd29yZBgBIAEoCRIUCgxuZXdfcGFzc3dvcmQYAiABKAkiGAoWQ2hhbmdlUGFzc3dvcmRSZXNwb25zZTKVAQoOQWNjb3VudFNlcnZpY2USggEKDkNoYW5nZVBhc3N3b3JkEiIuaWRlbnRpdHkudjEuQ2hhbmdlUGFzc3dvcmRSZXF1ZXN0GiMuaWRlbnRpdHkudjEuQ2hhbmdlUGFzc3dvcmRSZXNwb25zZSIngtPkkwIhOgEqIhwvYXBpL2FjY291bnQvY2hhbmdlLXBhc3N3b3JkYgZwcm90bzM", [file_google_api_annotations]);
+  fileDesc("ChlpZGVudGl0eS92MS9hY2NvdW50LnByb3RvEgtpZGVudGl0eS52MSJHChVDaGFuZ2VQYXNzd29yZFJlcXVlc3QSGAoQY3VycmVudF9wYXNzd29yZBgBIAEoCRIUCgxuZXdfcGFzc3dvcmQYAiABKAkiGAoWQ2hhbmdlUGFzc3dvcmRSZXNwb25zZSJrCg5BY2NvdW50U2Vzc2lvbhIKCgJpZBgBIAEoCRIUCgxjcmVhdGVkX3RpbWUYAiABKAMSEQoJYXV0aF90aW1lGAMgASgDEhMKC2V4cGlyZV90aW1lGAQgASgDEg8KB2N1cnJlbnQYBSABKAgiGAoWTGlzdE93blNlc3Npb25zUmVxdWVzdCJIChdMaXN0T3duU2Vzc2lvbnNSZXNwb25zZRItCghzZXNzaW9ucxgBIAMoCzIbLmlkZW50aXR5LnYxLkFjY291bnRTZXNzaW9uIiIKFEVuZE93blNlc3Npb25SZXF1ZXN0EgoKAmlkGAEgASgJIhcKFUVuZE93blNlc3Npb25SZXNwb25zZSJlCg1BY2NvdW50RmFjdG9yEgoKAmlkGAEgASgJEgwKBHR5cGUYAiABKAkSDAoEbmFtZRgDIAEoCRIUCgxjcmVhdGVkX3RpbWUYBCABKAMSFgoObGFzdF91c2VkX3RpbWUYBSABKAMiFAoSTGlzdEZhY3RvcnNSZXF1ZXN0Il8KE0xpc3RGYWN0b3JzUmVzcG9uc2USKwoHZmFjdG9ycxgBIAMoCzIaLmlkZW50aXR5LnYxLkFjY291bnRGYWN0b3ISGwoTcmVjb3ZlcnlfY29kZXNfbGVmdBgCIAEoBSI5ChNSZW1vdmVGYWN0b3JSZXF1ZXN0EhEKCWZhY3Rvcl9pZBgBIAEoCRIPCgdjb25maXJtGAIgASgIIhYKFFJlbW92ZUZhY3RvclJlc3BvbnNlIjcKFFJlbmFtZVBhc3NrZXlSZXF1ZXN0EhEKCWZhY3Rvcl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIhcKFVJlbmFtZVBhc3NrZXlSZXNwb25zZSJ5Cg5MaW5rZWRQcm92aWRlchIQCghwcm92aWRlchgBIAEoCRIYChBleHRlcm5hbF9pZF90eXBlGAIgASgJEhMKC2V4dGVybmFsX2lkGAMgASgJEhAKCHVzZXJuYW1lGAQgASgJEhQKDGNyZWF0ZWRfdGltZRgFIAEoAyIcChpMaXN0TGlua2VkUHJvdmlkZXJzUmVxdWVzdCJNChtMaXN0TGlua2VkUHJvdmlkZXJzUmVzcG9uc2USLgoJcHJvdmlkZXJzGAEgAygLMhsuaWRlbnRpdHkudjEuTGlua2VkUHJvdmlkZXIiWAoVVW5saW5rUHJvdmlkZXJSZXF1ZXN0EhAKCHByb3ZpZGVyGAEgASgJEhgKEGV4dGVybmFsX2lkX3R5cGUYAiABKAkSEwoLZXh0ZXJuYWxfaWQYAyABKAkiGAoWVW5saW5rUHJvdmlkZXJSZXNwb25zZSIYChZMaXN0T3duQ29uc2VudHNSZXF1ZXN0IkEKF0xpc3RPd25Db25zZW50c1Jlc3BvbnNlEiYKCGNvbnNlbnRzGAEgAygLMhQuaWRlbnRpdHkudjEuQ29uc2VudCIsChdSZXZva2VPd25Db25zZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiOgoYUmV2b2tlT3duQ29uc2VudFJlc3BvbnNlEh4KFnJlZnJlc2hfdG9rZW5zX3Jldm9rZWQYASABKAUyjgoKDkFjY291bnRTZXJ2aWNlEoIBCg5DaGFuZ2VQYXNzd29yZBIiLmlkZW50aXR5LnYxLkNoYW5nZVBhc3N3b3JkUmVxdWVzdBojLmlkZW50aXR5LnYxLkNoYW5nZVBhc3N3b3JkUmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS9hY2NvdW50L2NoYW5nZS1wYXNzd29yZBJ7Cg9MaXN0T3duU2Vzc2lvbnMSIy5pZGVudGl0eS52MS5MaXN0T3duU2Vzc2lvbnNSZXF1ZXN0GiQuaWRlbnRpdHkudjEuTGlzdE93blNlc3Npb25zUmVzcG9uc2UiHYLT5JMCFxIVL2FwaS9hY2NvdW50L3Nlc3Npb25zEnwKDUVuZE93blNlc3Npb24SIS5pZGVudGl0eS52MS5FbmRPd25TZXNzaW9uUmVxdWVzdBoiLmlkZW50aXR5LnYxLkVuZE93blNlc3Npb25SZXNwb25zZSIkgtPkkwIeOgEqIhkvYXBpL2FjY291bnQvc2Vzc2lvbnMvZW5kEm4KC0xpc3RGYWN0b3JzEh8uaWRlbnRpdHkudjEuTGlzdEZhY3RvcnNSZXF1ZXN0GiAuaWRlbnRpdHkudjEuTGlzdEZhY3RvcnNSZXNwb25zZSIcgtPkkwIWEhQvYXBpL2FjY291bnQvZmFjdG9ycxJ7CgxSZW1vdmVGYWN0b3ISIC5pZGVudGl0eS52MS5SZW1vdmVGYWN0b3JSZXF1ZXN0GiEuaWRlbnRpdHkudjEuUmVtb3ZlRmFjdG9yUmVzcG9uc2UiJoLT5JMCIDoBKiIbL2FwaS9hY2NvdW50L2ZhY3RvcnMvcmVtb3ZlEn8KDVJlbmFtZVBhc3NrZXkSIS5pZGVudGl0eS52MS5SZW5hbWVQYXNza2V5UmVxdWVzdBoiLmlkZW50aXR5LnYxLlJlbmFtZVBhc3NrZXlSZXNwb25zZSIngtPkkwIhOgEqIhwvYXBpL2FjY291bnQvcGFzc2tleXMvcmVuYW1lEoQBChNMaXN0TGlua2VkUHJvdmlkZXJzEicuaWRlbnRpdHkudjEuTGlzdExpbmtlZFByb3ZpZGVyc1JlcXVlc3QaKC5pZGVudGl0eS52MS5MaXN0TGlua2VkUHJvdmlkZXJzUmVzcG9uc2UiGoLT5JMCFBISL2FwaS9hY2NvdW50L2xpbmtzEn8KDlVubGlua1Byb3ZpZGVyEiIuaWRlbnRpdHkudjEuVW5saW5rUHJvdmlkZXJSZXF1ZXN0GiMuaWRlbnRpdHkudjEuVW5saW5rUHJvdmlkZXJSZXNwb25zZSIkgtPkkwIeOgEqIhkvYXBpL2FjY291bnQvbGlua3MvdW5saW5rEnsKD0xpc3RPd25Db25zZW50cxIjLmlkZW50aXR5LnYxLkxpc3RPd25Db25zZW50c1JlcXVlc3QaJC5pZGVudGl0eS52MS5MaXN0T3duQ29uc2VudHNSZXNwb25zZSIdgtPkkwIXEhUvYXBpL2FjY291bnQvY29uc2VudHMSiAEKEFJldm9rZU93bkNvbnNlbnQSJC5pZGVudGl0eS52MS5SZXZva2VPd25Db25zZW50UmVxdWVzdBolLmlkZW50aXR5LnYxLlJldm9rZU93bkNvbnNlbnRSZXNwb25zZSIngtPkkwIhOgEqIhwvYXBpL2FjY291bnQvY29uc2VudHMvcmV2b2tlYgZwcm90bzM", [file_google_api_annotations, file_identity_v1_consents]);
 
 /**
  * ChangePasswordRequest names no user: the caller's token does.
@@ -54,10 +56,515 @@ export const ChangePasswordResponseSchema: GenMessage<ChangePasswordResponse> = 
   messageDesc(file_identity_v1_account, 1);
 
 /**
+ * AccountSession is one of the caller's sign-ins at the login page (its
+ * cookie is never shown).
+ *
+ * @generated from message identity.v1.AccountSession
+ */
+export type AccountSession = Message<"identity.v1.AccountSession"> & {
+  /**
+   * Names the session for EndOwnSession; derived from its hash, it is not
+   * the cookie.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Epoch seconds.
+   *
+   * @generated from field: int64 created_time = 2;
+   */
+  createdTime: bigint;
+
+  /**
+   * Epoch seconds of the sign-in.
+   *
+   * @generated from field: int64 auth_time = 3;
+   */
+  authTime: bigint;
+
+  /**
+   * Epoch seconds.
+   *
+   * @generated from field: int64 expire_time = 4;
+   */
+  expireTime: bigint;
+
+  /**
+   * Whether the call comes from this session. Always false here: an access
+   * token does not name the session it was issued in, and the session cookie
+   * is not read. The account page marks its own.
+   *
+   * @generated from field: bool current = 5;
+   */
+  current: boolean;
+};
+
+/**
+ * Describes the message identity.v1.AccountSession.
+ * Use `create(AccountSessionSchema)` to create a new message.
+ */
+export const AccountSessionSchema: GenMessage<AccountSession> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 2);
+
+/**
+ * ListOwnSessionsRequest names no user: the caller's token does.
+ *
+ * @generated from message identity.v1.ListOwnSessionsRequest
+ */
+export type ListOwnSessionsRequest = Message<"identity.v1.ListOwnSessionsRequest"> & {
+};
+
+/**
+ * Describes the message identity.v1.ListOwnSessionsRequest.
+ * Use `create(ListOwnSessionsRequestSchema)` to create a new message.
+ */
+export const ListOwnSessionsRequestSchema: GenMessage<ListOwnSessionsRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 3);
+
+/**
+ * ListOwnSessionsResponse holds the caller's live sessions, newest first.
+ *
+ * @generated from message identity.v1.ListOwnSessionsResponse
+ */
+export type ListOwnSessionsResponse = Message<"identity.v1.ListOwnSessionsResponse"> & {
+  /**
+   * @generated from field: repeated identity.v1.AccountSession sessions = 1;
+   */
+  sessions: AccountSession[];
+};
+
+/**
+ * Describes the message identity.v1.ListOwnSessionsResponse.
+ * Use `create(ListOwnSessionsResponseSchema)` to create a new message.
+ */
+export const ListOwnSessionsResponseSchema: GenMessage<ListOwnSessionsResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 4);
+
+/**
+ * EndOwnSessionRequest names one of the caller's sessions.
+ *
+ * @generated from message identity.v1.EndOwnSessionRequest
+ */
+export type EndOwnSessionRequest = Message<"identity.v1.EndOwnSessionRequest"> & {
+  /**
+   * An AccountSession id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message identity.v1.EndOwnSessionRequest.
+ * Use `create(EndOwnSessionRequestSchema)` to create a new message.
+ */
+export const EndOwnSessionRequestSchema: GenMessage<EndOwnSessionRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 5);
+
+/**
+ * EndOwnSessionResponse is empty.
+ *
+ * @generated from message identity.v1.EndOwnSessionResponse
+ */
+export type EndOwnSessionResponse = Message<"identity.v1.EndOwnSessionResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.EndOwnSessionResponse.
+ * Use `create(EndOwnSessionResponseSchema)` to create a new message.
+ */
+export const EndOwnSessionResponseSchema: GenMessage<EndOwnSessionResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 6);
+
+/**
+ * AccountFactor is one of the caller's second factors, named by an id.
+ *
+ * @generated from message identity.v1.AccountFactor
+ */
+export type AccountFactor = Message<"identity.v1.AccountFactor"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * `totp` (one-time codes) or `passkey`.
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * The user's name for it.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * Epoch seconds.
+   *
+   * @generated from field: int64 created_time = 4;
+   */
+  createdTime: bigint;
+
+  /**
+   * Epoch seconds; 0 when never used.
+   *
+   * @generated from field: int64 last_used_time = 5;
+   */
+  lastUsedTime: bigint;
+};
+
+/**
+ * Describes the message identity.v1.AccountFactor.
+ * Use `create(AccountFactorSchema)` to create a new message.
+ */
+export const AccountFactorSchema: GenMessage<AccountFactor> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 7);
+
+/**
+ * ListFactorsRequest names no user: the caller's token does.
+ *
+ * @generated from message identity.v1.ListFactorsRequest
+ */
+export type ListFactorsRequest = Message<"identity.v1.ListFactorsRequest"> & {
+};
+
+/**
+ * Describes the message identity.v1.ListFactorsRequest.
+ * Use `create(ListFactorsRequestSchema)` to create a new message.
+ */
+export const ListFactorsRequestSchema: GenMessage<ListFactorsRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 8);
+
+/**
+ * ListFactorsResponse lists the factors and counts the recovery codes left.
+ *
+ * @generated from message identity.v1.ListFactorsResponse
+ */
+export type ListFactorsResponse = Message<"identity.v1.ListFactorsResponse"> & {
+  /**
+   * @generated from field: repeated identity.v1.AccountFactor factors = 1;
+   */
+  factors: AccountFactor[];
+
+  /**
+   * @generated from field: int32 recovery_codes_left = 2;
+   */
+  recoveryCodesLeft: number;
+};
+
+/**
+ * Describes the message identity.v1.ListFactorsResponse.
+ * Use `create(ListFactorsResponseSchema)` to create a new message.
+ */
+export const ListFactorsResponseSchema: GenMessage<ListFactorsResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 9);
+
+/**
+ * RemoveFactorRequest names one of the caller's factors.
+ *
+ * @generated from message identity.v1.RemoveFactorRequest
+ */
+export type RemoveFactorRequest = Message<"identity.v1.RemoveFactorRequest"> & {
+  /**
+   * An AccountFactor id.
+   *
+   * @generated from field: string factor_id = 1;
+   */
+  factorId: string;
+
+  /**
+   * Remove it even when it is the last factor and an `mfa: required`
+   * application was used (the answer without it names them).
+   *
+   * @generated from field: bool confirm = 2;
+   */
+  confirm: boolean;
+};
+
+/**
+ * Describes the message identity.v1.RemoveFactorRequest.
+ * Use `create(RemoveFactorRequestSchema)` to create a new message.
+ */
+export const RemoveFactorRequestSchema: GenMessage<RemoveFactorRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 10);
+
+/**
+ * RemoveFactorResponse is empty.
+ *
+ * @generated from message identity.v1.RemoveFactorResponse
+ */
+export type RemoveFactorResponse = Message<"identity.v1.RemoveFactorResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.RemoveFactorResponse.
+ * Use `create(RemoveFactorResponseSchema)` to create a new message.
+ */
+export const RemoveFactorResponseSchema: GenMessage<RemoveFactorResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 11);
+
+/**
+ * RenamePasskeyRequest names one of the caller's passkeys and its new name.
+ *
+ * @generated from message identity.v1.RenamePasskeyRequest
+ */
+export type RenamePasskeyRequest = Message<"identity.v1.RenamePasskeyRequest"> & {
+  /**
+   * An AccountFactor id of type `passkey`.
+   *
+   * @generated from field: string factor_id = 1;
+   */
+  factorId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message identity.v1.RenamePasskeyRequest.
+ * Use `create(RenamePasskeyRequestSchema)` to create a new message.
+ */
+export const RenamePasskeyRequestSchema: GenMessage<RenamePasskeyRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 12);
+
+/**
+ * RenamePasskeyResponse is empty.
+ *
+ * @generated from message identity.v1.RenamePasskeyResponse
+ */
+export type RenamePasskeyResponse = Message<"identity.v1.RenamePasskeyResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.RenamePasskeyResponse.
+ * Use `create(RenamePasskeyResponseSchema)` to create a new message.
+ */
+export const RenamePasskeyResponseSchema: GenMessage<RenamePasskeyResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 13);
+
+/**
+ * LinkedProvider is the caller's account at one external login provider.
+ *
+ * @generated from message identity.v1.LinkedProvider
+ */
+export type LinkedProvider = Message<"identity.v1.LinkedProvider"> & {
+  /**
+   * The provider's name in this service.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * What external_id is at the provider (`sub`, ...).
+   *
+   * @generated from field: string external_id_type = 2;
+   */
+  externalIdType: string;
+
+  /**
+   * The user's id at the provider.
+   *
+   * @generated from field: string external_id = 3;
+   */
+  externalId: string;
+
+  /**
+   * The user's name at the provider, as last seen.
+   *
+   * @generated from field: string username = 4;
+   */
+  username: string;
+
+  /**
+   * Epoch seconds when it was linked.
+   *
+   * @generated from field: int64 created_time = 5;
+   */
+  createdTime: bigint;
+};
+
+/**
+ * Describes the message identity.v1.LinkedProvider.
+ * Use `create(LinkedProviderSchema)` to create a new message.
+ */
+export const LinkedProviderSchema: GenMessage<LinkedProvider> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 14);
+
+/**
+ * ListLinkedProvidersRequest names no user: the caller's token does.
+ *
+ * @generated from message identity.v1.ListLinkedProvidersRequest
+ */
+export type ListLinkedProvidersRequest = Message<"identity.v1.ListLinkedProvidersRequest"> & {
+};
+
+/**
+ * Describes the message identity.v1.ListLinkedProvidersRequest.
+ * Use `create(ListLinkedProvidersRequestSchema)` to create a new message.
+ */
+export const ListLinkedProvidersRequestSchema: GenMessage<ListLinkedProvidersRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 15);
+
+/**
+ * ListLinkedProvidersResponse holds the caller's linked accounts.
+ *
+ * @generated from message identity.v1.ListLinkedProvidersResponse
+ */
+export type ListLinkedProvidersResponse = Message<"identity.v1.ListLinkedProvidersResponse"> & {
+  /**
+   * @generated from field: repeated identity.v1.LinkedProvider providers = 1;
+   */
+  providers: LinkedProvider[];
+};
+
+/**
+ * Describes the message identity.v1.ListLinkedProvidersResponse.
+ * Use `create(ListLinkedProvidersResponseSchema)` to create a new message.
+ */
+export const ListLinkedProvidersResponseSchema: GenMessage<ListLinkedProvidersResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 16);
+
+/**
+ * UnlinkProviderRequest names one of the caller's links, as listed.
+ *
+ * @generated from message identity.v1.UnlinkProviderRequest
+ */
+export type UnlinkProviderRequest = Message<"identity.v1.UnlinkProviderRequest"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string external_id_type = 2;
+   */
+  externalIdType: string;
+
+  /**
+   * @generated from field: string external_id = 3;
+   */
+  externalId: string;
+};
+
+/**
+ * Describes the message identity.v1.UnlinkProviderRequest.
+ * Use `create(UnlinkProviderRequestSchema)` to create a new message.
+ */
+export const UnlinkProviderRequestSchema: GenMessage<UnlinkProviderRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 17);
+
+/**
+ * UnlinkProviderResponse is empty.
+ *
+ * @generated from message identity.v1.UnlinkProviderResponse
+ */
+export type UnlinkProviderResponse = Message<"identity.v1.UnlinkProviderResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.UnlinkProviderResponse.
+ * Use `create(UnlinkProviderResponseSchema)` to create a new message.
+ */
+export const UnlinkProviderResponseSchema: GenMessage<UnlinkProviderResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 18);
+
+/**
+ * ListOwnConsentsRequest names no user: the caller's token does.
+ *
+ * @generated from message identity.v1.ListOwnConsentsRequest
+ */
+export type ListOwnConsentsRequest = Message<"identity.v1.ListOwnConsentsRequest"> & {
+};
+
+/**
+ * Describes the message identity.v1.ListOwnConsentsRequest.
+ * Use `create(ListOwnConsentsRequestSchema)` to create a new message.
+ */
+export const ListOwnConsentsRequestSchema: GenMessage<ListOwnConsentsRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 19);
+
+/**
+ * ListOwnConsentsResponse holds the caller's consents, newest first.
+ *
+ * @generated from message identity.v1.ListOwnConsentsResponse
+ */
+export type ListOwnConsentsResponse = Message<"identity.v1.ListOwnConsentsResponse"> & {
+  /**
+   * @generated from field: repeated identity.v1.Consent consents = 1;
+   */
+  consents: Consent[];
+};
+
+/**
+ * Describes the message identity.v1.ListOwnConsentsResponse.
+ * Use `create(ListOwnConsentsResponseSchema)` to create a new message.
+ */
+export const ListOwnConsentsResponseSchema: GenMessage<ListOwnConsentsResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 20);
+
+/**
+ * RevokeOwnConsentRequest names the application.
+ *
+ * @generated from message identity.v1.RevokeOwnConsentRequest
+ */
+export type RevokeOwnConsentRequest = Message<"identity.v1.RevokeOwnConsentRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+};
+
+/**
+ * Describes the message identity.v1.RevokeOwnConsentRequest.
+ * Use `create(RevokeOwnConsentRequestSchema)` to create a new message.
+ */
+export const RevokeOwnConsentRequestSchema: GenMessage<RevokeOwnConsentRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 21);
+
+/**
+ * RevokeOwnConsentResponse counts what ended with the consent.
+ *
+ * @generated from message identity.v1.RevokeOwnConsentResponse
+ */
+export type RevokeOwnConsentResponse = Message<"identity.v1.RevokeOwnConsentResponse"> & {
+  /**
+   * The application's refresh tokens for the caller that were still live.
+   *
+   * @generated from field: int32 refresh_tokens_revoked = 1;
+   */
+  refreshTokensRevoked: number;
+};
+
+/**
+ * Describes the message identity.v1.RevokeOwnConsentResponse.
+ * Use `create(RevokeOwnConsentResponseSchema)` to create a new message.
+ */
+export const RevokeOwnConsentResponseSchema: GenMessage<RevokeOwnConsentResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_account, 22);
+
+/**
  * AccountService is a signed-in user's management of their own account, as
  * the account page (/account) offers it in the browser. Every call acts for
- * the user of the Bearer access token sent with it, and only for that user;
- * a session cookie is not taken (a cross-site form could send it).
+ * the user of the Bearer access token sent with it (or a DPoP-bound one with
+ * its proof), and only for that user; a session cookie is not taken (a
+ * cross-site form could send it). An id of another user's session, factor,
+ * link or consent is NOT_FOUND, as one that never existed.
+ *
+ * Every call but ChangePassword needs the `openid` scope (PERMISSION_DENIED,
+ * `insufficient_scope`, without it). RemoveFactor and UnlinkProvider also need
+ * a sign-in of the last 300 seconds (the token's `auth_time`), so that a
+ * stolen token cannot strip a factor or a way to sign in: without one the
+ * answer is UNAUTHENTICATED, `insufficient_user_authentication`, with
+ * `www-authenticate: Bearer ... max_age=300` (RFC 9470): sign in again with
+ * `max_age=300` and call with the new token.
  *
  * @generated from service identity.v1.AccountService
  */
@@ -74,6 +581,111 @@ export const AccountService: GenService<{
     methodKind: "unary";
     input: typeof ChangePasswordRequestSchema;
     output: typeof ChangePasswordResponseSchema;
+  },
+  /**
+   * Lists the caller's live browser sessions at the login page, newest first.
+   *
+   * @generated from rpc identity.v1.AccountService.ListOwnSessions
+   */
+  listOwnSessions: {
+    methodKind: "unary";
+    input: typeof ListOwnSessionsRequestSchema;
+    output: typeof ListOwnSessionsResponseSchema;
+  },
+  /**
+   * Ends one of the caller's browser sessions: its next authorize request
+   * asks to sign in, and its applications are told (back-channel logout).
+   * Audited as `sessions_revoked`. NOT_FOUND when the caller has no such
+   * session.
+   *
+   * @generated from rpc identity.v1.AccountService.EndOwnSession
+   */
+  endOwnSession: {
+    methodKind: "unary";
+    input: typeof EndOwnSessionRequestSchema;
+    output: typeof EndOwnSessionResponseSchema;
+  },
+  /**
+   * Lists the caller's second factors (one-time codes, passkeys), oldest
+   * first, and how many recovery codes are left. Never a secret.
+   *
+   * @generated from rpc identity.v1.AccountService.ListFactors
+   */
+  listFactors: {
+    methodKind: "unary";
+    input: typeof ListFactorsRequestSchema;
+    output: typeof ListFactorsResponseSchema;
+  },
+  /**
+   * Removes one of the caller's second factors; with the last one go the
+   * recovery codes. Needs a recent sign-in (see the service). The last
+   * factor of a user who signed in to an application whose policy is
+   * `mfa: required` goes only with `confirm`: without it the answer is
+   * FAILED_PRECONDITION (HTTP 409) naming those applications, and nothing is
+   * removed. Audited as `factor_removed` (`passkey_removed` for a passkey).
+   *
+   * @generated from rpc identity.v1.AccountService.RemoveFactor
+   */
+  removeFactor: {
+    methodKind: "unary";
+    input: typeof RemoveFactorRequestSchema;
+    output: typeof RemoveFactorResponseSchema;
+  },
+  /**
+   * Renames one of the caller's passkeys. A name that is empty once trimmed
+   * is INVALID_ARGUMENT; a longer one than 100 characters is cut.
+   *
+   * @generated from rpc identity.v1.AccountService.RenamePasskey
+   */
+  renamePasskey: {
+    methodKind: "unary";
+    input: typeof RenamePasskeyRequestSchema;
+    output: typeof RenamePasskeyResponseSchema;
+  },
+  /**
+   * Lists the caller's accounts at external login providers.
+   *
+   * @generated from rpc identity.v1.AccountService.ListLinkedProviders
+   */
+  listLinkedProviders: {
+    methodKind: "unary";
+    input: typeof ListLinkedProvidersRequestSchema;
+    output: typeof ListLinkedProvidersResponseSchema;
+  },
+  /**
+   * Unlinks one of the caller's external accounts. Needs a recent sign-in
+   * (see the service). FAILED_PRECONDITION (HTTP 409) when it is the last way
+   * to sign in of a user with no password and no passkey: that link stays.
+   *
+   * @generated from rpc identity.v1.AccountService.UnlinkProvider
+   */
+  unlinkProvider: {
+    methodKind: "unary";
+    input: typeof UnlinkProviderRequestSchema;
+    output: typeof UnlinkProviderResponseSchema;
+  },
+  /**
+   * Lists what the caller allowed applications, newest first.
+   *
+   * @generated from rpc identity.v1.AccountService.ListOwnConsents
+   */
+  listOwnConsents: {
+    methodKind: "unary";
+    input: typeof ListOwnConsentsRequestSchema;
+    output: typeof ListOwnConsentsResponseSchema;
+  },
+  /**
+   * Withdraws what the caller allowed an application, so that its next
+   * request asks again, and revokes that application's refresh tokens for the
+   * caller, in one transaction. Audited as `consent_revoked`. NOT_FOUND when
+   * there is no such consent.
+   *
+   * @generated from rpc identity.v1.AccountService.RevokeOwnConsent
+   */
+  revokeOwnConsent: {
+    methodKind: "unary";
+    input: typeof RevokeOwnConsentRequestSchema;
+    output: typeof RevokeOwnConsentResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_identity_v1_account, 0);

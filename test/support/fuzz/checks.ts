@@ -21,6 +21,8 @@ export const OAUTH_ERROR_CODES = new Set([
   "login_required", "not_found", "already_exists", "temporarily_unavailable",
   // RFC 8707 §2: a resource parameter that is malformed, unknown or not granted.
   "invalid_target",
+  // AccountService: a state that refuses the change (409); RFC 9470 §3: a sign-in too old for it (401).
+  "failed_precondition", "insufficient_user_authentication",
 ]);
 
 /** Codes that say the server failed, not the caller: never the answer to bad input. */
