@@ -1,4 +1,4 @@
-import type { Db } from "./db.js";
+import { advisoryLockKey, isPostgres, type Db } from "./db.js";
 import { guardUnique } from "./errors.js";
 import type { UserFactorRecord } from "../shared/model.js";
 
@@ -33,6 +33,21 @@ const fromRow = (r: FactorRow): UserFactorRecord => ({
   lastUsedAt: r.last_used_at === null ? null : Number(r.last_used_at),
 });
 
+const toRow = (f: UserFactorRecord) => ({
+  id: f.id,
+  user_id: f.userId,
+  type: f.type,
+  name: f.name,
+  secret: f.secret,
+  credential_id: f.credentialId,
+  public_key: f.publicKey,
+  counter: f.counter,
+  transports: f.transports.join(" "),
+  confirmed: f.confirmed,
+  created_at: f.createdAt,
+  last_used_at: f.lastUsedAt,
+});
+
 /**
  * A user's second factors (one-time code secrets, passkeys) and recovery codes.
  *
@@ -43,6 +58,7 @@ const fromRow = (r: FactorRow): UserFactorRecord => ({
  * - compare-and-set: acceptCounter() takes only a higher signature counter
  *   (or zero from an authenticator that keeps none);
  * - compare-and-set: useRecoveryCode() marks an unused code used, once;
+ * - insertFirst() stores a factor only for a user with none: of concurrent callers for one user, one;
  * - replaceRecoveryCodes() voids the old set with the new one, in one transaction;
  * - remove() ends with the user's last factor its recovery codes, in one transaction;
  * - unique: a passkey's credential id;
@@ -53,20 +69,23 @@ export class UserFactorRepository {
 
   /** Throws ConflictError for a passkey whose credential id is registered already. */
   async insert(f: UserFactorRecord): Promise<void> {
-    await guardUnique("user factor", "credential id", () => this.db("user_factors").insert({
-      id: f.id,
-      user_id: f.userId,
-      type: f.type,
-      name: f.name,
-      secret: f.secret,
-      credential_id: f.credentialId,
-      public_key: f.publicKey,
-      counter: f.counter,
-      transports: f.transports.join(" "),
-      confirmed: f.confirmed,
-      created_at: f.createdAt,
-      last_used_at: f.lastUsedAt,
-    }));
+    await guardUnique("user factor", "credential id", () => this.db("user_factors").insert(toRow(f)));
+  }
+
+  /**
+   * Store `f` only while its user has no confirmed factor: true when stored.
+   * Throws ConflictError as insert() does. SQLite's write transaction holds
+   * the file from the check to the insert; on PostgreSQL these inserts of one
+   * user take turns under a transaction's advisory lock, so each check sees
+   * the factor an earlier one committed.
+   */
+  async insertFirst(f: UserFactorRecord): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      if (isPostgres(this.db)) await trx.raw("select pg_advisory_xact_lock(cast(? as bigint))", [advisoryLockKey(this.db, `first-factor/${f.userId}`)]);
+      if (await trx("user_factors").where({ user_id: f.userId, confirmed: true }).first("id")) return false;
+      await guardUnique("user factor", "credential id", () => trx("user_factors").insert(toRow(f)));
+      return true;
+    });
   }
 
   /** The user's factors, oldest first; unconfirmed ones only with `withUnconfirmed`. */

@@ -36,7 +36,13 @@ ${form.passkeys ? passkeyButton(hidden(form), "/login/factor/passkey", "Use a pa
   );
 }
 
-/** Enrolment of a one-time code: the QR code, the URI and secret as text, and the first code. */
+/** Where the enrolment page's passkey form posts (web/factorStep.ts); its options come from `${path}/options`. */
+export const ENROL_PASSKEY_PATH = "/login/factor/enrol/passkey";
+
+/**
+ * Enrolment of a one-time code: the QR code, the URI and secret as text, and
+ * the first code; or, where `passkeys`, a passkey instead.
+ */
 export function enrolPage(form: FactorForm & { factorId: string; uri: string; secret: string; qrDataUrl: string }): string {
   return layout(
     "Set up two-step verification",
@@ -52,7 +58,9 @@ ${hidden(form, { factor: form.factorId })}
 <label for="code">Code from your authenticator app</label>
 <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]*" required autofocus${describedBy(form)}>
 <button type="submit" class="primary">Turn on</button>
-</form>`,
+</form>
+${form.passkeys ? passkeyButton(hidden(form, { factor: form.factorId }), ENROL_PASSKEY_PATH, "Use a passkey instead", "register") : ""}`,
+    { scripts: form.passkeys ? PASSKEY_SCRIPTS : "" },
   );
 }
 

@@ -19,10 +19,10 @@ export interface SignInFlow {
 /**
  * The second step of a browser sign-in (issue #46 §4): after a first factor
  * (a password, a provider, or an existing session asked for more), the
- * user's one-time code or recovery code, or enrolling one where the policy
- * requires it. What each step proved is kept on the pending authorize
- * request, server-side; no session exists and no code is issued until the
- * last step is done. Reusable by any page that signs a user in (the device
+ * user's one-time code, passkey or recovery code, or enrolling a one-time
+ * code or a passkey where the policy requires it. What each step proved is
+ * kept on the pending authorize request, server-side; no session exists and
+ * no code is issued until the last step is done. Reusable by any page that signs a user in (the device
  * page): call `afterFirstFactor` where the password was checked.
  */
 export class FactorStepPages {
@@ -107,10 +107,47 @@ export class FactorStepPages {
       if (!enrolment) throw new OAuthError("invalid_request", "this enrolment is unknown or was completed");
       return this.showEnrolment(res, 400, { ...view, error }, enrolment);
     }
-    const proof = { amr: withSecondFactor(firstFactor, ["otp"]), factorId };
+    await this.enrolled(req, res, view, pending, user, { amr: withSecondFactor(firstFactor, ["otp"]), factorId }, codes);
+  }
+
+  /** POST /login/factor/enrol/passkey/options: registration options as on the account page, the challenge bound to this pending sign-in (JSON). */
+  async enrolPasskeyOptions(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>): Promise<void> {
+    const { pending, user } = await this.enrolmentStep(req, form);
+    sendJson(res, 200, await this.domain.passkeys.registrationOptions(user, pending.id));
+  }
+
+  /**
+   * POST /login/factor/enrol/passkey: the authenticator's answer, for the
+   * user who passed this sign-in's first factor (never a name in the form);
+   * then as after a one-time code: the recovery codes, the sign-in goes on
+   * (amr: the first factor's, the key's, `mfa`).
+   */
+  async enrolPasskey(req: IncomingMessage, res: ServerResponse, form: ReadonlyMap<string, string>, clientAddress?: string): Promise<void> {
+    const { pending, app, csrfToken, user, firstFactor } = await this.enrolmentStep(req, form);
+    const view = { requestId: pending.id, csrfToken, appName: app.name };
+    const enrolled = await this.domain.passkeys.enrolFirst(user, form.get("response") ?? "", pending.id, clientAddress);
+    if (!enrolled) {
+      // The one-time code offered beside it stays as it was, or is made anew.
+      const totp = (await this.domain.secondFactors.resumeTotp(user, form.get("factor") ?? "")) ?? (await this.domain.secondFactors.beginTotp(user));
+      return this.showEnrolment(res, 400, { ...view, error: "The passkey was not added. Try again, or use an authenticator app." }, totp);
+    }
+    const { proof, codes } = enrolled;
+    await this.enrolled(req, res, view, pending, user, { amr: withSecondFactor(firstFactor, proof.amr), factorId: proof.factorId }, codes);
+  }
+
+  /** A first factor just enrolled: its recovery codes first, if it brought any; else the sign-in completes. */
+  private async enrolled(req: IncomingMessage, res: ServerResponse, view: FactorForm, pending: PendingAuthorization, user: UserRecord, proof: SignInProof, codes: string[]): Promise<void> {
     if (codes.length === 0) return this.flow.completeSignIn(req, res, pending, user, proof);
-    await this.domain.pendingAuthorizations.recordStep(pending, { userId: user.id, amr: proof.amr.join(" "), factorId });
+    await this.domain.pendingAuthorizations.recordStep(pending, { userId: user.id, amr: proof.amr.join(" "), factorId: proof.factorId });
     sendPage(res, 200, recoveryCodesPage({ ...view, codes }));
+  }
+
+  /** A factor step where the user must enrol one: the policy asks for it, and the user has none yet (nor proved one here). */
+  private async enrolmentStep(req: IncomingMessage, form: ReadonlyMap<string, string>) {
+    const step = await this.stepFromForm(req, form);
+    const next = await this.domain.signInPolicy.next(step.app, step.pending.request, step.user.id);
+    if (next !== "enrol" || step.firstFactor.includes("mfa")) throw new OAuthError("access_denied", "this sign-in has no factor to enrol", 403);
+    return step;
   }
 
   /** POST /login/factor/continue: after the recovery codes were shown; only once the second factor is proven. */
@@ -132,7 +169,8 @@ export class FactorStepPages {
   private async showEnrolment(res: ServerResponse, status: number, form: FactorForm, enrolment: { factorId: string; uri: string; secret: string }, cookies: string[] = []): Promise<void> {
     // A PNG in a data: URI, which the pages' CSP allows as an image: no script draws it.
     const qrDataUrl = await QRCode.toDataURL(enrolment.uri, { margin: 1, width: 240 });
-    sendPage(res, status, enrolPage({ ...form, ...enrolment, qrDataUrl }), cookies);
+    const passkeys = this.domain.passkeys.enabled;
+    sendPage(res, status, enrolPage({ ...form, ...enrolment, qrDataUrl, passkeys }), cookies, { passkeys });
   }
 }
 

@@ -19,6 +19,7 @@ import { PASSKEY_SCRIPT, PASSKEY_SCRIPT_PATH, WEBAUTHN_SCRIPT_PATH, webauthnBund
 import { PasskeySignIn } from "./passkeySignIn.js";
 import { AccountPasskeyPages } from "./accountPasskeys.js";
 import { ACCOUNT_PASSKEY_PATHS } from "./passkeyPages.js";
+import { ENROL_PASSKEY_PATH } from "./factorPages.js";
 import { STYLESHEET } from "./stylesheet.js";
 import { requestContextOf, type LogUnexpected } from "../http/requestContext.js";
 
@@ -46,6 +47,7 @@ const PASSKEY_PATH = "/login/passkey";
 const PASSKEY_OPTIONS_PATH = "/login/passkey/options";
 const FACTOR_PASSKEY_PATH = "/login/factor/passkey";
 const FACTOR_PASSKEY_OPTIONS_PATH = "/login/factor/passkey/options";
+const ENROL_PASSKEY_OPTIONS_PATH = `${ENROL_PASSKEY_PATH}/options`;
 // Where a provider sends the browser back: its own callback (RFC 9700 §4.4.2), or the spec's shared {base_url}/callback.
 const CALLBACK_PATH = "/callback";
 const PROVIDER_CALLBACK_PATH = /^\/callback\/([A-Za-z0-9_.-]{1,100})$/;
@@ -62,6 +64,8 @@ export const WEB_ROUTES: readonly (string | PathPattern)[] = [
   PASSKEY_OPTIONS_PATH,
   FACTOR_PASSKEY_PATH,
   FACTOR_PASSKEY_OPTIONS_PATH,
+  ENROL_PASSKEY_PATH,
+  ENROL_PASSKEY_OPTIONS_PATH,
   ...Object.values(ACCOUNT_PASSKEY_PATHS),
   CONSENT_PATH,
   ACCOUNT_CONSENTS_PATH,
@@ -183,7 +187,7 @@ export function createWebHandler(domain: Domain, options: WebHandlerOptions) {
 
 type ParamsOf = (req: IncomingMessage, url: URL) => Promise<ReadonlyMap<string, string>>;
 
-/** Passkeys: the login page's sign-in, the second step's, and /account/passkeys. */
+/** Passkeys: the login page's sign-in, the second step's (and its enrolment), and /account/passkeys. */
 function passkeyRoutes(domain: Domain, pages: SignInPages, params: ParamsOf, clientAddress: ClientAddressOf): Record<string, Route> {
   const signIn = new PasskeySignIn(domain, pages);
   const account = new AccountPasskeyPages(domain, pages);
@@ -196,6 +200,8 @@ function passkeyRoutes(domain: Domain, pages: SignInPages, params: ParamsOf, cli
     [PASSKEY_PATH]: post((...a) => signIn.signIn(...a)),
     [FACTOR_PASSKEY_OPTIONS_PATH]: post((req, res, p) => pages.factorStep.passkeyOptions(req, res, p)),
     [FACTOR_PASSKEY_PATH]: post((...a) => pages.factorStep.passkey(...a)),
+    [ENROL_PASSKEY_OPTIONS_PATH]: post((req, res, p) => pages.factorStep.enrolPasskeyOptions(req, res, p)),
+    [ENROL_PASSKEY_PATH]: post((...a) => pages.factorStep.enrolPasskey(...a)),
     [ACCOUNT_PASSKEY_PATHS.list]: { methods: ["GET"], serve: async (req, res, url) => account.show(req, res, await params(req, url)) },
     [ACCOUNT_PASSKEY_PATHS.options]: post((req, res, p) => account.options(req, res, p)),
     [ACCOUNT_PASSKEY_PATHS.add]: post((...a) => account.add(...a)),

@@ -104,8 +104,8 @@ ${selfServiceLinks(view.links)}${view.passkeys ? passkeyButton(pendingFields(vie
  * finds the browser able, so a browser without script or WebAuthn never
  * shows a button that cannot work.
  */
-export function passkeyButton(fields: string, action: string, label: string): string {
-  return `<form method="post" action="${action}" class="login" data-passkey="authenticate" data-options="${action}/options" hidden>
+export function passkeyButton(fields: string, action: string, label: string, ceremony: "authenticate" | "register" = "authenticate"): string {
+  return `<form method="post" action="${action}" class="login" data-passkey="${ceremony}" data-options="${action}/options" hidden>
 <div class="divider"><span>or</span></div>
 ${fields}<input type="hidden" name="response" value="">
 <p class="error" role="alert" data-passkey-error hidden></p>

@@ -88,6 +88,22 @@ describeEachBackend("user factors contract", (ctx) => {
     assert.equal(await ctx.store.userFactors.recoveryCodesLeft(u.id), 0);
   });
 
+  it("stores a first factor only for a user with none: exactly one of 20 concurrent callers", async () => {
+    const u = await user();
+    const tries = Array.from({ length: 20 }, () => aFactor(u.id, { type: "passkey", secret: null, credentialId: `c-${id()}`, publicKey: "pk" }));
+    const stored = await Promise.all(tries.map((f) => ctx.store.userFactors.insertFirst(f)));
+    assert.equal(stored.filter(Boolean).length, 1);
+    const kept = await ctx.store.userFactors.list(u.id);
+    assert.deepEqual(kept, [tries[stored.indexOf(true)]]);
+    // An enrolment still waiting for its first code is no factor, nor is another user's; a taken credential is a conflict.
+    const v = await user();
+    await ctx.store.userFactors.insert(aFactor(v.id, { confirmed: false }));
+    assert.equal(await ctx.store.userFactors.insertFirst(aFactor(v.id)), true);
+    const w = await user();
+    await assert.rejects(ctx.store.userFactors.insertFirst(aFactor(w.id, { type: "passkey", credentialId: kept[0]!.credentialId })), { name: "ConflictError" });
+    assert.deepEqual(await ctx.store.userFactors.list(w.id), []);
+  });
+
   it("gives a WebAuthn challenge to exactly one of 20 takers, and none once expired", async () => {
     const challenge = id();
     const binding = id();

@@ -8,6 +8,7 @@ import {
   type PublicKeyCredentialCreationOptionsJSON,
   type PublicKeyCredentialRequestOptionsJSON,
   type RegistrationResponseJSON,
+  type VerifiedRegistrationResponse,
 } from "@simplewebauthn/server";
 import type { Clock } from "../../shared/clock.js";
 import type { UserFactorRepository, WebAuthnChallengeRecord, WebAuthnChallengeRepository } from "../../store/userFactors.js";
@@ -18,6 +19,9 @@ import type { UserFactorRecord, UserRecord } from "../../shared/model.js";
 import { sha256 } from "../secrets.js";
 import { passkeyAmr } from "./amr.js";
 import type { FactorProof, SecondFactors } from "./secondFactors.js";
+
+/** What the library found in a verified registration response. */
+type RegistrationInfo = Extract<VerifiedRegistrationResponse, { verified: true }>["registrationInfo"];
 
 /** Issue #46 §2: a challenge answers within five minutes, once. */
 export const CHALLENGE_TTL_MS = 5 * 60_000;
@@ -99,6 +103,33 @@ export class Passkeys {
    * empty list for a later one, or undefined when refused.
    */
   async register(user: UserRecord, responseJson: string, name: string, binding: string, clientAddress?: string): Promise<string[] | undefined> {
+    const verified = await this.verifiedRegistration(user, responseJson, binding, clientAddress);
+    if (!verified) return undefined;
+    const hadFactor = await this.secondFactors.has(user.id);
+    const added = await this.add(user, verified, name, async (factor) => (await this.factors.insert(factor), true), clientAddress);
+    if (!added) return undefined;
+    return hadFactor ? [] : this.secondFactors.newRecoveryCodes(user);
+  }
+
+  /**
+   * The first factor a sign-in makes its user enrol (issue #46 §4), a passkey
+   * added as on the account page, and only while the user has no factor (the
+   * store decides, so a factor added meanwhile, or a parallel enrolment,
+   * wins). Returns what it proves, as a passkey second factor does, and the
+   * recovery codes to show; undefined when refused.
+   */
+  async enrolFirst(user: UserRecord, responseJson: string, binding: string, clientAddress?: string): Promise<{ proof: FactorProof; codes: string[] } | undefined> {
+    const verified = await this.verifiedRegistration(user, responseJson, binding, clientAddress);
+    if (!verified) return undefined;
+    const factor = await this.add(user, verified, "", (f) => this.factors.insertFirst(f), clientAddress);
+    if (!factor) return undefined;
+    // The one-time code secret shown beside the passkey button was not chosen: it never becomes a factor.
+    await this.factors.deleteUnconfirmed(user.id);
+    return { proof: { amr: passkeyAmr(verified), factorId: factor.id }, codes: await this.secondFactors.newRecoveryCodes(user) };
+  }
+
+  /** A registration response to a live challenge of this binding for this user, checked by the library (user verification required). */
+  private async verifiedRegistration(user: UserRecord, responseJson: string, binding: string, clientAddress?: string): Promise<RegistrationInfo | undefined> {
     const response = parse<RegistrationResponseJSON>(responseJson);
     const challenge = response && (await this.takeChallenge(response.response?.clientDataJSON, binding, "register", user.id));
     let verified;
@@ -114,8 +145,12 @@ export class Passkeys {
       verified = undefined;
     }
     if (!verified?.verified) return this.refusedRegistration(user, challenge ? "invalid_response" : "invalid_challenge", clientAddress);
-    const hadFactor = await this.secondFactors.has(user.id);
-    const { credential } = verified.registrationInfo;
+    return verified.registrationInfo;
+  }
+
+  /** Store the verified passkey with `insert` (false: the store refused it) and audit `passkey_added`. */
+  private async add(user: UserRecord, info: RegistrationInfo, name: string, insert: (factor: UserFactorRecord) => Promise<boolean>, clientAddress?: string): Promise<UserFactorRecord | undefined> {
+    const { credential } = info;
     const factor: UserFactorRecord = {
       id: randomUUID(),
       userId: user.id,
@@ -131,14 +166,14 @@ export class Passkeys {
       lastUsedAt: null,
     };
     try {
-      await this.factors.insert(factor);
+      if (!(await insert(factor))) return this.refusedRegistration(user, "has_factor", clientAddress);
     } catch (err) {
       // The credential is registered already (to this user or another): unique in the store.
       if (err instanceof ConflictError) return this.refusedRegistration(user, "credential_taken", clientAddress);
       throw err;
     }
-    this.audit.record({ event: "passkey_added", outcome: "success", actor: userActor(user), userId: user.id, userName: user.name, clientAddress, details: { factorId: factor.id, synced: verified.registrationInfo.credentialBackedUp } });
-    return hadFactor ? [] : this.secondFactors.newRecoveryCodes(user);
+    this.audit.record({ event: "passkey_added", outcome: "success", actor: userActor(user), userId: user.id, userName: user.name, clientAddress, details: { factorId: factor.id, synced: info.credentialBackedUp } });
+    return factor;
   }
 
   /** Options for a sign-in with any discoverable passkey of this relying party: no user named (WebAuthn §5.4.4 empty allowCredentials). */

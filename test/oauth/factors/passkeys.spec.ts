@@ -78,6 +78,56 @@ describeEachBackend("passkeys (WebAuthn)", (ctx) => {
     assert.equal(await passkeys.register(user, JSON.stringify(authenticator.register(third)), "Again", "s1"), undefined);
   });
 
+  it("enrols a first passkey at sign-in: a second factor's amr, recovery codes, the unchosen code secret gone; never beside a factor", async () => {
+    const user = await aUser();
+    const totp = await factors.beginTotp(user);
+    const options = await passkeys.registrationOptions(user, "pending-1");
+    const enrolled = await passkeys.enrolFirst(user, JSON.stringify(new SoftAuthenticator({ origin: ORIGIN }).register(options)), "pending-1");
+    assert.deepEqual(enrolled?.proof.amr, ["hwk", "user"]);
+    assert.equal(enrolled?.codes.length, 10);
+    assert.deepEqual((await passkeys.list(user.id)).map((f) => [f.id, f.name]), [[enrolled?.proof.factorId, "Passkey"]]);
+    assert.equal(await factors.resumeTotp(user, totp.factorId), undefined);
+    assert.ok(events.some((e) => e.event === "passkey_added" && e.outcome === "success" && e.details?.factorId === enrolled?.proof.factorId));
+    const synced = await aUser();
+    const syncedOptions = await passkeys.registrationOptions(synced, "pending-s");
+    assert.deepEqual((await passkeys.enrolFirst(synced, JSON.stringify(new SoftAuthenticator({ origin: ORIGIN, synced: true }).register(syncedOptions)), "pending-s"))?.proof.amr, ["swk", "user"]);
+    // A user with a factor enrols none here (the account page adds more).
+    const again = await passkeys.registrationOptions(user, "pending-2");
+    assert.equal(await passkeys.enrolFirst(user, JSON.stringify(new SoftAuthenticator({ origin: ORIGIN }).register(again)), "pending-2"), undefined);
+    assert.ok(events.some((e) => e.event === "passkey_added" && e.outcome === "failure" && e.userId === user.id && e.details?.reason === "has_factor"));
+    assert.equal((await passkeys.list(user.id)).length, 1);
+  });
+
+  it("attack: an enrolment answered once for 10 parallel posts, or by parallel challenges of one user, adds one factor", async () => {
+    const user = await aUser();
+    const once = JSON.stringify(new SoftAuthenticator({ origin: ORIGIN }).register(await passkeys.registrationOptions(user, "pending-once")));
+    const posts = await Promise.all(Array.from({ length: 10 }, () => passkeys.enrolFirst(user, once, "pending-once")));
+    assert.equal(posts.filter(Boolean).length, 1);
+    // Two sign-ins of one user at the enrol step at once (the user, and someone holding the password): one factor.
+    const other = await aUser();
+    const answers = await Promise.all(["pending-x", "pending-y", "pending-z"].map(async (binding) => ({
+      binding, response: JSON.stringify(new SoftAuthenticator({ origin: ORIGIN }).register(await passkeys.registrationOptions(other, binding))),
+    })));
+    const raced = await Promise.all(answers.map(({ binding, response }) => passkeys.enrolFirst(other, response, binding)));
+    assert.equal(raced.filter(Boolean).length, 1);
+    assert.equal((await passkeys.list(other.id)).length, 1);
+  });
+
+  it("attack: an enrolment answering another sign-in's challenge, or another user's, is refused", async () => {
+    const [alice, bob] = [await aUser(), await aUser()];
+    const authenticator = new SoftAuthenticator({ origin: ORIGIN });
+    // Alice's pending sign-in's challenge, posted on another pending sign-in of hers.
+    const foreign = await passkeys.registrationOptions(alice, "pending-a");
+    assert.equal(await passkeys.enrolFirst(alice, JSON.stringify(authenticator.register(foreign)), "pending-b"), undefined);
+    // Bob's challenge on Bob's sign-in, answered as Alice.
+    const bobs = await passkeys.registrationOptions(bob, "pending-c");
+    assert.equal(await passkeys.enrolFirst(alice, JSON.stringify(authenticator.register(bobs)), "pending-c"), undefined);
+    // A second factor's challenge is no registration's.
+    const assertion = await passkeys.factorOptions(alice, "pending-d");
+    assert.equal(await passkeys.enrolFirst(alice, JSON.stringify(authenticator.register({ ...(await passkeys.registrationOptions(alice, "pending-e")), challenge: assertion.challenge })), "pending-d"), undefined);
+    assert.deepEqual([await passkeys.list(alice.id), await passkeys.list(bob.id)], [[], []]);
+  });
+
   it("signs in with no user name: amr hwk, user, mfa (acr mfa); swk for a synced passkey", async () => {
     const { user, authenticator } = await registered();
     const { result } = await signIn(authenticator);
