@@ -22,8 +22,8 @@ export interface ChangeContext {
  * one is checked under the sign-in budgets (a wrong one counts as a failed
  * sign-in, and a locked name is refused), the new one under the rules of
  * sign-up and reset. On success the user's other sessions and every refresh
- * token end in the same transaction as the change; the session it came from
- * stays. Audited `password_changed`, and mailed about where mail is set up.
+ * and access token end in the same transaction as the change; the session
+ * it came from stays. Audited `password_changed`, and mailed about where mail is set up.
  */
 export class PasswordChange {
   constructor(

@@ -32,8 +32,8 @@ export function applicationDisplayName(app: ApplicationRecord): string {
  * What users allowed applications (issue 43 §2), listed and revoked by the
  * user themselves (/account/consents) or by an administrator
  * (ConsentAdminService). Revoking forgets the consent, so the next request
- * asks again, and ends that application's refresh tokens for the user, in
- * one transaction (store/consents.ts).
+ * asks again, and ends that application's refresh and access tokens for the
+ * user, in one transaction (store/consents.ts).
  */
 export class UserConsents {
   constructor(

@@ -91,10 +91,10 @@ export class UserAdmin {
   }
 
   /**
-   * A new password ends the user's refresh tokens and browser sessions (its
-   * access tokens run out); disabling ends its access tokens too. Both in
-   * the same transaction as the change. Re-setting the current password
-   * (a config file applied again) changes nothing.
+   * A new password, or disabling, ends the user's refresh and access tokens
+   * and browser sessions, in the same transaction as the change.
+   * Re-setting the current password (a config file applied again) changes
+   * nothing.
    */
   async update(input: UserInput): Promise<UserRecord> {
     const current = await this.get(input.name);
@@ -114,9 +114,7 @@ export class UserAdmin {
     };
     const disabling = user.disabled && !current.disabled;
     const passwordChanged = user.passwordHash !== current.passwordHash;
-    const ends = disabling || passwordChanged
-      ? { at: user.updatedAt, signIns: true, accessTokens: disabling, reason: disabling ? ("user_disabled" as const) : ("password_changed" as const) }
-      : undefined;
+    const ends = disabling || passwordChanged ? { at: user.updatedAt, reason: disabling ? ("user_disabled" as const) : ("password_changed" as const) } : undefined;
     // Only what this update changed is written: a demotion or disabling since our read stays.
     await conflictsAsErrors(() => this.repo.update(user, ends, current));
     if (ends) this.sessionsEnded();

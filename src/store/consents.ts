@@ -1,4 +1,5 @@
 import type { Db } from "./db.js";
+import { revokeRefreshTokens, revokeUserAccessTokens } from "./revocations.js";
 
 /** What a user allowed one application: scope names and resource URIs. */
 export interface ConsentRecord {
@@ -40,9 +41,9 @@ const recordOf = (row: Row): ConsentRecord => ({
  *   there (the domain passes the union);
  * - listForUser() gives a user's consents, newest first;
  * - revoke() deletes the consent and, in the same transaction and only when
- *   it deleted one, revokes that application's refresh tokens for that user
- *   and the access tokens of their families: of parallel revocations of one
- *   consent exactly one reports it;
+ *   it deleted one, revokes that application's refresh and access tokens for
+ *   that user (access tokens with no refresh token behind them included):
+ *   of parallel revocations of one consent exactly one reports it;
  * - a consent goes with its user or its application.
  */
 export class ConsentRepository {
@@ -67,9 +68,9 @@ export class ConsentRepository {
     return this.db.transaction(async (trx) => {
       const deleted = await trx("consents").where({ user_id: userId, client_id: clientId }).delete();
       if (deleted === 0) return undefined;
-      const families = trx("refresh_tokens").select("family_id").where({ user_id: userId, client_id: clientId });
-      await trx("access_tokens").whereIn("family_id", families).whereNull("revoked_at").update({ revoked_at: at });
-      const refreshTokens = await trx("refresh_tokens").where({ user_id: userId, client_id: clientId }).whereNull("revoked_at").update({ revoked_at: at });
+      const refreshTokens = await revokeRefreshTokens(trx, { user_id: userId, client_id: clientId }, at);
+      // After the refresh tokens, as in endUserAccess (revocations.ts), for a refresh in flight.
+      await revokeUserAccessTokens(trx, userId, at, clientId);
       return { refreshTokens };
     });
   }

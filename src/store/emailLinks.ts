@@ -1,5 +1,5 @@
 import type { Db } from "./db.js";
-import { endSignIns } from "./revocations.js";
+import { endUserAccess } from "./revocations.js";
 
 /** What a mailed link does. */
 export type EmailLinkPurpose = "verify" | "reset";
@@ -115,7 +115,7 @@ export class EmailLinkRepository {
 
   /**
    * Take a reset link and set its user's password hash, ending the user's
-   * sessions, refresh tokens and unredeemed codes, in one transaction.
+   * sessions, refresh and access tokens and unredeemed codes, in one transaction.
    */
   async resetPassword(tokenHash: string, passwordHash: string, now: number): Promise<TakenLink> {
     return this.db.transaction(async (trx) => {
@@ -125,7 +125,7 @@ export class EmailLinkRepository {
       if (changed === 0) return { ok: false, reason: "unknown" };
       // The link reached the mailbox it was sent to: that address is proven, as a verification link would.
       await trx("users").where({ id: taken.link.userId, email: taken.link.email }).update({ email_verified: true });
-      await endSignIns(trx, taken.link.userId, now, "password_changed");
+      await endUserAccess(trx, taken.link.userId, now, "password_changed");
       return taken;
     });
   }

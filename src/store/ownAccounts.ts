@@ -1,6 +1,6 @@
-import { endSessions } from "./backchannelLogouts.js";
 import { isPostgres, type Db } from "./db.js";
 import type { ExternalKey } from "./federatedIdentities.js";
+import { endUserAccess } from "./revocations.js";
 
 /** What unlinking an external account did: unlinked, no such link of this user, or refused as the user's last way to sign in. */
 export type UnlinkOutcome = "unlinked" | "not_found" | "last_sign_in";
@@ -13,9 +13,9 @@ export type UnlinkOutcome = "unlinked" | "not_found" | "last_sign_in";
  * - compare-and-set: changePassword() sets the new hash only while the old
  *   one is still stored, so of concurrent changes from one password exactly
  *   one wins; with it, in the same transaction, the user's other sessions
- *   end, every refresh token is revoked and unredeemed codes are dropped,
- *   the session named `keep` stays ("changes the password once, ending the
- *   other sessions and every refresh token");
+ *   end, every refresh and access token is revoked and unredeemed codes are
+ *   dropped, the session named `keep` stays ("changes the password once,
+ *   ending the other sessions and every refresh and access token");
  * - unlink() never leaves a user without a way to sign in: a user with no
  *   password and no passkey keeps their last link, even under concurrent
  *   unlinks of two links (the user's row is locked first on PostgreSQL;
@@ -31,10 +31,8 @@ export class OwnAccountRepository {
     return this.db.transaction(async (trx) => {
       const changed = await trx("users").where({ id: userId, password_hash: expectedHash }).update({ password_hash: newHash, updated_at: at });
       if (changed !== 1) return false;
-      await trx("refresh_tokens").where({ user_id: userId }).whereNull("revoked_at").update({ revoked_at: at });
       // The other sessions end as every session does: their applications are told (back-channel logout).
-      await endSessions(trx, (rows) => (keep ? rows.where({ user_id: userId }).whereNot({ id_hash: keep }) : rows.where({ user_id: userId })), "password_changed", at);
-      await trx("authorization_codes").where({ user_id: userId }).whereNull("consumed_at").delete();
+      await endUserAccess(trx, userId, at, "password_changed", keep);
       return true;
     });
   }

@@ -1,35 +1,65 @@
-import type { Db } from "./db.js";
+import { isPostgres, type Db } from "./db.js";
 import { endSessions, type SessionEndReason } from "./backchannelLogouts.js";
 
 /**
  * What ends with a user or an application, written in the same transaction
  * as the change itself. Token lookups also check the user and application
  * rows as they are (tokens.ts), so these writes are not what ends a token at
- * once; they make the end last: re-enabling a user, or creating an
- * application again under the same client id, brings nothing back.
+ * once when its user or application is disabled or deleted; they make the end
+ * last: re-enabling a user, or creating an application again under the same
+ * client id, brings nothing back. A password change leaves the user row
+ * standing: its revocations are what end the tokens.
  */
 
 /**
  * Revoke the user's refresh tokens (by the refresh_tokens.user_id index), end
- * its browser sessions, and drop the codes it signed in for and no client has
+ * its browser sessions but `keepSession` (the cookie hash of the session a
+ * change came from), and drop the codes it signed in for and no client has
  * redeemed yet (a few minutes' worth of rows at most, read whole), which
  * would otherwise mint new refresh tokens from a sign-in that no longer counts.
  * Each session's clients hear of its end (`reason`): their back-channel
  * logouts are queued in the same transaction (backchannelLogouts.ts).
  */
-export async function endSignIns(trx: Db, userId: string, at: number, reason: SessionEndReason = "password_changed"): Promise<void> {
-  await trx("refresh_tokens").where({ user_id: userId }).whereNull("revoked_at").update({ revoked_at: at });
-  await endSessions(trx, (rows) => rows.where({ user_id: userId }), reason, at);
+export async function endSignIns(trx: Db, userId: string, at: number, reason: SessionEndReason = "password_changed", keepSession?: string): Promise<void> {
+  await revokeRefreshTokens(trx, { user_id: userId }, at);
+  await endSessions(trx, (rows) => (keepSession ? rows.where({ user_id: userId }).whereNot({ id_hash: keepSession }) : rows.where({ user_id: userId })), reason, at);
   await trx("authorization_codes").where({ user_id: userId }).whereNull("consumed_at").delete();
 }
 
 /**
- * Revoke the user's access tokens. Access tokens have no index by user (one
- * would cost every token issued a write), so this reads the whole table:
- * fine for the rare change that needs it (disabling a user).
+ * Revoke the live refresh tokens `owner` names; counts them. On PostgreSQL
+ * (read committed) an UPDATE that waits for a refresh in flight (which holds
+ * the row it consumes) re-checks that row but never sees the new one the
+ * refresh wrote, so it runs again, on a fresh snapshot, until one finds
+ * nothing. Each row it revoked stays locked until the commit: a refresh of
+ * it waits, then finds it revoked.
  */
-export async function revokeUserAccessTokens(trx: Db, userId: string, at: number): Promise<void> {
-  await trx("access_tokens").where({ user_id: userId }).whereNull("revoked_at").update({ revoked_at: at });
+export async function revokeRefreshTokens(trx: Db, owner: Record<string, string>, at: number): Promise<number> {
+  let revoked = 0;
+  for (;;) {
+    const pass = await trx("refresh_tokens").where(owner).whereNull("revoked_at").update({ revoked_at: at });
+    revoked += pass;
+    if (pass === 0 || !isPostgres(trx)) return revoked;
+  }
+}
+
+/**
+ * endSignIns and the user's access tokens too, every one (a kept session
+ * keeps no token: none is bound to it): what a password change, a disable
+ * and an administrator's "end everything" end. The access tokens come after
+ * the refresh tokens, so that this statement sees the access token of any
+ * refresh that was in flight (revokeRefreshTokens waited for it); none can
+ * start after.
+ */
+export async function endUserAccess(trx: Db, userId: string, at: number, reason: SessionEndReason, keepSession?: string): Promise<void> {
+  await endSignIns(trx, userId, at, reason, keepSession);
+  await revokeUserAccessTokens(trx, userId, at);
+}
+
+/** Revoke the user's access tokens (of `clientId` only, if given), found by the partial access_tokens.user_id index; counts them. */
+export async function revokeUserAccessTokens(trx: Db, userId: string, at: number, clientId?: string): Promise<number> {
+  const owner = clientId === undefined ? { user_id: userId } : { user_id: userId, client_id: clientId };
+  return trx("access_tokens").where(owner).whereNull("revoked_at").update({ revoked_at: at });
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Db } from "./db.js";
-import { endSignIns, revokeUserAccessTokens } from "./revocations.js";
+import { endUserAccess } from "./revocations.js";
 import { sessionFromRow, type SessionRecord } from "./sessions.js";
 import { endSessions } from "./backchannelLogouts.js";
 import { revokeFamily } from "./tokens.js";
@@ -90,8 +90,7 @@ export class UserSignInRepository {
         .whereNull("revoked_at")
         .where("expires_at", ">", at)
         .countDistinct<{ n: number | string }[]>({ n: "family_id" });
-      await endSignIns(trx, userId, at, "admin_revoked");
-      await revokeUserAccessTokens(trx, userId, at);
+      await endUserAccess(trx, userId, at, "admin_revoked");
       return { sessions: Number(sessions[0]?.n ?? 0), grants: Number(grants[0]?.n ?? 0) };
     });
   }

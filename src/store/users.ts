@@ -1,6 +1,6 @@
 import type { Db } from "./db.js";
 import { guardUnique } from "./errors.js";
-import { endSignIns, revokeUserAccessTokens } from "./revocations.js";
+import { endSignIns, endUserAccess } from "./revocations.js";
 import type { SessionEndReason } from "./backchannelLogouts.js";
 import { rowBy, type RowReader } from "./rowReader.js";
 import type { UserRecord } from "../shared/model.js";
@@ -70,16 +70,16 @@ const toRow = (u: UserRecord): UserRow => ({
   updated_at: u.updatedAt,
 });
 
-/** What a user's update ends with it, in its transaction (revocations.ts). */
+/**
+ * What a user's update ends with it, in its transaction (revocations.ts
+ * endUserAccess): its refresh and access tokens, browser sessions and
+ * unredeemed codes (a password change, a disable).
+ */
 export interface UserUpdateEnds {
   /** Epoch ms written as the revocation time. */
   at: number;
-  /** Revoke the user's refresh tokens and end its browser sessions (a password change, a disable). */
-  signIns?: boolean;
-  /** Revoke the user's access tokens too (a disable). */
-  accessTokens?: boolean;
-  /** Why its sessions end, told to their clients (back-channel logout); a password change unless said. */
-  reason?: SessionEndReason;
+  /** Why its sessions end, told to their clients (back-channel logout). */
+  reason: SessionEndReason;
 }
 
 /**
@@ -169,15 +169,14 @@ export class UserRepository {
    */
   async update(user: UserRecord, ends?: UserUpdateEnds, before?: UserRecord): Promise<void> {
     const row = before ? changedColumns(toRow(before), toRow(user)) : toRow(user);
-    if (!ends?.signIns && !ends?.accessTokens) {
+    if (!ends) {
       await guardUnique("user", "name", () => this.db("users").where({ id: user.id }).update(row));
       return;
     }
     await guardUnique("user", "name", () =>
       this.db.transaction(async (trx) => {
         await trx("users").where({ id: user.id }).update(row);
-        if (ends.signIns) await endSignIns(trx, user.id, ends.at, ends.reason);
-        if (ends.accessTokens) await revokeUserAccessTokens(trx, user.id, ends.at);
+        await endUserAccess(trx, user.id, ends.at, ends.reason);
       }),
     );
   }
@@ -185,7 +184,8 @@ export class UserRepository {
   /**
    * Returns whether a row was deleted. The user's refresh tokens are revoked
    * and its sessions deleted with it, at `at` (epoch ms); its access tokens
-   * end because their user is gone (tokens.ts), and ids are never reused.
+   * end because their user is gone (every lookup joins it, tokens.ts), and
+   * ids are never reused, so they are left unwritten.
    */
   async deleteByName(name: string, at = Date.now()): Promise<boolean> {
     return this.db.transaction(async (trx) => {

@@ -17,7 +17,7 @@ export const ACCOUNT_CONSENTS_PATH = "/account/consents";
  * applications they allowed, with what and where, and revokes one. A
  * revocation is a POST carrying this browser's CSRF token (double submit,
  * csrf.ts), from this browser's own session only; it ends that
- * application's refresh tokens for the user with the consent.
+ * application's refresh and access tokens for the user with the consent.
  */
 export class AccountConsentPages {
   private readonly secure: boolean;

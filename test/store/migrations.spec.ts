@@ -9,7 +9,7 @@ const aRefreshToken = (): RefreshTokenRecord => ({
   authTime: T0 / 1000, issuedAt: T0, expiresAt: T0 + 3_600_000, consumedAt: null, revokedAt: null,
 });
 
-// Later migrations leave access_tokens alone, so 009 is undone on its own.
+// Later migrations only add columns and indexes to access_tokens (SQLite's rebuild keeps them), so 009 is undone on its own.
 const UNDO_009 = { ...MIGRATIONS, name: "009_tokens_without_family" };
 
 describeEachBackend("migration 009: access tokens of no family", (ctx) => {
@@ -76,5 +76,39 @@ describeEachBackend("migration 015: application allowed origins", (ctx) => {
     await ctx.db.migrate.down(LAST);
     assert.equal((await ctx.db("applications").where({ name }).first())?.allowed_origins, undefined);
     await ctx.db.migrate.latest(MIGRATIONS);
+  });
+});
+
+describeEachBackend("migration 078: access tokens found by user", (ctx) => {
+  const LAST = { ...MIGRATIONS, name: "078_access_tokens_by_user" };
+  const onPostgres = () => ctx.backend.name === "PostgreSQL";
+  /** How the backend would run a revocation of a user's access tokens of one client (revocations.ts), with a scan priced out on PostgreSQL. */
+  const plan = async (): Promise<string> => {
+    const { sql, bindings } = ctx.db("access_tokens").where({ user_id: "u", client_id: "c" }).whereNull("revoked_at").update({ revoked_at: T0 }).toSQL();
+    if (!onPostgres()) return (await ctx.db.raw(`explain query plan ${sql}`, bindings)).map((r: { detail: string }) => r.detail).join("\n");
+    return ctx.db.transaction(async (trx) => {
+      await trx.raw("set local enable_seqscan = off");
+      return (await trx.raw(`explain ${sql}`, bindings)).rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n");
+    });
+  };
+  const definition = async (): Promise<string | undefined> => {
+    if (onPostgres()) {
+      const result = await ctx.db.raw("select indexdef from pg_indexes where indexname = 'access_tokens_user_index' and schemaname = current_schema()");
+      return result.rows[0]?.indexdef;
+    }
+    return (await ctx.db.raw("select sql from sqlite_master where type = 'index' and name = 'access_tokens_user_index'"))[0]?.sql;
+  };
+
+  it("adds an index by user, of tokens that have one, which the revocations use; keeps every row, and is undone", async () => {
+    const tokens = [anAccessToken(), anAccessToken({ userId: null, familyId: null })];
+    for (const t of tokens) await ctx.store.accessTokens.insert(t);
+    assert.match((await definition()) ?? "", /where .?user_id.? is not null/i, "a client's own token is left out of it");
+    assert.match(await plan(), /access_tokens_user_index/);
+    await ctx.db.migrate.down(LAST);
+    assert.equal(await definition(), undefined);
+    assert.doesNotMatch(await plan(), /access_tokens_user_index/);
+    for (const t of tokens) assert.deepEqual(await ctx.store.accessTokens.findByHash(t.tokenHash), t);
+    await ctx.db.migrate.latest(MIGRATIONS);
+    assert.match(await plan(), /access_tokens_user_index/);
   });
 });

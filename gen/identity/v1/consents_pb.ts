@@ -201,8 +201,8 @@ export const ConsentAdminService: GenService<{
   },
   /**
    * Forgets what the user allowed the application, so that its next request
-   * asks again, and revokes that application's refresh tokens for the user
-   * (with the access tokens issued beside them), in one transaction. Audited
+   * asks again, and revokes that application's refresh and access tokens for
+   * the user, in one transaction. Audited
    * as `consent_revoked`. NOT_FOUND when there is no such consent.
    *
    * @generated from rpc identity.v1.ConsentAdminService.RevokeConsent

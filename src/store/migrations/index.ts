@@ -35,6 +35,7 @@ import * as sessionIds from "./074_session_ids.js";
 import * as backchannelLogout from "./075_backchannel_logout.js";
 import * as applicationProfile from "./076_application_profile.js";
 import * as pushedRequestLimits from "./077_pushed_request_limits.js";
+import * as accessTokensByUser from "./078_access_tokens_by_user.js";
 
 interface Migration {
   name: string;
@@ -81,6 +82,7 @@ const all: Migration[] = [
   { name: "075_backchannel_logout", ...backchannelLogout },
   { name: "076_application_profile", ...applicationProfile },
   { name: "077_pushed_request_limits", ...pushedRequestLimits },
+  { name: "078_access_tokens_by_user", ...accessTokensByUser },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

@@ -121,23 +121,31 @@ describeEachBackend("storage contract: applications", (ctx) => {
       session: (await ctx.store.sessions.findByHash(r.session.idHash)) !== undefined,
     });
 
-    it("ends a user's sign-ins (refresh tokens, sessions) with an update that asks, its access tokens too when asked, and nobody else's", async () => {
+    it("ends a user's sign-ins and access tokens with an update that asks (a new password, a disable), and nobody else's", async () => {
       const { mine, bystander } = await signedIn();
       await ctx.store.users.update({ ...mine.user, displayName: "Renamed" });
       assert.deepEqual(await state(mine), { refresh: null, access: null, session: true }, "a plain update ends nothing");
-      await ctx.store.users.update({ ...mine.user, passwordHash: "scrypt$new" }, { at: T0 + 7, signIns: true });
-      assert.deepEqual(await state(mine), { refresh: T0 + 7, access: null, session: false });
-      await ctx.store.users.update({ ...mine.user, disabled: true }, { at: T0 + 8, signIns: true, accessTokens: true });
-      assert.deepEqual(await state(mine), { refresh: T0 + 7, access: T0 + 8, session: false }, "a revocation keeps its first time");
+      // A token of no family (implicit, token exchange) ends too: found by its user, not by a refresh token.
+      const familyless = anAccessToken({ userId: mine.user.id, familyId: null });
+      await ctx.store.accessTokens.insert(familyless);
+      await ctx.store.users.update({ ...mine.user, passwordHash: "scrypt$new" }, { at: T0 + 7, reason: "password_changed" });
+      assert.deepEqual(await state(mine), { refresh: T0 + 7, access: T0 + 7, session: false });
+      assert.equal((await ctx.store.accessTokens.findByHash(familyless.tokenHash))?.revokedAt, T0 + 7);
+      const later = anAccessToken({ userId: mine.user.id });
+      await ctx.store.accessTokens.insert(later);
+      await ctx.store.users.update({ ...mine.user, disabled: true }, { at: T0 + 8, reason: "user_disabled" });
+      assert.deepEqual(await state(mine), { refresh: T0 + 7, access: T0 + 7, session: false }, "a revocation keeps its first time");
+      assert.equal((await ctx.store.accessTokens.findByHash(later.tokenHash))?.revokedAt, T0 + 8);
       assert.deepEqual(await state(bystander), { refresh: null, access: null, session: true });
       assert.equal((await ctx.store.users.findById(mine.user.id))?.disabled, true);
     });
 
-    it("deletes a user with its refresh tokens revoked and its sessions ended, and nobody else's", async () => {
+    it("deletes a user with its refresh tokens revoked and its sessions ended, and nobody else's (its access tokens end with its row)", async () => {
       const { mine, bystander } = await signedIn();
       assert.equal(await ctx.store.users.deleteByName(mine.user.name, T0 + 9), true);
       assert.equal(await ctx.store.users.deleteByName(mine.user.name, T0 + 9), false);
       assert.deepEqual(await state(mine), { refresh: T0 + 9, access: null, session: false });
+      assert.equal(await ctx.store.accessTokens.findStandingByHash(mine.access.tokenHash).then((t) => t?.user), undefined, "no user stands behind it");
       assert.deepEqual(await state(bystander), { refresh: null, access: null, session: true });
     });
 
@@ -242,7 +250,7 @@ describeEachBackend("storage contract: applications", (ctx) => {
       assert.deepEqual(await ctx.store.consents.listForUser(aUser().id), []);
     });
 
-    it("revokes a consent with that application's refresh tokens for that user and their access tokens, in one transaction, and nothing else", async () => {
+    it("revokes a consent with that application's refresh and access tokens for that user, in one transaction, and nothing else", async () => {
       const [user, other] = [aUser(), aUser()];
       const [app, bystanderApp] = [anApplication(), anApplication()];
       for (const u of [user, other]) await ctx.store.users.insert(u);
@@ -257,6 +265,9 @@ describeEachBackend("storage contract: applications", (ctx) => {
         await ctx.store.refreshTokens.insert(g.refresh);
         await ctx.store.accessTokens.insert(g.access);
       }
+      // Access tokens with no refresh token behind them (implicit, token exchange): that application's end, another's stays.
+      const [alone, aloneElsewhere] = [anAccessToken({ userId: user.id, clientId: app.clientId, familyId: null }), anAccessToken({ userId: user.id, clientId: bystanderApp.clientId, familyId: null })];
+      for (const t of [alone, aloneElsewhere]) await ctx.store.accessTokens.insert(t);
       for (const [u, a] of [[user, app], [other, app], [user, bystanderApp]] as const) {
         await ctx.store.consents.remember({ userId: u.id, clientId: a.clientId, scopes: ["openid"], resources: [], grantedAt: T0 });
       }
@@ -270,6 +281,8 @@ describeEachBackend("storage contract: applications", (ctx) => {
         assert.equal((await ctx.store.refreshTokens.findByHash(g.refresh.tokenHash))?.revokedAt, null);
         assert.equal((await ctx.store.accessTokens.findByHash(g.access.tokenHash))?.revokedAt, null);
       }
+      assert.equal((await ctx.store.accessTokens.findByHash(alone.tokenHash))?.revokedAt, T0 + 7);
+      assert.equal((await ctx.store.accessTokens.findByHash(aloneElsewhere.tokenHash))?.revokedAt, null);
       assert.ok(await ctx.store.consents.find(other.id, app.clientId), "another user's consent stays");
       assert.ok(await ctx.store.consents.find(user.id, bystanderApp.clientId), "the user's consent to another application stays");
       assert.equal(await ctx.store.consents.revoke(user.id, app.clientId, T0 + 8), undefined, "nothing left to revoke");
@@ -284,6 +297,23 @@ describeEachBackend("storage contract: applications", (ctx) => {
       await ctx.store.consents.remember({ userId: user.id, clientId: app.clientId, scopes: ["openid"], resources: [], grantedAt: T0 });
       const results = await Promise.all(Array.from({ length: 20 }, (_, i) => ctx.store.consents.revoke(user.id, app.clientId, T0 + i)));
       assert.deepEqual(results.filter(Boolean), [{ refreshTokens: 1 }]);
+    });
+
+    it("attack: of 20 refreshes racing a consent's revocation, none of that application leaves a live token", async () => {
+      const user = aUser();
+      const app = anApplication();
+      await ctx.store.users.insert(user);
+      await ctx.store.applications.insert(app);
+      const olds = Array.from({ length: 20 }, () => aRefreshToken({ userId: user.id, clientId: app.clientId }));
+      for (const t of olds) await ctx.store.refreshTokens.insert(t);
+      await ctx.store.consents.remember({ userId: user.id, clientId: app.clientId, scopes: ["openid"], resources: [], grantedAt: T0 });
+      const issued = (familyId: string) => ({ access: anAccessToken({ userId: user.id, clientId: app.clientId, familyId }), refresh: aRefreshToken({ userId: user.id, clientId: app.clientId, familyId }) });
+      const rotations = olds.map((old) => ctx.store.refreshTokens.rotate(old.tokenHash, T0 + 1, issued(old.familyId)));
+      const [revoked] = await Promise.all([ctx.store.consents.revoke(user.id, app.clientId, T0 + 2), ...rotations]);
+      assert.ok(revoked);
+      for (const table of ["access_tokens", "refresh_tokens"]) {
+        assert.deepEqual(await ctx.db(table).where({ user_id: user.id }).whereNull("revoked_at").select("token_hash"), [], table);
+      }
     });
   });
 });

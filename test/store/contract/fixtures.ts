@@ -164,8 +164,9 @@ export const LOOKUP_PATHS: Record<string, string[]> = {
   resources: ["uri"],
   registration_counts: ["key"],
   consents: ["user_id", "client_id"],
-  access_tokens: ["token_hash", "family_id", "expires_at"],
-  refresh_tokens: ["token_hash", "family_id", "expires_at"],
+  // By user: what a password change, a disable or a consent's revocation ends (revocations.ts).
+  access_tokens: ["token_hash", "family_id", "expires_at", "user_id"],
+  refresh_tokens: ["token_hash", "family_id", "expires_at", "user_id"],
   sessions: ["id_hash", "sid", "expires_at"],
   // Back-channel logout: a session's clients, and the queue by due time.
   session_clients: ["key", "sid", "expires_at"],

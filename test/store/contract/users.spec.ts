@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { EmailLinkRecord } from "../../../src/store/emailLinks.js";
-import { hash, HOUR, T0 } from "../../support/storeFixtures.js";
+import { anAccessToken, hash, HOUR, T0 } from "../../support/storeFixtures.js";
 import type { UserRecord } from "../../../src/shared/model.js";
 import { id, aUser, aRefreshToken, aSession, assertConflict } from "./fixtures.js";
 import { describeEachBackend } from "../../support/databases.js";
@@ -182,19 +182,22 @@ describeEachBackend("storage contract: users", (ctx) => {
       assert.equal((await ctx.store.users.findByName(user.name))!.emailVerified, true);
     });
 
-    it("resets the password and ends every sign-in, once", async () => {
+    it("resets the password and ends every sign-in and access token, once", async () => {
       const user = aUser();
       await ctx.store.users.insert(user);
       const session = aSession({ userId: user.id, expiresAt: T0 + HOUR });
       await ctx.store.sessions.insert(session);
       const refresh = aRefreshToken({ userId: user.id });
       await ctx.store.refreshTokens.insert(refresh);
+      const access = anAccessToken({ userId: user.id, familyId: null });
+      await ctx.store.accessTokens.insert(access);
       const link = aLink(user.id);
       await ctx.store.emailLinks.issue(link);
       assert.equal((await ctx.store.emailLinks.resetPassword(link.tokenHash, "scrypt$new", T0 + 1)).ok, true);
       assert.equal((await ctx.store.users.findByName(user.name))!.passwordHash, "scrypt$new");
       assert.equal(await ctx.store.sessions.findByHash(session.idHash), undefined);
       assert.equal((await ctx.store.refreshTokens.findByHash(refresh.tokenHash))?.revokedAt, T0 + 1);
+      assert.equal((await ctx.store.accessTokens.findByHash(access.tokenHash))?.revokedAt, T0 + 1);
       assert.deepEqual(await ctx.store.emailLinks.resetPassword(link.tokenHash, "scrypt$again", T0 + 2), { ok: false, reason: "used" });
       assert.equal((await ctx.store.users.findByName(user.name))!.passwordHash, "scrypt$new");
     });
