@@ -36,12 +36,16 @@ export async function endSignIns(trx: Db, userId: string, at: number, reason: Se
  */
 export async function revokeRefreshTokens(trx: Db, owner: Record<string, string>, at: number): Promise<number> {
   let revoked = 0;
-  for (;;) {
-    const pass = await trx("refresh_tokens").where(owner).whereNull("revoked_at").update({ revoked_at: at });
-    revoked += pass;
-    if (pass === 0 || !isPostgres(trx)) return revoked;
+  // Bounded: only refreshes already in flight add rows a pass misses, and each pass takes theirs.
+  for (let pass = 0; pass < MAX_REVOCATION_PASSES; pass++) {
+    const count = await trx("refresh_tokens").where(owner).whereNull("revoked_at").update({ revoked_at: at });
+    revoked += count;
+    if (count === 0 || !isPostgres(trx)) break;
   }
+  return revoked;
 }
+
+const MAX_REVOCATION_PASSES = 10;
 
 /**
  * endSignIns and the user's access tokens too, every one (a kept session
