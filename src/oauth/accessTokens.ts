@@ -4,6 +4,7 @@ import type { Store } from "../store/index.js";
 import type { AccessTokenRecord } from "../store/tokens.js";
 import { proofError, type DPoPProofs, type PresentedToken } from "./dpop.js";
 import { OAuthError } from "./errors.js";
+import { dpopAlgsFor } from "./fapi2.js";
 import { audienceOf } from "./resourceIndicators.js";
 import { sha256 } from "./secrets.js";
 import type { UserRecord } from "../shared/model.js";
@@ -117,18 +118,18 @@ export async function requireUserToken(
   if (record.userId !== null && (!user || user.disabled)) throw invalid("the user of this access token is disabled or deleted");
   if (!isLive(record, clock.now())) throw invalid("the access token is invalid, expired or revoked");
   if (!user) throw invalid("no user is bound to this access token (it stands for a client)");
-  await checkPossession(record, presented!, dpop);
+  await checkPossession(record, presented!, dpop, dpopAlgsFor({ profile: found.applicationProfile }));
   return { record, user, hash: hash! };
 }
 
 /** RFC 9449 §7.1, §7.2: a bound token only with a proof of its key, and the DPoP scheme only for a bound token. */
-async function checkPossession(record: AccessTokenRecord, presented: PresentedToken, dpop: Pick<DPoPProofs, "verify">): Promise<void> {
+async function checkPossession(record: AccessTokenRecord, presented: PresentedToken, dpop: Pick<DPoPProofs, "verify">, algorithms: readonly string[] | undefined): Promise<void> {
   if (presented.scheme === "Bearer") {
     if (record.dpopJkt === undefined) return;
     throw proofError("resource", "invalid_token", "this access token is DPoP-bound: present it with Authorization: DPoP and a DPoP proof of its key");
   }
   if (record.dpopJkt === undefined) throw proofError("resource", "invalid_token", "this access token is not DPoP-bound: present it as a Bearer token");
-  const jkt = await dpop.verify(presented.dpop ?? { proof: undefined, htm: "", htu: "" }, "resource", presented.token);
+  const jkt = await dpop.verify(presented.dpop ?? { proof: undefined, htm: "", htu: "" }, "resource", presented.token, algorithms);
   if (jkt !== record.dpopJkt) throw proofError("resource", "invalid_dpop_proof", "the DPoP proof is signed by another key than the one this access token is bound to");
 }
 

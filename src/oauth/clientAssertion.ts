@@ -5,7 +5,7 @@ import type { ApplicationRecord, TokenEndpointAuthMethod } from "../shared/model
 import type { SingleUseKeyRepository } from "../store/singleUseKeys.js";
 import type { ClientKeys } from "./clientKeys.js";
 import { OAuthError } from "./errors.js";
-import { jwtAlgsFor } from "./fapi2.js";
+import { assertionAudiences, jwtAlgsFor } from "./fapi2.js";
 import { sha256 } from "./secrets.js";
 
 /** RFC 7523 §2.2: the client_assertion_type of a JWT client assertion. */
@@ -18,6 +18,14 @@ export const CLIENT_SECRET_JWT_ALGS = ["HS256"] as const;
 
 /** The longest an assertion may still have to live: a replay is refused by its jti, which is kept this long at most. */
 export const MAX_ASSERTION_LIFETIME_S = 300;
+/**
+ * How far the client's clock may run ahead of ours (its nbf) or ours ahead
+ * of its (its exp): FAPI 2.0 §5.3.2.1 asks that an iat or nbf up to 10
+ * seconds ahead be taken, as RFC 7523 §3 allows leeway for clock skew. A
+ * client that sets nbf to its now (openid-client) is otherwise refused
+ * whenever our clock is behind its by any part of a second.
+ */
+const ASSERTION_CLOCK_SKEW_S = 10;
 const MAX_JTI_LENGTH = 256;
 
 /** The endpoints that authenticate clients, and their paths (those discovery names). */
@@ -53,7 +61,9 @@ const refused = (why: string) => new OAuthError("invalid_client", `client authen
  * Checks JWT client assertions (RFC 7523 §2.2 and §3, OIDC Core §9): the
  * signature with the application's keys (private_key_jwt: its jwks or
  * jwksUri; client_secret_jwt: its secret, HS256), iss = sub = client_id,
- * an aud naming the issuer or the endpoint, an exp no further than
+ * an aud naming the issuer or the endpoint (at PAR the token endpoint too;
+ * a fapi2 client's the issuer alone, as a string), nbf and exp with
+ * ASSERTION_CLOCK_SKEW_S of leeway, an exp no further than
  * MAX_ASSERTION_LIFETIME_S ahead, and a jti never accepted before, recorded
  * in the store by one conditional insert, so a replay is refused on every
  * instance.
@@ -71,13 +81,15 @@ export class ClientAssertions {
   async verify(app: ApplicationRecord, assertion: string, endpoint: ClientAuthEndpoint): Promise<void> {
     const { key, algorithms } = this.keyOf(app);
     const now = this.clock.now();
+    const { audiences, issuerStringOnly } = assertionAudiences(app, this.issuer, this.audiencesAt(endpoint));
     const options = {
       algorithms: [...algorithms],
       issuer: app.clientId,
       subject: app.clientId,
-      audience: [this.issuer, `${this.issuer}${CLIENT_AUTH_ENDPOINT_PATHS[endpoint]}`],
+      audience: audiences,
       requiredClaims: ["exp", "jti"],
       currentDate: new Date(now),
+      clockTolerance: ASSERTION_CLOCK_SKEW_S,
     };
     let payload;
     try {
@@ -86,14 +98,22 @@ export class ClientAssertions {
       // Why exactly (signature, claim, key) is not the caller's to learn.
       throw refused("the client assertion is not valid");
     }
+    if (issuerStringOnly && payload.aud !== this.issuer) throw refused("the client assertion's aud must be the issuer, as a string");
     const exp = payload.exp!;
     if (exp * 1000 - now > MAX_ASSERTION_LIFETIME_S * 1000) throw refused(`the client assertion must expire within ${MAX_ASSERTION_LIFETIME_S} seconds`);
     const jti = payload.jti!;
     if (typeof jti !== "string" || jti.length === 0 || jti.length > MAX_JTI_LENGTH) throw refused("the client assertion's jti is not usable");
-    // RFC 7523 §3: used once. Kept until exp, after which the assertion is refused anyway.
-    if (!(await this.jtis.useOnce(sha256(`${app.clientId}\u0000${jti}`), exp * 1000, now))) {
+    // RFC 7523 §3: used once. Kept until exp and the skew allowed past it, after which the assertion is refused anyway.
+    if (!(await this.jtis.useOnce(sha256(`${app.clientId}\u0000${jti}`), (exp + ASSERTION_CLOCK_SKEW_S) * 1000, now))) {
       throw refused("the client assertion was used before");
     }
+  }
+
+  /** The issuer and the endpoint's URL; RFC 9126 §2: at PAR the token endpoint's URL as well. */
+  private audiencesAt(endpoint: ClientAuthEndpoint): string[] {
+    const urls = [this.issuer, `${this.issuer}${CLIENT_AUTH_ENDPOINT_PATHS[endpoint]}`];
+    if (endpoint === "pushed_authorization_request") urls.push(`${this.issuer}${CLIENT_AUTH_ENDPOINT_PATHS.token}`);
+    return urls;
   }
 
   private keyOf(app: ApplicationRecord): { key: JWTVerifyGetKey | Uint8Array; algorithms: readonly string[] } {

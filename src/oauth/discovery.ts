@@ -2,12 +2,12 @@ import { RESPONSE_MODES, RESPONSE_TYPES } from "./authorizeRequest.js";
 import { CLIENT_AUTH_ENDPOINT_PATHS, CLIENT_SECRET_JWT_ALGS, PRIVATE_KEY_JWT_ALGS } from "./clientAssertion.js";
 import { DPOP_SIGNING_ALGS } from "./dpop.js";
 import { GRANT_TYPES } from "./grants/index.js";
-import { SIGNING_ALG } from "./keys.js";
 import { PKCE_METHOD } from "./pkce.js";
 import { REQUEST_OBJECT_ALGS } from "./requestObject.js";
 import { GRANTABLE_SCOPES, SCOPE_CLAIMS } from "./scopes.js";
 import { CASDOOR_CLAIMS } from "./tokenFormats.js";
 import { ACR_VALUES } from "./factors/amr.js";
+import { SIGNING_ALGS } from "../shared/model.js";
 
 /** JWT client authentication (OIDC Core §9). */
 const JWT_AUTH = ["client_secret_jwt", "private_key_jwt"];
@@ -19,7 +19,6 @@ const ASSERTION_ALGS = [...PRIVATE_KEY_JWT_ALGS, ...CLIENT_SECRET_JWT_ALGS];
  */
 export function discoveryDocument(
   issuer: string,
-  signingAlgs: readonly string[] = [SIGNING_ALG],
   registration?: RegistrationMetadata,
   requirePushedAuthorizationRequests = false,
 ) {
@@ -41,8 +40,9 @@ export function discoveryDocument(
     responseModesSupported: [...RESPONSE_MODES],
     grantTypesSupported: [...GRANT_TYPES],
     subjectTypesSupported: ["public"],
-    // RS256 and each algorithm with a published key (keys.ts: KeyRing.algorithms).
-    idTokenSigningAlgValuesSupported: [...signingAlgs],
+    // Every algorithm an application may sign with, keys or not yet: an algorithm's first key is made
+    // by its first token (keys.ts), and a FAPI 2.0 client looks for PS256, ES256 or EdDSA first (FAPI 2.0 §5.4).
+    idTokenSigningAlgValuesSupported: [...SIGNING_ALGS],
     scopesSupported: [...GRANTABLE_SCOPES],
     // What the scopes release (OIDC names), and Casdoor's user-object claims of the JWT token format.
     claimsSupported: [...new Set(["sub", "iss", "aud", "exp", "iat", "auth_time", "acr", "amr", "nonce", "azp", "sid", ...SCOPE_CLAIMS, ...CASDOOR_CLAIMS])],

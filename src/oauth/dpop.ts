@@ -83,10 +83,12 @@ export class DPoPProofs {
   /**
    * The thumbprint of the key that signed `context.proof`, once the proof is
    * checked and its jti recorded; `accessToken`, when the proof goes with
-   * one, must be its `ath` (§4.3 check 12). Throws invalid_dpop_proof or
+   * one, must be its `ath` (§4.3 check 12); `algorithms`, when given, are the
+   * only ones of DPOP_SIGNING_ALGS it may be signed with (§4.3 check 5: those
+   * "supported by the application"). Throws invalid_dpop_proof or
    * use_dpop_nonce, answered as `site` answers.
    */
-  async verify(context: ProofContext, site: ProofSite, accessToken?: string): Promise<string> {
+  async verify(context: ProofContext, site: ProofSite, accessToken?: string, algorithms?: readonly string[]): Promise<string> {
     const refuse = (why: string) => proofError(site, "invalid_dpop_proof", why);
     const proof = context.proof;
     if (proof === undefined) throw refuse("a DPoP proof is required: send it in the DPoP header");
@@ -97,7 +99,7 @@ export class DPoPProofs {
     let jkt: string;
     let payload: Record<string, unknown>;
     try {
-      ({ jkt, payload } = this.keys.verify(proof));
+      ({ jkt, payload } = this.keys.verify(proof, algorithms));
     } catch (err) {
       if (err instanceof ProofFormatError) throw refuse(err.message);
       throw err;

@@ -28,6 +28,7 @@ export const PROOF_ALGORITHMS: Readonly<Record<string, AlgorithmRule>> = {
   Ed25519: { hash: null, kty: "OKP", crv: "Ed25519" },
 };
 
+const DPOP_ALGORITHM_NAMES = Object.keys(PROOF_ALGORITHMS);
 const MIN_RSA_BITS = 2048;
 const KEY_CACHE_LIMIT = 10_000;
 const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] as const;
@@ -51,12 +52,14 @@ export interface VerifiedProof {
 export class ProofKeys {
   private readonly keys = new Map<string, KeyObject>();
 
-  verify(proof: string): VerifiedProof {
+  /** `algorithms`: those of PROOF_ALGORITHMS the proof may use (all when absent). */
+  verify(proof: string, algorithms: readonly string[] = DPOP_ALGORITHM_NAMES): VerifiedProof {
     const [encodedHeader, encodedPayload, signature] = proof.split(".") as [string, string, string];
     const header = jsonPart(encodedHeader, "header");
     if (header.typ !== "dpop+jwt") throw new ProofFormatError("the DPoP proof's typ must be dpop+jwt");
-    const rule = typeof header.alg === "string" && Object.hasOwn(PROOF_ALGORITHMS, header.alg) ? PROOF_ALGORITHMS[header.alg]! : undefined;
-    if (!rule) throw new ProofFormatError(`the DPoP proof's alg must be one of ${Object.keys(PROOF_ALGORITHMS).join(", ")}`);
+    const allowed = typeof header.alg === "string" && Object.hasOwn(PROOF_ALGORITHMS, header.alg) && algorithms.includes(header.alg);
+    const rule = allowed ? PROOF_ALGORITHMS[header.alg as string]! : undefined;
+    if (!rule) throw new ProofFormatError(`the DPoP proof's alg must be one of ${algorithms.join(", ")}`);
     if (header.crit !== undefined) throw new ProofFormatError("the DPoP proof has critical header parameters this service does not know");
     const jwk = publicJwkOf(header.jwk, rule);
     const jkt = thumbprintOf(jwk);

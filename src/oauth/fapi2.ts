@@ -1,4 +1,5 @@
 import type { ApplicationRecord, SigningAlg } from "../shared/model.js";
+import { DPOP_SIGNING_ALGS } from "./dpop.js";
 import { OAuthError } from "./errors.js";
 import { PKCE_METHOD } from "./pkce.js";
 
@@ -82,3 +83,31 @@ export function codeLifetimeSeconds(app: Pick<ApplicationRecord, "profile">, con
 export function jwtAlgsFor(app: Pick<ApplicationRecord, "profile">, algs: readonly string[]): string[] {
   return isFapi2(app) ? algs.filter((alg) => FAPI2_JWT_ALGS.includes(alg)) : [...algs];
 }
+
+const FAPI2_DPOP_ALGS = DPOP_SIGNING_ALGS.filter((alg) => FAPI2_JWT_ALGS.includes(alg));
+
+/**
+ * The algorithms a DPoP proof may use at PAR, the token endpoint or a
+ * resource for the application's tokens: under fapi2 those §5.4 allows
+ * (never RS256), else undefined, any of DPOP_SIGNING_ALGS.
+ */
+export const dpopAlgsFor = (app: Pick<ApplicationRecord, "profile">): readonly string[] | undefined => (isFapi2(app) ? FAPI2_DPOP_ALGS : undefined);
+
+/**
+ * The `aud` values a client assertion from the application may carry:
+ * `accepted` (any of them, in a string or an array), or under fapi2 the
+ * issuer alone, as a string: §5.3.2.1 "shall only accept its issuer
+ * identifier value ... as a string in the aud claim received in client
+ * authentication assertions".
+ */
+export function assertionAudiences(app: Pick<ApplicationRecord, "profile">, issuer: string, accepted: readonly string[]): { audiences: string[]; issuerStringOnly: boolean } {
+  return isFapi2(app) ? { audiences: [issuer], issuerStringOnly: true } : { audiences: [...accepted], issuerStringOnly: false };
+}
+
+/**
+ * Whether a refresh replaces the application's refresh token. Not under
+ * fapi2: §5.3.2.1 allows rotation only where a retry with the previous
+ * refresh token succeeds when the client lost the answer, and a token that
+ * stays is that, with nothing to lose.
+ */
+export const refreshTokenRotates = (app: Pick<ApplicationRecord, "profile">): boolean => !isFapi2(app);

@@ -111,13 +111,6 @@ export class KeyRing {
     return new Set(SIGNING_ALGS.flatMap((alg) => this.active(alg)?.record.kid ?? []));
   }
 
-  /** The algorithms with a published key (discovery). RS256 always. */
-  async algorithms(): Promise<SigningAlg[]> {
-    await this.fresh();
-    const published = new Set(this.keys.filter((k) => k.record.retiredAt === null).map((k) => k.record.alg));
-    return SIGNING_ALGS.filter((alg) => alg === SIGNING_ALG || published.has(alg));
-  }
-
   /** Public keys still published (not retired). */
   async publicJwks(): Promise<PublicJwk[]> {
     await this.fresh();

@@ -5,7 +5,7 @@ import type { AuthorizeValidation } from "./authorizeRequest.js";
 import { resolveClient, type BasicCredentials, type ClientAuthenticator, type PresentedClient } from "./clientAuth.js";
 import type { DPoPProofs, ProofContext } from "./dpop.js";
 import { OAuthError } from "./errors.js";
-import { fapi2AuthorizeProblem } from "./fapi2.js";
+import { dpopAlgsFor, fapi2AuthorizeProblem } from "./fapi2.js";
 import { isPublicClient } from "./publicClients.js";
 import type { RequestObjects } from "./requestObject.js";
 import { randomToken, sha256 } from "./secrets.js";
@@ -64,7 +64,7 @@ export class PushedAuthorizations {
     const named = params.get("client_id");
     if (named && named !== app.clientId) throw new OAuthError("invalid_request", "client_id is not the authenticated client");
     pushed.set("client_id", app.clientId);
-    if (dpop?.proof !== undefined) await this.bindToProof(pushed, dpop);
+    if (dpop?.proof !== undefined) await this.bindToProof(pushed, dpop, app);
     // RFC 9126 §2.1: checked now as at the authorize endpoint, so errors reach the client, not the user.
     const validation = await this.deps.validate(pushed);
     if (!validation.ok) throw validation.error;
@@ -107,8 +107,8 @@ export class PushedAuthorizations {
    * RFC 9449 §10.1: a DPoP proof sent with the push binds the code to its
    * key, as dpop_jkt does; when both are sent they must name the same key.
    */
-  private async bindToProof(pushed: Map<string, string>, dpop: ProofContext): Promise<void> {
-    const jkt = await this.deps.dpop.verify(dpop, "token");
+  private async bindToProof(pushed: Map<string, string>, dpop: ProofContext, app: ApplicationRecord): Promise<void> {
+    const jkt = await this.deps.dpop.verify(dpop, "token", undefined, dpopAlgsFor(app));
     const named = pushed.get("dpop_jkt");
     if (named !== undefined && named !== jkt) throw new OAuthError("invalid_dpop_proof", "dpop_jkt is not the thumbprint of the DPoP proof's key");
     pushed.set("dpop_jkt", jkt);

@@ -1,6 +1,6 @@
 import { resolveClient, type BasicCredentials } from "./clientAuth.js";
 import { OAuthError } from "./errors.js";
-import { dpopRequiredBy } from "./fapi2.js";
+import { dpopAlgsFor, dpopRequiredBy } from "./fapi2.js";
 import { GRANTS, grantEnabled } from "./grants/index.js";
 import type { GrantDeps, GrantHandler, GrantParam, RequestOrigin, TokenParams } from "./grants/types.js";
 import type { TokenSet } from "./tokens.js";
@@ -26,7 +26,7 @@ function withoutSecret<P extends GrantParam>(app: ApplicationRecord, grant: Gran
  * one (dpopBoundAccessTokens, or the fapi2 profile: oauth/fapi2.ts).
  */
 async function proofOfPossession(app: ApplicationRecord, origin: RequestOrigin, deps: Pick<GrantDeps, "dpop">): Promise<string | undefined> {
-  if (origin.dpop?.proof !== undefined) return deps.dpop.verify(origin.dpop, "token");
+  if (origin.dpop?.proof !== undefined) return deps.dpop.verify(origin.dpop, "token", undefined, dpopAlgsFor(app));
   // RFC 9449 §7.1 names no error for a missing proof; invalid_dpop_proof says which part of the request is lacking.
   const required = dpopRequiredBy(app);
   if (required) throw new OAuthError("invalid_dpop_proof", required);

@@ -102,6 +102,12 @@ export interface TokenSet {
   user?: { id: string; name: string };
 }
 
+/** The refresh token a refresh response comes from (its SHA-256), and whether the response replaces it. */
+export interface RefreshedFrom {
+  tokenHash: string;
+  rotates: boolean;
+}
+
 const HOUR = 3600;
 
 /**
@@ -132,14 +138,15 @@ export class TokenMinter {
   }
 
   /**
-   * Mints a grant's tokens and records them. With `rotating`, the SHA-256 of
-   * the refresh token this response replaces: the old token is consumed and
-   * the new rows recorded all or nothing (RefreshTokenRepository.rotate), and
-   * the answer is undefined when another request consumed it first.
+   * Mints a grant's tokens and records them. With `refreshed`, the refresh
+   * token this response comes from: rotated, it is consumed and the new rows
+   * recorded all or nothing (RefreshTokenRepository.rotate); kept, the rows
+   * are recorded only while it is live (issueKeeping). The answer is
+   * undefined when it was consumed, revoked or expired first.
    */
   async mint(asked: Grant): Promise<TokenSet>;
-  async mint(asked: Grant, rotating: string): Promise<TokenSet | undefined>;
-  async mint(asked: Grant, rotating?: string): Promise<TokenSet | undefined> {
+  async mint(asked: Grant, refreshed: RefreshedFrom): Promise<TokenSet | undefined>;
+  async mint(asked: Grant, refreshed?: RefreshedFrom): Promise<TokenSet | undefined> {
     const grant = withGrantableScopes(asked);
     const { app, user } = grant;
     const now = epochSeconds(this.clock);
@@ -224,11 +231,16 @@ export class TokenMinter {
           }
         : undefined,
     };
-    if (rotating === undefined) await this.store.issuedTokens.add(rows);
-    else if (!(await this.store.refreshTokens.rotate(rotating, this.clock.now(), rows))) return undefined;
+    if (refreshed === undefined) await this.store.issuedTokens.add(rows);
+    else if (!(await this.recordRefreshed(refreshed, rows))) return undefined;
 
     const issued = { accessToken, idToken, refreshToken: refresh?.token, tokenType: this.dpopJkt ? ("DPoP" as const) : ("Bearer" as const), expiresIn, scope, user: user && { id: user.id, name: user.name } };
     return grant.issuedTokenType ? { ...issued, issuedTokenType: grant.issuedTokenType } : issued;
+  }
+
+  private recordRefreshed(refreshed: RefreshedFrom, rows: IssuedTokenRows): Promise<boolean> {
+    const at = this.clock.now();
+    return refreshed.rotates ? this.store.refreshTokens.rotate(refreshed.tokenHash, at, rows) : this.store.refreshTokens.issueKeeping(refreshed.tokenHash, at, rows);
   }
 
   /**

@@ -8,17 +8,16 @@ import { everyMethod } from "./guards.js";
 export const discoveryGuards = everyMethod(DiscoveryService, []);
 
 export function discoveryService(domain: Domain): ServiceImpl<typeof DiscoveryService> {
-  // Built again only when the algorithms change, as before they followed the keys.
-  let built: { algs: string; document: ReturnType<typeof discoveryDocument> } | undefined;
+  // Built again only when what it depends on changes.
+  let built: { of: string; document: ReturnType<typeof discoveryDocument> } | undefined;
   return {
-    // The signing algorithms follow the keys: an algorithm is listed once its first key exists.
     async getConfiguration() {
-      const algorithms = await domain.keys.algorithms();
-      const algs = algorithms.join(" ");
       const { mode } = domain.registration.policy;
+      const requirePushed = domain.authorize.requirePushed;
       // Open registration reads client ID metadata documents too (accounts/clientMetadataDocuments.ts).
       const registration = mode === "off" ? undefined : { metadataDocuments: mode === "open" };
-      if (built?.algs !== algs) built = { algs, document: discoveryDocument(domain.issuer, algorithms, registration, domain.authorize.requirePushed) };
+      const of = `${mode} ${requirePushed}`;
+      if (built?.of !== of) built = { of, document: discoveryDocument(domain.issuer, registration, requirePushed) };
       return built.document;
     },
     async getProtectedResourceMetadata() {

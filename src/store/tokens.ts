@@ -3,7 +3,7 @@ import { queryDeadlineMs } from "./deadlines.js";
 import { GroupCommit } from "./groupCommit.js";
 import { rowBy, type RowReader, type RowQuery } from "./rowReader.js";
 import { USER_COLUMNS, userFromRow, type UserRow } from "./users.js";
-import type { UserRecord } from "../shared/model.js";
+import type { ApplicationProfile, UserRecord } from "../shared/model.js";
 
 /** An issued access token, stored by the SHA-256 of its value. */
 export interface AccessTokenRecord {
@@ -170,6 +170,7 @@ const USER_ID = `${USER_PREFIX}id`;
 const USER_DISABLED = `${USER_PREFIX}disabled`;
 const USER_NAME = `${USER_PREFIX}name`;
 const APPLICATION_CLIENT_ID = "a__client_id";
+const APPLICATION_PROFILE = "a__profile";
 
 /**
  * An access token and, in the same read, what it stands on: the user it
@@ -190,6 +191,7 @@ function tokenWithOwners(name: string, userColumns: readonly string[]): RowQuery
           "access_tokens.*",
           ...userColumns.map((c) => `users.${c} as ${USER_PREFIX}${c}`),
           `applications.client_id as ${APPLICATION_CLIENT_ID}`,
+          `applications.profile as ${APPLICATION_PROFILE}`,
         ]),
   };
 }
@@ -206,6 +208,8 @@ export interface OwnedAccessToken<User> {
   user?: User;
   /** False once the application the token was issued to is deleted. */
   applicationExists: boolean;
+  /** Its application's profile, when it has one (a proof for a fapi2 client's token is held to its algorithms). */
+  applicationProfile?: ApplicationProfile;
 }
 
 /**
@@ -283,6 +287,7 @@ export class AccessTokenRepository {
       token: accessTokenFromRow(r),
       user: found(user.id) ? userFromRow(user as unknown as UserRow) : undefined,
       applicationExists: found(r[APPLICATION_CLIENT_ID]),
+      ...(r[APPLICATION_PROFILE] ? { applicationProfile: r[APPLICATION_PROFILE] as ApplicationProfile } : {}),
     };
   }
 }
@@ -341,6 +346,29 @@ export class RefreshTokenRepository {
     });
   }
 
+  /**
+   * A refresh without rotation (FAPI 2.0 §5.3.2.1): record `issued` while
+   * the refresh token `liveHash` stays live, in one transaction. Its first
+   * statement is a conditional UPDATE that changes nothing but holds the
+   * live row until the transaction ends, so a revocation or a consumption
+   * of it either comes first, and nothing is recorded, or waits. Any number
+   * of concurrent callers on a live token see `true`.
+   */
+  async issueKeeping(liveHash: string, at: number, issued: IssuedTokenRows): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const held = await trx("refresh_tokens")
+        .where({ token_hash: liveHash })
+        .whereNull("consumed_at")
+        .whereNull("revoked_at")
+        .where("expires_at", ">", at)
+        .update({ consumed_at: null });
+      if (held !== 1) return false;
+      await trx("access_tokens").insert(accessTokenRow(issued.access));
+      if (issued.refresh) await trx("refresh_tokens").insert(refreshTokenRow(issued.refresh));
+      return true;
+    });
+  }
+
   /** Revoke every access and refresh token of a family (one grant's tokens), all or none. */
   async revokeFamily(familyId: string, at: number): Promise<void> {
     await revokeFamily(this.db, familyId, at);
@@ -370,10 +398,19 @@ export class RefreshTokenRepository {
   }
 }
 
-/** RefreshTokenRepository.revokeFamily, for the store's other repositories. */
+/**
+ * RefreshTokenRepository.revokeFamily, for the store's other repositories.
+ * A refresh of the family that holds its refresh token's row (rotate,
+ * issueKeeping) makes the refresh_tokens UPDATE wait; its rows, committed
+ * meanwhile, are outside that statement's snapshot on PostgreSQL, so both
+ * tables are updated once more after it: what the refresh recorded is
+ * revoked too, not left live in a revoked family.
+ */
 export async function revokeFamily(db: Db, familyId: string, at: number): Promise<void> {
   await db.transaction(async (trx) => {
-    await trx("access_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });
-    await trx("refresh_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });
+    for (let pass = 0; pass < 2; pass++) {
+      await trx("access_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });
+      await trx("refresh_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });
+    }
   });
 }

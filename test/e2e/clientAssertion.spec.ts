@@ -48,7 +48,7 @@ describe("JWT client authentication (RFC 7523 §2.2, OIDC Core §9)", () => {
   let keys: Record<Alg, KeyPair>;
   let tokenUrl: string;
 
-  const PKJ_APP = { name: "pkj", clientId: "client-pkj", grantTypes: ["client_credentials", "device_code"], tokenEndpointAuthMethod: "private_key_jwt" };
+  const PKJ_APP = { name: "pkj", clientId: "client-pkj", grantTypes: ["client_credentials", "device_code"], tokenEndpointAuthMethod: "private_key_jwt", redirectUris: ["http://127.0.0.1:9999/pkj"] };
   const CSJ_APP = { name: "csj", clientId: "client-csj", clientSecret: HMAC_SECRET, grantTypes: ["client_credentials"], tokenEndpointAuthMethod: "client_secret_jwt" };
 
   before(async () => {
@@ -129,6 +129,24 @@ describe("JWT client authentication (RFC 7523 §2.2, OIDC Core §9)", () => {
     assert.equal((await ask(server.issuer)).status, 200);
     refusedAsClient(await ask(tokenUrl));
     refusedAsClient(await postForm(url, { client_id: PKJ_APP.clientId }));
+  });
+
+  it("at PAR, takes the issuer, the PAR endpoint's URL or the token endpoint's URL as aud (RFC 9126 §2), nothing else", async () => {
+    const parUrl = `${server.issuer}/api/oauth/par`;
+    const push = async (aud: string) =>
+      postForm(parUrl, {
+        response_type: "code", redirect_uri: PKJ_APP.redirectUris[0]!, scope: "openid", state: "s",
+        client_assertion_type: ASSERTION_TYPE, client_assertion: await assertion(PKJ_APP.clientId, aud, keys.ES256),
+      });
+    for (const aud of [server.issuer, parUrl, tokenUrl]) assert.equal((await push(aud)).status, 201, aud);
+    refusedAsClient(await push(`${server.issuer}/api/login/oauth/introspect`));
+  });
+
+  it("allows 10 seconds of clock skew: nbf 8 seconds ahead is taken, 20 seconds ahead refused (FAPI 2.0 §5.3.2.1)", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const ahead = (seconds: number) => assertion(PKJ_APP.clientId, server.issuer, keys.ES256, { iat: now + seconds, nbf: now + seconds, exp: now + seconds + 60 });
+    assert.equal((await withAssertion(await ahead(8))).status, 200);
+    refusedAsClient(await withAssertion(await ahead(20)));
   });
 
   it("refuses the secret of a client registered for a JWT method, and an assertion of a client that uses its secret", async () => {

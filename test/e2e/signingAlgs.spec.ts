@@ -138,7 +138,7 @@ describe("signing algorithms per application (RS256, PS256, ES256, EdDSA)", () =
     });
   }
 
-  it("lists in discovery RS256 and each algorithm with a key, and refuses an unknown alg", async () => {
+  it("lists in discovery every algorithm an application may sign with, and refuses an unknown alg", async () => {
     const discovery = await getJson(`${server.url}/.well-known/openid-configuration`);
     assert.deepEqual(discovery.body.id_token_signing_alg_values_supported, [...SIGNING_ALGS]);
     const { apps, headers } = admin(server);

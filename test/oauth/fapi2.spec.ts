@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { codeLifetimeSeconds, dpopRequiredBy, fapi2ApplicationProblems, fapi2AuthorizeProblem, jwtAlgsFor } from "../../src/oauth/fapi2.js";
+import {
+  assertionAudiences, codeLifetimeSeconds, dpopAlgsFor, dpopRequiredBy, fapi2ApplicationProblems, fapi2AuthorizeProblem, jwtAlgsFor, refreshTokenRotates,
+} from "../../src/oauth/fapi2.js";
 import type { ApplicationRecord } from "../../src/shared/model.js";
 
 type Saved = Pick<ApplicationRecord, "profile" | "tokenEndpointAuthMethod" | "signingAlg" | "grantTypes">;
@@ -36,5 +38,14 @@ describe("FAPI 2.0 profile rules", () => {
     assert.deepEqual([codeLifetimeSeconds(FAPI2, 300), codeLifetimeSeconds(FAPI2, 30), codeLifetimeSeconds({}, 300)], [60, 30, 300]);
     assert.deepEqual(jwtAlgsFor(FAPI2, ["RS256", "PS256", "ES256", "EdDSA", "Ed25519"]), ["PS256", "ES256", "EdDSA", "Ed25519"]);
     assert.deepEqual(jwtAlgsFor({}, ["RS256", "PS256"]), ["RS256", "PS256"]);
+  });
+
+  it("takes the issuer alone, as a string, in a fapi2 assertion's aud; keeps its refresh tokens; holds its DPoP proofs to §5.4", () => {
+    const accepted = ["https://id.example", "https://id.example/api/oauth/par"];
+    assert.deepEqual(assertionAudiences(FAPI2, "https://id.example", accepted), { audiences: ["https://id.example"], issuerStringOnly: true });
+    assert.deepEqual(assertionAudiences({}, "https://id.example", accepted), { audiences: accepted, issuerStringOnly: false });
+    assert.deepEqual([refreshTokenRotates(FAPI2), refreshTokenRotates({})], [false, true]);
+    assert.deepEqual([...dpopAlgsFor(FAPI2)!].sort(), ["ES256", "Ed25519", "EdDSA", "PS256"]);
+    assert.equal(dpopAlgsFor({}), undefined);
   });
 });

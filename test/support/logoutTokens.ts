@@ -54,6 +54,10 @@ export interface ReceivedLogout {
   status: number;
   /** The request's path (the fake serves one path per application). */
   path: string;
+  /** The request's method, Content-Type and form fields, as sent (§2.5). */
+  method?: string;
+  contentType?: string;
+  fields?: Record<string, string>;
   /** Why the check refused it. */
   error?: string;
 }
@@ -78,7 +82,7 @@ export class LogoutReceiver {
     this.server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => void this.answer(req.url ?? "/", req.headers["content-type"] ?? "", Buffer.concat(chunks).toString(), (status, headers) => {
+      req.on("end", () => void this.answer(req.url ?? "/", req.method ?? "", req.headers["content-type"] ?? "", Buffer.concat(chunks).toString(), (status, headers) => {
         res.writeHead(status, { "cache-control": "no-store", ...headers });
         res.end();
       }));
@@ -132,20 +136,22 @@ export class LogoutReceiver {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
-  private async answer(path: string, contentType: string, body: string, send: (status: number, headers?: Record<string, string>) => void): Promise<void> {
+  private async answer(path: string, method: string, contentType: string, body: string, send: (status: number, headers?: Record<string, string>) => void): Promise<void> {
     if (this.held) await new Promise<void>((resolve) => this.held!.push(resolve));
-    const token = contentType.startsWith("application/x-www-form-urlencoded") ? new URLSearchParams(body).get("logout_token") ?? "" : "";
+    const form = contentType.startsWith("application/x-www-form-urlencoded") ? new URLSearchParams(body) : new URLSearchParams();
+    const token = form.get("logout_token") ?? "";
+    const sent = { path, method, contentType, fields: Object.fromEntries(form) };
     let entry: ReceivedLogout;
     let headers: Record<string, string> = {};
     if (this.failures > 0) {
       this.failures--;
-      entry = { token, status: this.failure.status, path };
+      entry = { token, status: this.failure.status, ...sent };
       headers = this.failure.headers;
     } else {
       try {
-        entry = { token, claims: await this.verify!(token, path), status: 200, path };
+        entry = { token, claims: await this.verify!(token, path), status: 200, ...sent };
       } catch (err) {
-        entry = { token, status: 400, path, error: (err as Error).message };
+        entry = { token, status: 400, error: (err as Error).message, ...sent };
       }
     }
     this.received.push(entry);

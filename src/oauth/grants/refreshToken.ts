@@ -2,6 +2,7 @@ import { parseAmr } from "../factors/amr.js";
 import type { RefreshTokenRecord } from "../../store/tokens.js";
 import { claimsRequestOfNames } from "../claimsRequest.js";
 import { OAuthError } from "../errors.js";
+import { refreshTokenRotates } from "../fapi2.js";
 import { narrowResources, parseResourceValues } from "../resourceIndicators.js";
 import { isPublicClient } from "../publicClients.js";
 import { narrowScope } from "../scopes.js";
@@ -16,7 +17,9 @@ import type { ApplicationRecord } from "../../shared/model.js";
  * Refresh (RFC 6749 §6) with rotation: every use consumes the refresh token
  * and issues a new one in the same family, in one transaction. Presenting a
  * consumed token again is reuse (RFC 9700 §4.14.2) and revokes the family,
- * unless it happens within the service's grace window.
+ * unless it happens within the service's grace window. A fapi2 client's
+ * refresh token is not rotated (oauth/fapi2.ts): it stays, and the answer
+ * carries none.
  */
 /** What refresh takes: the tokens, the minter, and what reuse detection reports to. */
 type RefreshDeps = Pick<GrantDeps, "store" | "minter" | "clock" | "metrics" | "audit" | "refreshReuseGraceSeconds">;
@@ -52,6 +55,7 @@ export const refreshTokenGrant = defineGrant({
     const resources = narrowResources(record.resources ?? [], parseResourceValues(params.resource));
     const user = record.userId === null ? undefined : await deps.store.users.findById(record.userId);
     if (!user || user.disabled) throw new OAuthError("invalid_grant", "the user of this refresh token is disabled or deleted");
+    const rotates = refreshTokenRotates(app);
 
     const tokens = await deps.minter.mint(
       {
@@ -69,9 +73,9 @@ export const refreshTokenGrant = defineGrant({
         // What the grant asked userinfo and the ID token for (OIDC Core §5.5) outlives the refresh.
         claims: { ...loadUserinfoClaims(record.userinfoClaims), ...claimsRequestOfNames("id_token", record.idTokenClaims) },
         idToken: true,
-        refreshToken: true,
+        refreshToken: rotates,
       },
-      tokenHash,
+      { tokenHash, rotates },
     );
     if (tokens) return tokens;
     // Consumed or revoked between our read and our rotation: judge it as it is now.

@@ -181,6 +181,21 @@ describeEachBackend("storage contract: tokens", (ctx) => {
       }
     });
 
+    it("of a rotation racing the family's revocation, records nothing or rows the revocation reaches", async () => {
+      for (let round = 0; round < 10; round++) {
+        const token = aRefreshToken();
+        await ctx.store.refreshTokens.insert(token);
+        const rows = successorOf(token);
+        const [rotated] = await Promise.all([
+          ctx.store.refreshTokens.rotate(token.tokenHash, T0 + 1, rows),
+          ctx.store.refreshTokens.revokeFamily(token.familyId, T0 + 2),
+        ]);
+        const [access, refresh] = [await ctx.store.accessTokens.findByHash(rows.access.tokenHash), await ctx.store.refreshTokens.findByHash(rows.refresh.tokenHash)];
+        assert.equal(access === undefined && refresh === undefined, !rotated);
+        if (rotated) assert.deepEqual([access?.revokedAt, refresh?.revokedAt], [T0 + 2, T0 + 2], `round ${round}: a successor was left live in a revoked family`);
+      }
+    });
+
     it("records nothing for a consumed, revoked or expired token", async () => {
       const tokens = [aRefreshToken({ consumedAt: T0 }), aRefreshToken({ revokedAt: T0 }), aRefreshToken({ expiresAt: T0 + 10 })];
       for (const token of tokens) {
@@ -189,6 +204,42 @@ describeEachBackend("storage contract: tokens", (ctx) => {
         assert.equal(await ctx.store.refreshTokens.rotate(token.tokenHash, T0 + 10, rows), false);
         assert.equal(await ctx.store.accessTokens.findByHash(rows.access.tokenHash), undefined);
         assert.equal(await ctx.store.refreshTokens.findByHash(rows.refresh.tokenHash), undefined);
+      }
+    });
+  });
+
+  describe("refresh without rotation (FAPI 2.0)", () => {
+    it("records the rows of each of 20 concurrent refreshes of one live token, which stays live", async () => {
+      const token = aRefreshToken();
+      await ctx.store.refreshTokens.insert(token);
+      const issued = Array.from({ length: 20 }, () => ({ access: anAccessToken({ familyId: token.familyId }) }));
+      const results = await Promise.all(issued.map((rows, i) => ctx.store.refreshTokens.issueKeeping(token.tokenHash, T0 + i, rows)));
+      assert.deepEqual(results, issued.map(() => true));
+      for (const rows of issued) assert.ok(await ctx.store.accessTokens.findByHash(rows.access.tokenHash));
+      assert.deepEqual(await ctx.store.refreshTokens.findByHash(token.tokenHash), token);
+    });
+
+    it("records nothing for a consumed, revoked or expired token", async () => {
+      for (const token of [aRefreshToken({ consumedAt: T0 }), aRefreshToken({ revokedAt: T0 }), aRefreshToken({ expiresAt: T0 + 10 })]) {
+        await ctx.store.refreshTokens.insert(token);
+        const rows = { access: anAccessToken({ familyId: token.familyId }) };
+        assert.equal(await ctx.store.refreshTokens.issueKeeping(token.tokenHash, T0 + 10, rows), false);
+        assert.equal(await ctx.store.accessTokens.findByHash(rows.access.tokenHash), undefined);
+      }
+    });
+
+    it("of a refresh racing the family's revocation, records nothing or a token the revocation reaches", async () => {
+      for (let round = 0; round < 10; round++) {
+        const token = aRefreshToken();
+        await ctx.store.refreshTokens.insert(token);
+        const rows = { access: anAccessToken({ familyId: token.familyId }) };
+        const [kept] = await Promise.all([
+          ctx.store.refreshTokens.issueKeeping(token.tokenHash, T0 + 1, rows),
+          ctx.store.refreshTokens.revokeFamily(token.familyId, T0 + 2),
+        ]);
+        const access = await ctx.store.accessTokens.findByHash(rows.access.tokenHash);
+        assert.equal(access === undefined, !kept);
+        if (access) assert.equal(access.revokedAt, T0 + 2, `round ${round}: a token recorded beside the revocation was left live`);
       }
     });
   });
