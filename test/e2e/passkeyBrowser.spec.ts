@@ -6,6 +6,7 @@ import { UserAdminService } from "../../gen/identity/v1/admin_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
 import type { AuditEvent } from "../../src/shared/audit.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
+import { beginCodeFlow, typePassword } from "../support/browserCodeFlow.js";
 import { useChromium } from "../support/chromium.js";
 import { ADMIN_TOKEN, startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -49,27 +50,6 @@ describe("passkeys in headless Chromium (issue #46)", function () {
     });
   }
 
-  /** Start a code + PKCE flow in the page; the returned function redeems what the browser lands on with openid-client. */
-  async function begin() {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const checks = { pkceCodeVerifier: verifier, expectedState: oidc.randomState(), expectedNonce: oidc.randomNonce(), idTokenExpected: true };
-    const url = oidc.buildAuthorizationUrl(app, {
-      redirect_uri: callback.url, scope: "openid", code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: "S256", state: checks.expectedState, nonce: checks.expectedNonce,
-    });
-    await chromium.page.goto(url.href);
-    return async () => {
-      await chromium.page.waitForURL((u) => u.href.startsWith(callback.url));
-      return (await oidc.authorizationCodeGrant(app, new URL(chromium.page.url()), checks)).claims()!;
-    };
-  }
-
-  async function typePassword(): Promise<void> {
-    await chromium.page.getByLabel("Username").fill(TEST_USER.name);
-    await chromium.page.getByLabel("Password").fill(TEST_USER.password);
-    await chromium.page.getByRole("button", { name: "Sign in", exact: true }).click();
-  }
-
   const events = async (name: string): Promise<AuditEvent[]> => {
     await server.store.auditWriter.flush();
     return (await server.domain.auditEvents({ pageSize: 1000 })).events.filter((e) => e.event === name);
@@ -78,8 +58,8 @@ describe("passkeys in headless Chromium (issue #46)", function () {
   it("adds a passkey on /account/passkeys, then signs in with it and no user name: acr mfa, amr hwk|swk, user, mfa", async () => {
     await addAuthenticator();
     // Signed in by password first: the account page is behind the browser session.
-    let finish = await begin();
-    await typePassword();
+    let finish = await beginCodeFlow(chromium.page, app, callback.url);
+    await typePassword(chromium.page, TEST_USER);
     assert.deepEqual((await finish()).amr, ["pwd"]);
     await chromium.page.goto(`${server.issuer}/account/passkeys`);
     await chromium.page.getByText("You have no passkeys yet.").waitFor();
@@ -95,7 +75,7 @@ describe("passkeys in headless Chromium (issue #46)", function () {
 
     // Signed out; the login page's passkey button signs in without a user name.
     await chromium.context.clearCookies();
-    finish = await begin();
+    finish = await beginCodeFlow(chromium.page, app, callback.url);
     await chromium.page.getByRole("button", { name: "Sign in with a passkey" }).click();
     const claims = await finish();
     assert.equal(claims.acr, "mfa");
@@ -107,8 +87,8 @@ describe("passkeys in headless Chromium (issue #46)", function () {
 
   it("takes the passkey as the second factor after the password: amr pwd, hwk|swk, user, mfa", async () => {
     await addAuthenticator();
-    let finish = await begin();
-    await typePassword();
+    let finish = await beginCodeFlow(chromium.page, app, callback.url);
+    await typePassword(chromium.page, TEST_USER);
     await chromium.page.getByRole("heading", { name: "Two-step verification" }).waitFor();
     // A new profile holds no passkey: add one first (the session is signed in by password and a recovery code).
     const codes = await freshRecoveryCode();
@@ -121,8 +101,8 @@ describe("passkeys in headless Chromium (issue #46)", function () {
     await chromium.page.getByRole("status").filter({ hasText: "Passkey added." }).waitFor();
 
     await chromium.context.clearCookies();
-    finish = await begin();
-    await typePassword();
+    finish = await beginCodeFlow(chromium.page, app, callback.url);
+    await typePassword(chromium.page, TEST_USER);
     await chromium.page.getByRole("button", { name: "Use a passkey" }).click();
     const claims = await finish();
     assert.equal(claims.acr, "mfa");
@@ -133,8 +113,8 @@ describe("passkeys in headless Chromium (issue #46)", function () {
 
   it("renames and removes a passkey by keyboard, 375 px wide with no horizontal scroll", async () => {
     await chromium.page.setViewportSize({ width: 375, height: 800 });
-    let finish = await begin();
-    await typePassword();
+    let finish = await beginCodeFlow(chromium.page, app, callback.url);
+    await typePassword(chromium.page, TEST_USER);
     await chromium.page.getByLabel("Code from your authenticator app, or a recovery code").fill(await freshRecoveryCode());
     await chromium.page.getByRole("button", { name: "Verify" }).click();
     await finish();

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import * as oidc from "openid-client";
 import type { RunningServer } from "../../src/app/server.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
+import { beginCodeFlow, typePassword } from "../support/browserCodeFlow.js";
 import { useChromium } from "../support/chromium.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -36,27 +37,6 @@ describe("passkey enrolled at sign-in, in headless Chromium (issue #46)", functi
     await callback?.close();
   });
 
-  /** Start a code + PKCE flow in the page; the returned function redeems what the browser lands on with openid-client. */
-  async function begin() {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const checks = { pkceCodeVerifier: verifier, expectedState: oidc.randomState(), expectedNonce: oidc.randomNonce(), idTokenExpected: true };
-    const url = oidc.buildAuthorizationUrl(app, {
-      redirect_uri: callback.url, scope: "openid", code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: "S256", state: checks.expectedState, nonce: checks.expectedNonce,
-    });
-    await chromium.page.goto(url.href);
-    return async () => {
-      await chromium.page.waitForURL((u) => u.href.startsWith(callback.url));
-      return (await oidc.authorizationCodeGrant(app, new URL(chromium.page.url()), checks)).claims()!;
-    };
-  }
-
-  async function typePassword(): Promise<void> {
-    await chromium.page.getByLabel("Username").fill(TEST_USER.name);
-    await chromium.page.getByLabel("Password").fill(TEST_USER.password);
-    await chromium.page.getByRole("button", { name: "Sign in", exact: true }).click();
-  }
-
   /** The passkey's values in an amr: its key (hwk, or swk for a synced one), the verified user, and mfa, after the password. */
   function assertPasskeyAmr(amr: string[]): void {
     assert.deepEqual([amr[0], amr.slice(2)], ["pwd", ["user", "mfa"]], `amr ${amr}`);
@@ -70,8 +50,8 @@ describe("passkey enrolled at sign-in, in headless Chromium (issue #46)", functi
       options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true },
     });
 
-    let finish = await begin();
-    await typePassword();
+    let finish = await beginCodeFlow(chromium.page, app, callback.url);
+    await typePassword(chromium.page, TEST_USER);
     await chromium.page.getByRole("heading", { name: "Set up two-step verification" }).waitFor();
     await chromium.page.getByRole("button", { name: "Use a passkey instead" }).click();
     await chromium.page.getByRole("heading", { name: "Save your recovery codes" }).waitFor();
@@ -92,8 +72,8 @@ describe("passkey enrolled at sign-in, in headless Chromium (issue #46)", functi
 
     // Signed out: the password, then the passkey as the second factor.
     await chromium.context.clearCookies();
-    finish = await begin();
-    await typePassword();
+    finish = await beginCodeFlow(chromium.page, app, callback.url);
+    await typePassword(chromium.page, TEST_USER);
     await chromium.page.getByRole("heading", { name: "Two-step verification" }).waitFor();
     await chromium.page.getByRole("button", { name: "Use a passkey" }).click();
     claims = await finish();

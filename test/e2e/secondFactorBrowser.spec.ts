@@ -3,6 +3,7 @@ import * as oidc from "openid-client";
 import type { RunningServer } from "../../src/app/server.js";
 import { totpCode } from "../../src/oauth/factors/totp.js";
 import { startCallbackServer, type CallbackServer } from "../support/callbackServer.js";
+import { beginCodeFlow, typePassword } from "../support/browserCodeFlow.js";
 import { useChromium } from "../support/chromium.js";
 import { startTestServer, TEST_APP, TEST_USER } from "../support/server.js";
 
@@ -38,28 +39,6 @@ describe("second factor in headless Chromium (issue #46)", function () {
     await callback?.close();
   });
 
-  /** Start a code + PKCE flow in the page; `finish` redeems what the browser lands on, checking it with openid-client. */
-  async function begin(config: oidc.Configuration, extra: Record<string, string> = {}) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const checks = { pkceCodeVerifier: verifier, expectedState: oidc.randomState(), expectedNonce: oidc.randomNonce(), idTokenExpected: true };
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: callback.url, scope: "openid", code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: "S256", state: checks.expectedState, nonce: checks.expectedNonce, ...extra,
-    });
-    await chromium.page.goto(url.href);
-    return async () => {
-      await chromium.page.waitForURL((u) => u.href.startsWith(callback.url));
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(chromium.page.url()), checks);
-      return tokens.claims()!;
-    };
-  }
-
-  async function typePassword(): Promise<void> {
-    await chromium.page.getByLabel("Username").fill(TEST_USER.name);
-    await chromium.page.getByLabel("Password").fill(TEST_USER.password);
-    await chromium.page.getByRole("button", { name: "Sign in", exact: true }).click();
-  }
-
   /** A code for a step no earlier code of this secret took. */
   let lastStepUsed = 0;
   function freshCode(secret: string): string {
@@ -73,8 +52,8 @@ describe("second factor in headless Chromium (issue #46)", function () {
   let recoveryCodes: string[] = [];
 
   it("mfa required: enrols a one-time code during sign-in from the shown secret, shows recovery codes once, then issues the code", async () => {
-    const finish = await begin(strictApp);
-    await typePassword();
+    const finish = await beginCodeFlow(chromium.page, strictApp, callback.url);
+    await typePassword(chromium.page, TEST_USER);
     await chromium.page.getByRole("heading", { name: "Set up two-step verification" }).waitFor();
     assert.ok(await chromium.page.locator("img.qr").evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), "the QR code draws");
     await chromium.page.getByText("Cannot scan? Type the key instead").click();
@@ -94,8 +73,8 @@ describe("second factor in headless Chromium (issue #46)", function () {
   });
 
   it("asks for the one-time code after the password, by keyboard alone", async () => {
-    const finish = await begin(optionalApp);
-    await typePassword();
+    const finish = await beginCodeFlow(chromium.page, optionalApp, callback.url);
+    await typePassword(chromium.page, TEST_USER);
     await chromium.page.getByRole("heading", { name: "Two-step verification" }).waitFor();
     // The code field has the focus; Enter submits.
     await chromium.page.keyboard.type(freshCode(secret));
@@ -105,14 +84,14 @@ describe("second factor in headless Chromium (issue #46)", function () {
   });
 
   it("takes a recovery code instead, once", async () => {
-    let finish = await begin(optionalApp);
-    await typePassword();
+    let finish = await beginCodeFlow(chromium.page, optionalApp, callback.url);
+    await typePassword(chromium.page, TEST_USER);
     await chromium.page.getByLabel("Code from your authenticator app, or a recovery code").fill(recoveryCodes[0]!);
     await chromium.page.getByRole("button", { name: "Verify" }).click();
     assert.equal((await finish()).acr, "mfa");
     await chromium.context.clearCookies();
-    finish = await begin(optionalApp);
-    await typePassword();
+    finish = await beginCodeFlow(chromium.page, optionalApp, callback.url);
+    await typePassword(chromium.page, TEST_USER);
     await chromium.page.getByLabel("Code from your authenticator app, or a recovery code").fill(recoveryCodes[0]!);
     await chromium.page.getByRole("button", { name: "Verify" }).click();
     await chromium.page.getByRole("alert").waitFor();
@@ -122,13 +101,13 @@ describe("second factor in headless Chromium (issue #46)", function () {
   it("step-up: a password-only session is asked for the code when acr_values=mfa", async () => {
     // A user with no factor signs in with the password alone...
     await server.domain.userAdmin.create({ name: "stepper", password: "pw-stepper-123" } as never);
-    let finish = await begin(optionalApp);
+    let finish = await beginCodeFlow(chromium.page, optionalApp, callback.url);
     await chromium.page.getByLabel("Username").fill("stepper");
     await chromium.page.getByLabel("Password").fill("pw-stepper-123");
     await chromium.page.getByRole("button", { name: "Sign in", exact: true }).click();
     assert.deepEqual((await finish()).amr, ["pwd"]);
     // ...then an application asks for more: the session is kept, the factor is asked for (enrolled here).
-    finish = await begin(optionalApp, { acr_values: "mfa" });
+    finish = await beginCodeFlow(chromium.page, optionalApp, callback.url, { acr_values: "mfa" });
     await chromium.page.getByRole("heading", { name: "Set up two-step verification" }).waitFor();
     await chromium.page.getByText("Cannot scan? Type the key instead").click();
     const stepperSecret = (await chromium.page.locator("#totp-secret").textContent())!.trim();
