@@ -2,6 +2,7 @@ import { decodeJwt, type JWTPayload } from "jose";
 import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
 import type { AccessTokenRecord } from "../store/tokens.js";
+import { parseAmr } from "./factors/amr.js";
 import { proofError, type DPoPProofs, type PresentedToken } from "./dpop.js";
 import { OAuthError } from "./errors.js";
 import { dpopAlgsFor } from "./fapi2.js";
@@ -15,7 +16,7 @@ export interface ActiveAccessToken {
   record: AccessTokenRecord;
   /** The user's name, from the same read as the token; undefined for a client's token. */
   username?: string;
-  /** A JWT's payload; for an opaque token, what its row says (sub, aud, client_id, times, jti, scope). */
+  /** A JWT's payload; for an opaque token, what its row says (sub, aud, client_id, times, jti, scope, how its user signed in). */
   claims: AccessTokenClaims;
   /** An opaque token (accessTokenStrategy): its claims lack iss and the user's names. */
   opaque: boolean;
@@ -46,8 +47,7 @@ export async function findActiveAccessToken(
   const found = await store.accessTokens.findStandingByHash(hash);
   if (!found || !isLive(found.token, clock.now()) || !found.applicationExists) return undefined;
   if (found.token.userId !== null && (!found.user || found.user.disabled)) return undefined;
-  const opaque = OPAQUE_SHAPE.test(token);
-  return { record: found.token, username: found.user?.name, claims: opaque ? opaqueClaims(found.token) : claimsOf(hash, token), opaque };
+  return { record: found.token, username: found.user?.name, claims: accessTokenClaimsOf(found.token, hash, token), opaque: OPAQUE_SHAPE.test(token) };
 }
 
 /**
@@ -72,10 +72,17 @@ function claimsOf(hash: string, token: string): AccessTokenClaims {
   return claims;
 }
 
-/** An opaque token's claims, from its row: what its JWT would have said of it, without the user's names. */
+/**
+ * An opaque token's claims, from its row: what its JWT would have said of
+ * it, without the user's names. How its user signed in (RFC 9068 §2.2.1) is
+ * there when its minting kept it (tokens.ts storedAuthentication).
+ */
 function opaqueClaims(record: AccessTokenRecord): AccessTokenClaims {
   const seconds = (ms: number) => Math.floor(ms / 1000);
   return Object.freeze({
+    ...(record.authTime !== undefined ? { auth_time: record.authTime } : {}),
+    ...(record.acr ? { acr: record.acr } : {}),
+    ...(record.amr ? { amr: parseAmr(record.amr) } : {}),
     sub: record.userId ?? record.clientId,
     aud: audienceOf(record.resources, record.clientId),
     client_id: record.clientId,
@@ -133,7 +140,11 @@ async function checkPossession(record: AccessTokenRecord, presented: PresentedTo
   if (jkt !== record.dpopJkt) throw proofError("resource", "invalid_dpop_proof", "the DPoP proof is signed by another key than the one this access token is bound to");
 }
 
-/** A found JWT's payload, from the same per-instance cache introspection uses; undefined for an opaque token. */
-export function jwtClaimsOf(hash: string, token: string): AccessTokenClaims | undefined {
-  return OPAQUE_SHAPE.test(token) ? undefined : claimsOf(hash, token);
+/**
+ * A found token's claims: a JWT's payload, from the same per-instance cache
+ * introspection uses, or an opaque token's, from its row. Either way what
+ * its minting said of it, so callers need not tell them apart.
+ */
+export function accessTokenClaimsOf(record: AccessTokenRecord, hash: string, token: string): AccessTokenClaims {
+  return OPAQUE_SHAPE.test(token) ? opaqueClaims(record) : claimsOf(hash, token);
 }

@@ -1,11 +1,12 @@
 import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
-import { jwtClaimsOf, requireUserToken } from "./accessTokens.js";
+import { accessTokenClaimsOf, requireUserToken } from "./accessTokens.js";
 import type { DPoPProofs, PresentedToken } from "./dpop.js";
 import { OAuthError } from "./errors.js";
 import { requireRecentSignIn } from "./recentSignIn.js";
 import { accountFieldsForScopes, ALL_ACCOUNT_FIELDS, type AccountField } from "./scopes.js";
 import type { SessionManager } from "./sessions.js";
+import type { AccessTokenRecord } from "../store/tokens.js";
 import type { FederatedIdentityRecord, UserRecord } from "../shared/model.js";
 
 /** How a caller may prove who they are: an access token (Bearer, or DPoP with a proof) or a session cookie. */
@@ -69,7 +70,7 @@ export class AccountLookup {
     const { record, user, hash } = await requireUserToken(this.deps.store, this.deps.clock, presented, this.deps.dpop);
     if (!record.scope.split(" ").includes("openid")) throw new OAuthError("insufficient_scope", "the access token lacks the openid scope", 403);
     // requireUserToken refused a call without a token.
-    if (needs.recentSignIn) requireRecentSignIn(authTimeOf(hash, presented!), this.deps.clock.now(), presented!.scheme);
+    if (needs.recentSignIn) requireRecentSignIn(authTimeOf(record, hash, presented!), this.deps.clock.now(), presented!.scheme);
     return user;
   }
 
@@ -78,8 +79,8 @@ export class AccountLookup {
   }
 }
 
-/** RFC 9068 §2.2.1: a JWT access token says when its user signed in; an opaque one's row does not. */
-function authTimeOf(hash: string, presented: PresentedToken): number | undefined {
-  const authTime = presented.token ? jwtClaimsOf(hash, presented.token)?.auth_time : undefined;
+/** RFC 9068 §2.2.1: when the token's user signed in, as a JWT's payload or an opaque token's row says; undefined where it does not. */
+function authTimeOf(record: AccessTokenRecord, hash: string, presented: PresentedToken): number | undefined {
+  const authTime = presented.token ? accessTokenClaimsOf(record, hash, presented.token).auth_time : undefined;
   return typeof authTime === "number" ? authTime : undefined;
 }

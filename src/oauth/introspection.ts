@@ -16,7 +16,7 @@ export interface Introspection {
   iss?: string;
   scope?: string;
   jti?: string;
-  /** How the user signed in (RFC 9068 §2.2.1): from a JWT's claims; absent for an opaque token. */
+  /** How the user signed in (RFC 9068 §2.2.1): from a JWT's claims or an opaque token's row; absent for a client's token. */
   authTime?: number;
   acr?: string;
   amr?: string[];

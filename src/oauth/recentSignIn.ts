@@ -13,8 +13,9 @@ export const RECENT_SIGN_IN_SECONDS = 300;
  * seconds, refuse with `insufficient_user_authentication` and `max_age`, so
  * the client signs the user in again with that max_age (OIDC Core §3.1.2.1)
  * and calls with the new token. A token that does not say when the user
- * signed in (an opaque one) is refused too: nothing here can tell. The
- * challenge is in the token's own scheme (RFC 9449 §7.1 for a DPoP one).
+ * signed in (an opaque one minted before its row kept it) is refused too:
+ * nothing here can tell. The challenge is in the token's own scheme
+ * (RFC 9449 §7.1 for a DPoP one).
  */
 export function requireRecentSignIn(authTime: number | undefined, nowMs: number, scheme: PresentedToken["scheme"], maxAge = RECENT_SIGN_IN_SECONDS): void {
   if (authTime !== undefined && Math.floor(nowMs / 1000) - authTime <= maxAge) return;

@@ -3,7 +3,7 @@ import { SignJWT } from "jose";
 import { span, tracing } from "../shared/tracing.js";
 import { epochSeconds, type Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
-import type { IssuedTokenRows } from "../store/tokens.js";
+import type { AccessTokenRecord, IssuedTokenRows } from "../store/tokens.js";
 import { requestedClaims, storedClaimNames, type ClaimsRequest } from "./claimsRequest.js";
 import { audienceOf } from "./resourceIndicators.js";
 import type { KeyRing } from "./keys.js";
@@ -203,8 +203,9 @@ export class TokenMinter {
         revokedAt: null,
         kid,
         ...(grant.resources?.length ? { resources: grant.resources } : {}),
-        // An opaque token has no payload to carry them (userinfoClaims.ts).
+        // An opaque token has no payload to carry them (userinfoClaims.ts), nor how its user signed in.
         ...(opaque && userinfoClaims.length > 0 ? { userinfoClaims: storedUserinfoClaims(grant.claims) } : {}),
+        ...(opaque ? storedAuthentication(accessClaims) : {}),
         ...(this.dpopJkt ? { dpopJkt: this.dpopJkt } : {}),
       },
       refresh: refresh
@@ -317,4 +318,15 @@ function addUserClaims(accessClaims: Record<string, unknown>, grant: Grant, user
   // RFC 9068 §2.2.1: how the user authenticated, for introspection and userinfo to report.
   if (grant.amr?.length) Object.assign(accessClaims, { auth_time: authTime }, authenticationClaims(grant.amr));
   return userinfoClaims;
+}
+
+/**
+ * What an opaque token's row keeps of how its user signed in: what its JWT
+ * would carry (addUserClaims), so both kinds say the same. A JWT's row keeps
+ * none, as its payload says it and the row of every token stays small.
+ */
+function storedAuthentication(accessClaims: Record<string, unknown>): Pick<AccessTokenRecord, "authTime" | "acr" | "amr"> {
+  const { auth_time: authTime, acr, amr } = accessClaims;
+  if (typeof authTime !== "number" || typeof acr !== "string" || !Array.isArray(amr)) return {};
+  return { authTime, acr, amr: amr.join(" ") };
 }

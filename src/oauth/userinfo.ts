@@ -1,6 +1,6 @@
 import type { Clock } from "../shared/clock.js";
 import type { Store } from "../store/index.js";
-import { jwtClaimsOf, requireUserToken } from "./accessTokens.js";
+import { accessTokenClaimsOf, requireUserToken } from "./accessTokens.js";
 import { requestedClaims } from "./claimsRequest.js";
 import type { DPoPProofs, PresentedToken } from "./dpop.js";
 import { claimsForScopes } from "./scopes.js";
@@ -27,7 +27,7 @@ export interface UserInfo extends Record<string, unknown> {
  */
 export async function userInfo(store: Store, clock: Clock, issuer: string, presented: PresentedToken | undefined, dpop: Pick<DPoPProofs, "verify">): Promise<UserInfo> {
   const { record, user, hash } = await requireUserToken(store, clock, presented, dpop);
-  const payload = jwtClaimsOf(hash, presented!.token!);
+  const claims = accessTokenClaimsOf(record, hash, presented!.token!);
   // Not `{ ...claims, sub, ... }`: on Node 20's V8, an object made by a
   // spread and then given keys the source lacks survives every
   // young-generation collection until the next full one.
@@ -35,8 +35,8 @@ export async function userInfo(store: Store, clock: Clock, issuer: string, prese
     { sub: user.id, iss: issuer, aud: record.clientId },
     claimsForScopes(user, record.scope.split(" ")),
     // A JWT carries them in its payload, an opaque token's row keeps them.
-    requestedClaims(user, userinfoClaimsOfPayload(payload) ?? loadUserinfoClaims(record.userinfoClaims), "userinfo"),
-    // How the user signed in, as the token's minting recorded it (RFC 9068 §2.2.1; issue #46 §4).
-    payload && authenticationClaimsOf(payload),
+    requestedClaims(user, userinfoClaimsOfPayload(claims) ?? loadUserinfoClaims(record.userinfoClaims), "userinfo"),
+    // How the user signed in, as the token's minting recorded it, in a JWT's payload or an opaque token's row (RFC 9068 §2.2.1; issue #46 §4).
+    authenticationClaimsOf(claims),
   );
 }

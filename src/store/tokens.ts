@@ -24,6 +24,14 @@ export interface AccessTokenRecord {
    * token row keeps them), which a JWT carries in its payload instead.
    */
   userinfoClaims?: string;
+  /**
+   * How an opaque token's user signed in (RFC 9068 §2.2.1), which a JWT
+   * carries in its payload instead: epoch seconds, the `acr`, and the RFC
+   * 8176 `amr` values space-separated. Absent where the JWT would carry none.
+   */
+  authTime?: number;
+  acr?: string;
+  amr?: string;
   /** The resource URIs (RFC 8707) it is meant for, its `aud`; absent for a token meant for its client. */
   resources?: string[];
   /** RFC 9449: the JWK SHA-256 thumbprint of the key it is bound to (its cnf.jkt); absent for a Bearer token. */
@@ -81,6 +89,9 @@ interface AccessTokenRow {
   revoked_at: number | string | null;
   kid: string | null;
   userinfo_claims?: string | null;
+  auth_time?: number | string | null;
+  acr?: string | null;
+  amr?: string | null;
   resources?: string | null;
   dpop_jkt?: string | null;
 }
@@ -98,6 +109,9 @@ const accessTokenRow = (t: AccessTokenRecord): AccessTokenRow => ({
   kid: t.kid,
   // Always present, so rows written together have the same columns.
   userinfo_claims: t.userinfoClaims ?? null,
+  auth_time: t.authTime ?? null,
+  acr: t.acr ?? null,
+  amr: t.amr ?? null,
   resources: storedResources(t.resources),
   dpop_jkt: t.dpopJkt ?? null,
 });
@@ -128,7 +142,7 @@ export interface IssuedTokenRows {
   refresh?: RefreshTokenRecord;
 }
 
-// About a dozen columns a row: far under SQLite's and PostgreSQL's limits on bound values per statement.
+// Under twenty columns a row: far under SQLite's and PostgreSQL's limits on bound values per statement.
 const ISSUED_ROWS_PER_WRITE = 200;
 
 /** Where a token response's rows are written: `add` settles once they are committed. */
@@ -305,6 +319,9 @@ function accessTokenFromRow(r: AccessTokenRow): AccessTokenRecord {
     revokedAt: num(r.revoked_at),
     kid: r.kid ?? null,
     ...(r.userinfo_claims ? { userinfoClaims: r.userinfo_claims } : {}),
+    ...(found(r.auth_time) ? { authTime: Number(r.auth_time) } : {}),
+    ...(r.acr ? { acr: r.acr } : {}),
+    ...(r.amr ? { amr: r.amr } : {}),
     ...loadedResources(r.resources),
     ...(r.dpop_jkt ? { dpopJkt: r.dpop_jkt } : {}),
   };

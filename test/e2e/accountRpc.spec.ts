@@ -3,6 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { AccountService } from "../../gen/identity/v1/account_pb.js";
 import type { RunningServer } from "../../src/app/server.js";
 import { totpCode } from "../../src/oauth/factors/totp.js";
+import { sha256 } from "../../src/oauth/secrets.js";
 import { authorizeUrl, browse, CookieJar, loginFormFields, submit } from "../support/browserless.js";
 import { FakeClock } from "../support/clock.js";
 import { dpopKey, dpopProof } from "../support/dpop.js";
@@ -205,13 +206,24 @@ describe("AccountService: a user's own account over RPC and REST", () => {
     assert.equal((await server.store.federatedIdentities.listByUser(other.id)).length, 1);
   });
 
-  it("an opaque token lists but cannot step up: it does not say when its user signed in", async () => {
+  it("an opaque token steps up as a JWT does: a fresh one unlinks, an old one or one whose row says no sign-in time is refused", async () => {
     const user = await newUser("ida");
-    const tokens = await passwordTokens(server, { user, client: OPAQUE_APP });
+    const key = { provider: TEST_PROVIDER.name, externalIdType: "sub" as const, externalId: "ida-at-acme" };
+    await server.store.federatedIdentities.insert({ ...key, userId: user.id, username: key.externalId, createdAt: clock.now(), updatedAt: clock.now() });
+    const stale = await passwordTokens(server, { user, client: OPAQUE_APP });
+    clock.advanceSeconds(STALE);
+    const [fresh, unsaid] = [await passwordTokens(server, { user, client: OPAQUE_APP }), await passwordTokens(server, { user, client: OPAQUE_APP })];
+    // As a token minted before its row kept the sign-in.
+    await server.store.db("access_tokens").where({ token_hash: sha256(unsaid.access_token) }).update({ auth_time: null, acr: null, amr: null });
     const { connect } = clients();
-    assert.deepEqual((await connect.listFactors({}, bearer(tokens.access_token))).factors, []);
-    const refusal = await refused(connect.unlinkProvider({ provider: TEST_PROVIDER.name, externalIdType: "sub", externalId: "x" }, bearer(tokens.access_token)), Code.Unauthenticated, "insufficient_user_authentication");
-    assert.match(refusal.rawMessage, /does not say when you signed in/);
+    assert.deepEqual((await connect.listFactors({}, bearer(stale.access_token))).factors, []);
+    const tooOld = await refused(connect.unlinkProvider(key, bearer(stale.access_token)), Code.Unauthenticated, "insufficient_user_authentication");
+    assert.match(tooOld.rawMessage, /too old.*max_age=300/);
+    const noTime = await refused(connect.unlinkProvider(key, bearer(unsaid.access_token)), Code.Unauthenticated, "insufficient_user_authentication");
+    assert.match(noTime.rawMessage, /does not say when you signed in/);
+    assert.equal((await server.store.federatedIdentities.listByUser(user.id)).length, 1, "nothing unlinked");
+    await connect.unlinkProvider(key, bearer(fresh.access_token));
+    assert.deepEqual((await connect.listLinkedProviders({}, bearer(fresh.access_token))).providers, []);
   });
 
   it("lists and revokes the caller's own consents; another user's consent is not found and stays", async () => {

@@ -76,12 +76,16 @@ describe("opaque access tokens (accessTokenStrategy: opaque)", () => {
     assert.equal(answer.exp - answer.iat, 3600);
     assert.equal(answer.token_type, "Bearer");
     assert.ok(answer.jti);
+    // How the user signed in (RFC 9068 §2.2.1), from the row as a JWT's from its payload.
+    assert.deepEqual([answer.auth_time, answer.acr, answer.amr], [jwtAnswer.auth_time, "pwd", ["pwd"]]);
+    assert.equal(answer.auth_time, Math.floor(clock.now() / 1000));
 
     const info = await userinfo(tokens.access_token);
     assert.equal(info.status, 200);
     assert.equal(info.body.sub, jwtAnswer.sub);
     assert.equal(info.body.preferred_username, TEST_USER.name);
     assert.equal(info.body.aud, OPAQUE_APP.clientId);
+    assert.deepEqual([info.body.auth_time, info.body.acr, info.body.amr], [answer.auth_time, "pwd", ["pwd"]]);
     const acct = await account(tokens.access_token);
     assert.equal(acct.status, 200);
     assert.equal(acct.body.data.name, TEST_USER.name);
@@ -92,6 +96,12 @@ describe("opaque access tokens (accessTokenStrategy: opaque)", () => {
     const ccAnswer = (await introspect(cc.body.access_token)).body;
     assert.equal(ccAnswer.active, true);
     assert.equal(ccAnswer.sub, OPAQUE_APP.clientId);
+    assert.deepEqual([ccAnswer.auth_time, ccAnswer.acr, ccAnswer.amr], [undefined, undefined, undefined], "no user signed in");
+    const ccRow = await server.store.db("access_tokens").where({ token_hash: sha256(cc.body.access_token) }).first();
+    assert.deepEqual([ccRow.auth_time, ccRow.acr, ccRow.amr], [null, null, null]);
+    // A JWT's row keeps none: its payload says it.
+    const jwtRow = await server.store.db("access_tokens").where({ token_hash: sha256(jwt.access_token) }).first();
+    assert.deepEqual([jwtRow.auth_time, jwtRow.acr, jwtRow.amr], [null, null, null]);
     assert.equal((await userinfo(cc.body.access_token)).status, 401);
 
     // gRPC issues the same kind.
@@ -105,11 +115,16 @@ describe("opaque access tokens (accessTokenStrategy: opaque)", () => {
 
   it("refreshes into a new opaque token, and reuse of a consumed refresh token revokes the family", async () => {
     const first = await passwordTokens(server, { client: OPAQUE_APP, scope: "openid profile" });
+    const signedInAt = (await introspect(first.access_token)).body.auth_time;
+    clock.advanceSeconds(60);
     const second = await refresh(server, first.refresh_token!, {}, OPAQUE_APP);
     assert.equal(second.status, 200, JSON.stringify(second.body));
     assert.match(second.body.access_token, OPAQUE);
     assert.notEqual(second.body.access_token, first.access_token);
-    assert.equal((await introspect(second.body.access_token)).body.active, true);
+    const refreshed = (await introspect(second.body.access_token)).body;
+    assert.equal(refreshed.active, true);
+    // A refresh is no sign-in: the new token says when the user did sign in, as a refreshed JWT does.
+    assert.deepEqual([refreshed.auth_time, refreshed.acr, refreshed.amr], [signedInAt, "pwd", ["pwd"]]);
     assert.equal((await userinfo(second.body.access_token)).status, 200);
 
     const reused = await refresh(server, first.refresh_token!, {}, OPAQUE_APP);

@@ -112,3 +112,20 @@ describeEachBackend("migration 078: access tokens found by user", (ctx) => {
     assert.match(await plan(), /access_tokens_user_index/);
   });
 });
+
+describeEachBackend("migration 079: how an opaque token's user signed in", (ctx) => {
+  const LAST = { ...MIGRATIONS, name: "079_opaque_authentication" };
+
+  it("adds auth_time, acr and amr to access tokens, keeps every row, and is undone", async () => {
+    const signedIn = anAccessToken({ authTime: T0 / 1000, acr: "mfa", amr: "pwd otp mfa" });
+    const plain = anAccessToken({ userId: null, familyId: null });
+    for (const t of [signedIn, plain]) await ctx.store.accessTokens.insert(t);
+    await ctx.db.migrate.down(LAST);
+    const { authTime: _t, acr: _c, amr: _a, ...without } = signedIn;
+    assert.deepEqual(await ctx.store.accessTokens.findByHash(signedIn.tokenHash), without);
+    assert.deepEqual(await ctx.store.accessTokens.findByHash(plain.tokenHash), plain);
+    await ctx.db.migrate.latest(MIGRATIONS);
+    assert.deepEqual(await ctx.store.accessTokens.findByHash(signedIn.tokenHash), without, "what was dropped stays NULL");
+    await ctx.store.accessTokens.insert({ ...signedIn, tokenHash: hash() });
+  });
+});

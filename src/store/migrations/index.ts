@@ -36,6 +36,7 @@ import * as backchannelLogout from "./075_backchannel_logout.js";
 import * as applicationProfile from "./076_application_profile.js";
 import * as pushedRequestLimits from "./077_pushed_request_limits.js";
 import * as accessTokensByUser from "./078_access_tokens_by_user.js";
+import * as opaqueAuthentication from "./079_opaque_authentication.js";
 
 interface Migration {
   name: string;
@@ -83,6 +84,7 @@ const all: Migration[] = [
   { name: "076_application_profile", ...applicationProfile },
   { name: "077_pushed_request_limits", ...pushedRequestLimits },
   { name: "078_access_tokens_by_user", ...accessTokensByUser },
+  { name: "079_opaque_authentication", ...opaqueAuthentication },
 ];
 
 export const migrations: Knex.MigrationSource<Migration> = {

@@ -38,6 +38,25 @@ describeEachBackend("storage contract: tokens", (ctx) => {
       assert.equal(await ctx.store.accessTokens.findByHash(hash()), undefined);
     });
 
+    it("keeps how an opaque token's user signed in, through every write and read, beside rows that keep none", async () => {
+      const user = aUser();
+      await ctx.store.users.insert(user);
+      // An auth_time past 2038: the column holds epoch seconds beyond 32 bits.
+      const signedIn = { authTime: 4_102_444_800, acr: "mfa", amr: "pwd otp mfa" };
+      const [inserted, added, plain, rotated] = [signedIn, signedIn, {}, signedIn].map((over) => anAccessToken({ userId: user.id, ...over }));
+      await ctx.store.accessTokens.insert(inserted);
+      // Written together: one row with the columns, one without.
+      await Promise.all([added, plain].map((access) => ctx.store.issuedTokens.add({ access })));
+      const consumed = aRefreshToken();
+      await ctx.store.refreshTokens.insert(consumed);
+      assert.equal(await ctx.store.refreshTokens.rotate(consumed.tokenHash, T0, { access: rotated }), true);
+      for (const token of [inserted, added, plain, rotated]) {
+        assert.deepEqual(await ctx.store.accessTokens.findByHash(token.tokenHash), token);
+        assert.deepEqual((await ctx.store.accessTokens.findStandingByHash(token.tokenHash))?.token, token);
+        assert.deepEqual((await ctx.store.accessTokens.findWithUserByHash(token.tokenHash))?.token, token);
+      }
+    });
+
     it("finds a token with its user in one read: none for a client's token or a deleted user", async () => {
       const user = aUser({ disabled: true });
       await ctx.store.users.insert(user);
