@@ -1,4 +1,4 @@
-import type { Db } from "./db.js";
+import { advisoryLockKey, isPostgres, type Db } from "./db.js";
 import { queryDeadlineMs } from "./deadlines.js";
 import { GroupCommit } from "./groupCommit.js";
 import { rowBy, type RowReader, type RowQuery } from "./rowReader.js";
@@ -421,10 +421,13 @@ export class RefreshTokenRepository {
  * issueKeeping) makes the refresh_tokens UPDATE wait; its rows, committed
  * meanwhile, are outside that statement's snapshot on PostgreSQL, so both
  * tables are updated once more after it: what the refresh recorded is
- * revoked too, not left live in a revoked family.
+ * revoked too, not left live in a revoked family. Revocations of one family
+ * take turns under a transaction's advisory lock: two that each held a row
+ * the other's second pass wanted would deadlock.
  */
 export async function revokeFamily(db: Db, familyId: string, at: number): Promise<void> {
   await db.transaction(async (trx) => {
+    if (isPostgres(db)) await trx.raw("select pg_advisory_xact_lock(cast(? as bigint))", [advisoryLockKey(db, `token-family/${familyId}`)]);
     for (let pass = 0; pass < 2; pass++) {
       await trx("access_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });
       await trx("refresh_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });
