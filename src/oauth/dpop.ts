@@ -49,9 +49,12 @@ export interface PresentedToken {
 /** Where a proof is checked: the token endpoint answers 400 (§5), a protected resource 401 with a DPoP challenge (§7.1). */
 export type ProofSite = "token" | "resource";
 
+/** What a protected resource's refusal of a DPoP presentation carries: a DPoP challenge naming the proof algorithms (RFC 9449 §7.1). */
+export const DPOP_CHALLENGE = { challenge: "DPoP" as const, algs: DPOP_SIGNING_ALGS };
+
 /** A refusal of a proof, as the site it was presented at answers it. */
 export function proofError(site: ProofSite, code: "invalid_dpop_proof" | "use_dpop_nonce" | "invalid_token", description: string, dpopNonce?: string): OAuthError {
-  const answer = { ...(site === "resource" ? { challenge: "DPoP" as const, algs: DPOP_SIGNING_ALGS } : {}), ...(dpopNonce ? { dpopNonce } : {}) };
+  const answer = { ...(site === "resource" ? DPOP_CHALLENGE : {}), ...(dpopNonce ? { dpopNonce } : {}) };
   return new OAuthError(code, description, site === "resource" || code === "invalid_token" ? 401 : undefined, answer);
 }
 

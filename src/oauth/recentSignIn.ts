@@ -1,4 +1,4 @@
-import { DPOP_SIGNING_ALGS, type PresentedToken } from "./dpop.js";
+import { DPOP_CHALLENGE, type PresentedToken } from "./dpop.js";
 import { OAuthError } from "./errors.js";
 
 /**
@@ -19,7 +19,7 @@ export const RECENT_SIGN_IN_SECONDS = 300;
  */
 export function requireRecentSignIn(authTime: number | undefined, nowMs: number, scheme: PresentedToken["scheme"], maxAge = RECENT_SIGN_IN_SECONDS): void {
   if (authTime !== undefined && Math.floor(nowMs / 1000) - authTime <= maxAge) return;
-  const answer = scheme === "DPoP" ? { challenge: "DPoP" as const, algs: DPOP_SIGNING_ALGS, maxAge } : { maxAge };
+  const answer = scheme === "DPoP" ? { ...DPOP_CHALLENGE, maxAge } : { maxAge };
   const why = authTime === undefined ? "this access token does not say when you signed in" : "your sign-in is too old for this change";
   throw new OAuthError("insufficient_user_authentication", `${why}: sign in again (max_age=${maxAge}) and call with the new token`, 401, answer);
 }

@@ -264,8 +264,19 @@ async function createSchema(db: Db): Promise<void> {
  * The PostgreSQL advisory lock key (a bigint, as text) of the lock named
  * `name` on this database and schema: instances sharing both share it.
  */
-export function advisoryLockKey(db: Db, name: string): string {
+function advisoryLockKey(db: Db, name: string): string {
   return createHash("sha256").update(`identity-service/${schemaOf(db) ?? ""}/${name}`).digest().readBigInt64BE(0).toString();
+}
+
+/**
+ * Within transaction `trx`, wait for and hold until it ends the lock named
+ * `name` that every instance on the same PostgreSQL database and schema
+ * shares (a transaction advisory lock), so transactions of one name take
+ * turns where READ COMMITTED would let them interleave. On SQLite nothing:
+ * a write transaction holds the whole file.
+ */
+export async function lockForTransaction(trx: Db, name: string): Promise<void> {
+  if (isPostgres(trx)) await trx.raw("select pg_advisory_xact_lock(cast(? as bigint))", [advisoryLockKey(trx, name)]);
 }
 
 /**

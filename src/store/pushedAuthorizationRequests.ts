@@ -1,4 +1,4 @@
-import { advisoryLockKey, isPostgres, type Db } from "./db.js";
+import { isPostgres, lockForTransaction, type Db } from "./db.js";
 
 /** A pushed authorization request (RFC 9126 §2), waiting for the authorize request that names it. */
 export interface PushedAuthorizationRequestRecord {
@@ -43,7 +43,7 @@ export class PushedAuthorizationRequestRepository {
     // PostgreSQL: a statement does not see another's uncommitted insert, so the pushes of one client take
     // turns under a transaction's advisory lock; each count then sees every row committed before it.
     return this.db.transaction(async (trx) => {
-      await trx.raw("select pg_advisory_xact_lock(cast(? as bigint))", [advisoryLockKey(this.db, `pushed-requests/${r.clientId}`)]);
+      await lockForTransaction(trx, `pushed-requests/${r.clientId}`);
       return ((await conditional(trx)) as { rows: unknown[] }).rows.length === 1;
     });
   }

@@ -1,4 +1,4 @@
-import { advisoryLockKey, isPostgres, type Db } from "./db.js";
+import { lockForTransaction, type Db } from "./db.js";
 import { queryDeadlineMs } from "./deadlines.js";
 import { GroupCommit } from "./groupCommit.js";
 import { rowBy, type RowReader, type RowQuery } from "./rowReader.js";
@@ -340,13 +340,7 @@ export class RefreshTokenRepository {
    * alike (the loser's UPDATE re-checks the row after the winner commits).
    */
   async consume(tokenHash: string, at: number, conn: Db = this.db): Promise<boolean> {
-    const updated = await conn("refresh_tokens")
-      .where({ token_hash: tokenHash })
-      .whereNull("consumed_at")
-      .whereNull("revoked_at")
-      .where("expires_at", ">", at)
-      .update({ consumed_at: at });
-    return updated === 1;
+    return (await liveRefreshToken(conn, tokenHash, at).update({ consumed_at: at })) === 1;
   }
 
   /**
@@ -354,13 +348,8 @@ export class RefreshTokenRepository {
    * `consumedHash` and record `issued` in one transaction. Of any number of
    * concurrent callers exactly one sees `true`; the others write nothing.
    */
-  async rotate(consumedHash: string, at: number, issued: IssuedTokenRows): Promise<boolean> {
-    return this.db.transaction(async (trx) => {
-      if (!(await this.consume(consumedHash, at, trx))) return false;
-      await trx("access_tokens").insert(accessTokenRow(issued.access));
-      if (issued.refresh) await trx("refresh_tokens").insert(refreshTokenRow(issued.refresh));
-      return true;
-    });
+  rotate(consumedHash: string, at: number, issued: IssuedTokenRows): Promise<boolean> {
+    return this.recordIf((trx) => this.consume(consumedHash, at, trx), issued);
   }
 
   /**
@@ -371,15 +360,14 @@ export class RefreshTokenRepository {
    * of it either comes first, and nothing is recorded, or waits. Any number
    * of concurrent callers on a live token see `true`.
    */
-  async issueKeeping(liveHash: string, at: number, issued: IssuedTokenRows): Promise<boolean> {
+  issueKeeping(liveHash: string, at: number, issued: IssuedTokenRows): Promise<boolean> {
+    return this.recordIf(async (trx) => (await liveRefreshToken(trx, liveHash, at).update({ consumed_at: null })) === 1, issued);
+  }
+
+  /** Record `issued` in one transaction with `condition`, its first statement, and only if it holds. */
+  private recordIf(condition: (trx: Db) => Promise<boolean>, issued: IssuedTokenRows): Promise<boolean> {
     return this.db.transaction(async (trx) => {
-      const held = await trx("refresh_tokens")
-        .where({ token_hash: liveHash })
-        .whereNull("consumed_at")
-        .whereNull("revoked_at")
-        .where("expires_at", ">", at)
-        .update({ consumed_at: null });
-      if (held !== 1) return false;
+      if (!(await condition(trx))) return false;
       await trx("access_tokens").insert(accessTokenRow(issued.access));
       if (issued.refresh) await trx("refresh_tokens").insert(refreshTokenRow(issued.refresh));
       return true;
@@ -415,6 +403,11 @@ export class RefreshTokenRepository {
   }
 }
 
+/** The refresh token `tokenHash` while it is live at `at`: neither consumed nor revoked, nor expired. */
+function liveRefreshToken(conn: Db, tokenHash: string, at: number) {
+  return conn("refresh_tokens").where({ token_hash: tokenHash }).whereNull("consumed_at").whereNull("revoked_at").where("expires_at", ">", at);
+}
+
 /**
  * RefreshTokenRepository.revokeFamily, for the store's other repositories.
  * A refresh of the family that holds its refresh token's row (rotate,
@@ -427,7 +420,7 @@ export class RefreshTokenRepository {
  */
 export async function revokeFamily(db: Db, familyId: string, at: number): Promise<void> {
   await db.transaction(async (trx) => {
-    if (isPostgres(db)) await trx.raw("select pg_advisory_xact_lock(cast(? as bigint))", [advisoryLockKey(db, `token-family/${familyId}`)]);
+    await lockForTransaction(trx, `token-family/${familyId}`);
     for (let pass = 0; pass < 2; pass++) {
       await trx("access_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });
       await trx("refresh_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at });

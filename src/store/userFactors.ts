@@ -1,4 +1,4 @@
-import { advisoryLockKey, isPostgres, type Db } from "./db.js";
+import { lockForTransaction, type Db } from "./db.js";
 import { guardUnique } from "./errors.js";
 import type { UserFactorRecord } from "../shared/model.js";
 
@@ -81,7 +81,7 @@ export class UserFactorRepository {
    */
   async insertFirst(f: UserFactorRecord): Promise<boolean> {
     return this.db.transaction(async (trx) => {
-      if (isPostgres(this.db)) await trx.raw("select pg_advisory_xact_lock(cast(? as bigint))", [advisoryLockKey(this.db, `first-factor/${f.userId}`)]);
+      await lockForTransaction(trx, `first-factor/${f.userId}`);
       if (await trx("user_factors").where({ user_id: f.userId, confirmed: true }).first("id")) return false;
       await guardUnique("user factor", "credential id", () => trx("user_factors").insert(toRow(f)));
       return true;
